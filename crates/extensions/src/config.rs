@@ -1,0 +1,108 @@
+//! What the host needs to know to start: where `$ZOT_HOME` and the project
+//! are, which extensions to load, what to tell them in `hello_ack`, and the
+//! names the host keeps for itself.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::limits::Limits;
+
+/// Tools built into the agent; an extension tool of the same name is shadowed.
+pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "skill"];
+
+/// Slash commands built into the front ends; an extension command of the same
+/// name (case-insensitively) is shadowed.
+pub const BUILTIN_COMMANDS: &[&str] = &[
+    "help",
+    "model",
+    "clear",
+    "compact",
+    "sessions",
+    "skills",
+    "reload-ext",
+    "yolo",
+    "exit",
+];
+
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// `$ZOT_HOME`: holds `extensions/` (global scope) and `logs/`.
+    pub zot_home: PathBuf,
+    /// The user's project directory: holds `.zot/extensions/` and is `cwd` in `hello_ack`.
+    pub cwd: PathBuf,
+    /// `--ext` directories, loaded first and remembered across reloads.
+    pub explicit: Vec<PathBuf>,
+    /// `false` with `--no-ext`: skip the project and global roots (`--ext` still loads).
+    pub discover: bool,
+    pub zot_version: String,
+    pub provider: String,
+    pub model: String,
+    pub builtin_commands: Vec<String>,
+    pub builtin_tools: Vec<String>,
+    pub limits: Limits,
+}
+
+impl HostConfig {
+    pub fn new(zot_home: impl Into<PathBuf>, cwd: impl Into<PathBuf>) -> Self {
+        Self {
+            zot_home: zot_home.into(),
+            cwd: cwd.into(),
+            explicit: Vec::new(),
+            discover: true,
+            zot_version: env!("CARGO_PKG_VERSION").to_owned(),
+            provider: String::new(),
+            model: String::new(),
+            builtin_commands: BUILTIN_COMMANDS.iter().map(|s| (*s).to_owned()).collect(),
+            builtin_tools: BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// `$ZOT_HOME/extensions`, the global root.
+    pub fn global_root(&self) -> PathBuf {
+        self.zot_home.join("extensions")
+    }
+
+    /// `<cwd>/.zot/extensions`, the project root.
+    pub fn project_root(&self) -> PathBuf {
+        self.cwd.join(".zot").join("extensions")
+    }
+
+    /// `$ZOT_HOME/logs/ext-<name>.log`.
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        log_path(&self.zot_home, name)
+    }
+}
+
+/// `<zot_home>/logs/ext-<name>.log`.
+pub fn log_path(zot_home: &Path, name: &str) -> PathBuf {
+    zot_home.join("logs").join(format!("ext-{name}.log"))
+}
+
+/// `$ZOT_HOME` from the process environment (see [`zot_home_from`]).
+pub fn default_zot_home() -> Option<PathBuf> {
+    zot_home_from(|key| std::env::var_os(key))
+}
+
+/// `$ZOT_HOME` as the spec defines it ("Layout & discovery"): `ZOT_HOME`, else
+/// `$XDG_STATE_HOME/zot` on any platform, else `~/Library/Application Support/zot`
+/// on macOS, `%LOCALAPPDATA%\zot` on Windows and `~/.local/state/zot` elsewhere.
+/// Empty variables count as unset. `None` when no home directory is known.
+pub fn zot_home_from(env: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |key: &str| env(key).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(home) = var("ZOT_HOME") {
+        return Some(home);
+    }
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return Some(state.join("zot"));
+    }
+    if cfg!(windows) {
+        return var("LOCALAPPDATA").map(|dir| dir.join("zot"));
+    }
+    let home = var("HOME")?;
+    if cfg!(target_os = "macos") {
+        Some(home.join("Library").join("Application Support").join("zot"))
+    } else {
+        Some(home.join(".local").join("state").join("zot"))
+    }
+}

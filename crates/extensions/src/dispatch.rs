@@ -1,0 +1,454 @@
+//! Calling into extensions: slash commands, tools, one-way lifecycle events,
+//! the intercept chains (serial, in load order, fail-open), system prompt
+//! preparation, and panel input.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use zot_protocol::zot::{
+    CommandAction, CommandInvoked, ContentBlock, Event, EventIntercept, ExtFrame, HostFrame,
+    Intercept, InterceptResponse, Key, PanelClose, PanelContent, PanelKey, ToolCall,
+};
+
+use crate::connection::RequestError;
+use crate::dialect::zot::json_kind;
+use crate::extension::Extension;
+use crate::host::ExtensionHost;
+
+/// Why a command or tool call produced no reply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DispatchError {
+    #[error("unknown command /{0}")]
+    UnknownCommand(String),
+    #[error("unknown tool \"{0}\"")]
+    UnknownTool(String),
+    #[error("extension {extension}/{name} failed: {source}")]
+    Request {
+        extension: String,
+        name: String,
+        #[source]
+        source: RequestError,
+    },
+}
+
+/// An extension's answer to a slash command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandReply {
+    pub extension: String,
+    /// The command's registered spelling.
+    pub command: String,
+    pub outcome: CommandOutcome,
+    /// When non-empty, shown as an error line whatever the outcome.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommandOutcome {
+    /// Submit as a user prompt (queued if a turn is running).
+    Prompt(String),
+    /// Insert into the editor at the cursor.
+    Insert(String),
+    /// A one-shot note: not in the transcript, never sent to the model.
+    Display(String),
+    OpenPanel(PanelContent),
+    Noop,
+}
+
+/// An extension tool's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    pub extension: String,
+    /// Text and image blocks (unknown block types arrive as a text note).
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+    /// Deferred tools this result made visible.
+    pub activated: Vec<String>,
+}
+
+/// The outcome of the `tool_call` intercept chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCallVerdict {
+    /// Run the tool; with `Some(args)` when the chain rewrote them.
+    Allow {
+        args: Option<Value>,
+    },
+    Block {
+        extension: String,
+        reason: String,
+    },
+}
+
+/// The outcome of the `turn_start` intercept chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnVerdict {
+    Allow,
+    Block { extension: String, reason: String },
+}
+
+/// The outcome of the `assistant_message` intercept chain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageVerdict {
+    /// Show the message; with `Some(text)` when the chain replaced the visible text.
+    Allow {
+        text: Option<String>,
+    },
+    Block {
+        extension: String,
+        reason: String,
+    },
+}
+
+/// A system prompt after the `before_agent_start` chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedPrompt {
+    pub system_prompt: String,
+    /// Identifies the pass that produced it; shared by every extension in that pass.
+    pub agent_run_id: String,
+}
+
+/// Prompt preparation was cancelled; no replacement is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("system prompt preparation cancelled")]
+pub struct Cancelled;
+
+impl ExtensionHost {
+    /// Runs an extension slash command (`name` case-insensitively, with or without `/`).
+    pub async fn invoke_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandReply, DispatchError> {
+        let name = name.strip_prefix('/').unwrap_or(name);
+        let found = {
+            let state = self.inner.state();
+            self.inner.live(&state).find_command(name)
+        };
+        let Some((ext, cmd)) = found else {
+            return Err(DispatchError::UnknownCommand(name.to_owned()));
+        };
+        let id = self.inner.next_id();
+        let frame = HostFrame::CommandInvoked(CommandInvoked {
+            id: id.clone(),
+            name: cmd.name.clone(),
+            args: args.trim().to_owned(),
+        });
+        let fail = |source| DispatchError::Request {
+            extension: ext.name.clone(),
+            name: cmd.name.clone(),
+            source,
+        };
+        let reply = ext
+            .conn
+            .request(&id, &frame, self.inner.config.limits.command_timeout)
+            .await;
+        let response = match reply.map_err(fail)? {
+            ExtFrame::CommandResponse(r) => r,
+            other => return Err(fail(unexpected(&other))),
+        };
+        let text = |s: Option<String>| s.unwrap_or_default();
+        let outcome = match response.action {
+            CommandAction::Prompt => CommandOutcome::Prompt(text(response.prompt)),
+            CommandAction::Insert => CommandOutcome::Insert(text(response.insert)),
+            CommandAction::Display => CommandOutcome::Display(text(response.display)),
+            CommandAction::OpenPanel => match response.open_panel {
+                Some(panel) => CommandOutcome::OpenPanel(panel),
+                None => {
+                    return Err(fail(RequestError::Malformed(
+                        "action open_panel without an open_panel object".into(),
+                    )));
+                }
+            },
+            CommandAction::Noop => CommandOutcome::Noop,
+        };
+        Ok(CommandReply {
+            extension: ext.name.clone(),
+            command: cmd.name,
+            outcome,
+            error: response.error.filter(|e| !e.trim().is_empty()),
+        })
+    }
+
+    /// Calls an active extension tool with the (post-intercept) arguments.
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<ToolReply, DispatchError> {
+        let found = {
+            let state = self.inner.state();
+            let tools = self.inner.live(&state).active_tools(&state.activated);
+            tools.into_iter().find(|(_, t)| t.name == name)
+        };
+        let Some((ext, tool)) = found else {
+            return Err(DispatchError::UnknownTool(name.to_owned()));
+        };
+        let args = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args
+        };
+        let id = self.inner.next_id();
+        let frame = HostFrame::ToolCall(ToolCall {
+            id: id.clone(),
+            name: tool.name.clone(),
+            args,
+        });
+        let fail = |source| DispatchError::Request {
+            extension: ext.name.clone(),
+            name: tool.name.clone(),
+            source,
+        };
+        let reply = ext
+            .conn
+            .request(&id, &frame, self.inner.config.limits.tool_timeout)
+            .await;
+        let result = match reply.map_err(fail)? {
+            ExtFrame::ToolResult(r) => r,
+            other => return Err(fail(unexpected(&other))),
+        };
+        let content = result
+            .content
+            .into_iter()
+            .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
+            .map(|b| match b {
+                ContentBlock::Unsupported => ContentBlock::Text {
+                    text: format!("[unsupported content block from extension {}]", ext.name),
+                },
+                other => other,
+            })
+            .collect();
+        let activated = self.inner.activate(&result.activate_tools);
+        Ok(ToolReply {
+            extension: ext.name.clone(),
+            content,
+            is_error: result.is_error,
+            activated,
+        })
+    }
+
+    /// Sends a one-way lifecycle event to every live subscriber, in order per extension.
+    pub fn emit_event(&self, event: &Event) {
+        let frame = HostFrame::Event(event.clone());
+        for ext in self.inner.extensions() {
+            if ext.subscribes(event.name()) {
+                ext.conn.send(&frame);
+            }
+        }
+    }
+
+    /// Asks `tool_call` interceptors, in load order: the first block wins,
+    /// argument rewrites chain; failures allow.
+    pub async fn intercept_tool_call(
+        &self,
+        tool_id: &str,
+        tool_name: &str,
+        args: &Value,
+    ) -> ToolCallVerdict {
+        let mut current = args.clone();
+        for ext in self.interceptors("tool_call") {
+            let payload = Intercept::ToolCall {
+                tool_id: tool_id.to_owned(),
+                tool_name: tool_name.to_owned(),
+                tool_args: current.clone(),
+            };
+            let Some(reply) = self.ask(&ext, payload).await else {
+                continue;
+            };
+            if reply.block {
+                let reason = block_reason(reply.reason, &ext, "tool call");
+                return ToolCallVerdict::Block {
+                    extension: ext.name.clone(),
+                    reason,
+                };
+            }
+            match reply.modified_args {
+                Some(new @ Value::Object(_)) => current = new,
+                Some(other) => self.inner.warn(
+                    &ext,
+                    format!(
+                        "modified_args must be a JSON object, got {}; ignored",
+                        json_kind(&other)
+                    ),
+                ),
+                None => {}
+            }
+        }
+        let args = (current != *args).then_some(current);
+        ToolCallVerdict::Allow { args }
+    }
+
+    /// Asks `turn_start` interceptors, in load order: the first block wins.
+    pub async fn intercept_turn_start(&self, step: u32) -> TurnVerdict {
+        for ext in self.interceptors("turn_start") {
+            let Some(reply) = self.ask(&ext, Intercept::TurnStart { step }).await else {
+                continue;
+            };
+            if reply.block {
+                let reason = block_reason(reply.reason, &ext, "turn");
+                return TurnVerdict::Block {
+                    extension: ext.name.clone(),
+                    reason,
+                };
+            }
+        }
+        TurnVerdict::Allow
+    }
+
+    /// Asks `assistant_message` interceptors, in load order: the first block
+    /// wins, `replace_text` rewrites chain. An empty `replace_text` is no
+    /// change (blocking is how a message is suppressed).
+    pub async fn intercept_assistant_message(&self, text: &str) -> MessageVerdict {
+        let mut current = text.to_owned();
+        for ext in self.interceptors("assistant_message") {
+            let payload = Intercept::AssistantMessage {
+                text: current.clone(),
+            };
+            let Some(reply) = self.ask(&ext, payload).await else {
+                continue;
+            };
+            if reply.block {
+                let reason = block_reason(reply.reason, &ext, "assistant message");
+                return MessageVerdict::Block {
+                    extension: ext.name.clone(),
+                    reason,
+                };
+            }
+            if let Some(replacement) = reply.replace_text.filter(|t| !t.is_empty()) {
+                current = replacement;
+            }
+        }
+        MessageVerdict::Allow {
+            text: (current != text).then_some(current),
+        }
+    }
+
+    /// Runs the `before_agent_start` chain over the base prompt in `base`
+    /// (spec, "System prompt replacement"): serial in load order, each
+    /// extension sees the previous result, exact replacement ("" removes,
+    /// omission keeps), failures keep the prompt with a warning. When `base`
+    /// changes during a pass (a reset, even to the same text) the pass is
+    /// discarded and the chain reruns from the new base with a new run id.
+    pub async fn prepare_system_prompt(
+        &self,
+        session_id: &str,
+        base: &mut watch::Receiver<String>,
+        cancel: &CancellationToken,
+    ) -> Result<PreparedPrompt, Cancelled> {
+        let (provider, model) = {
+            let state = self.inner.state();
+            (state.provider.clone(), state.model.clone())
+        };
+        let cwd = self.inner.cwd().display().to_string();
+        let limit = self.inner.config.limits.max_system_prompt_bytes;
+        'pass: loop {
+            let mut current = base.borrow_and_update().clone();
+            let agent_run_id = format!("run-{}", self.inner.next_id());
+            for ext in self.interceptors("before_agent_start") {
+                let payload = Intercept::BeforeAgentStart {
+                    session_id: session_id.to_owned(),
+                    agent_run_id: agent_run_id.clone(),
+                    cwd: cwd.clone(),
+                    provider: provider.clone(),
+                    model: model.clone(),
+                    system_prompt: current.clone(),
+                };
+                let ask = self.ask(&ext, payload);
+                let reply = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Err(Cancelled),
+                    Ok(()) = base.changed() => continue 'pass,
+                    reply = ask => reply,
+                };
+                let Some(prompt) = reply.and_then(|r| r.system_prompt) else {
+                    continue;
+                };
+                let encoded = serde_json::to_string(&prompt).map_or(usize::MAX, |s| s.len());
+                if encoded > limit {
+                    self.inner.warn(
+                        &ext,
+                        format!("system_prompt reply is {encoded} bytes encoded, over the {limit} byte limit; prompt kept"),
+                    );
+                } else {
+                    current = prompt;
+                }
+            }
+            return Ok(PreparedPrompt {
+                system_prompt: current,
+                agent_run_id,
+            });
+        }
+    }
+
+    /// Sends a key to the extension that owns an open panel. Returns whether it was delivered.
+    pub fn panel_key(
+        &self,
+        extension: &str,
+        panel_id: &str,
+        key: Key,
+        text: Option<String>,
+    ) -> bool {
+        let frame = HostFrame::PanelKey(PanelKey {
+            panel_id: panel_id.to_owned(),
+            key,
+            text,
+        });
+        self.send_to(extension, &frame)
+    }
+
+    /// Tells an extension the user closed its panel. Returns whether it was delivered.
+    pub fn panel_close(&self, extension: &str, panel_id: &str) -> bool {
+        let frame = HostFrame::PanelClose(PanelClose {
+            panel_id: panel_id.to_owned(),
+        });
+        self.send_to(extension, &frame)
+    }
+
+    fn send_to(&self, extension: &str, frame: &HostFrame) -> bool {
+        let target = self
+            .inner
+            .extensions()
+            .into_iter()
+            .find(|e| e.name == extension);
+        target.map(|ext| ext.conn.send(frame)).is_some()
+    }
+
+    fn interceptors(&self, event: &str) -> Vec<Arc<Extension>> {
+        let mut exts = self.inner.extensions();
+        exts.retain(|e| e.intercepts(event));
+        exts
+    }
+
+    /// One intercept request; `None` (allow) with a warning on timeout,
+    /// crash or a malformed reply.
+    async fn ask(&self, ext: &Extension, payload: Intercept) -> Option<InterceptResponse> {
+        let event = payload.name();
+        let id = self.inner.next_id();
+        let frame = HostFrame::EventIntercept(EventIntercept {
+            id: id.clone(),
+            payload,
+        });
+        let deadline = self.inner.config.limits.intercept_timeout;
+        let problem = match ext.conn.request(&id, &frame, deadline).await {
+            Ok(ExtFrame::EventInterceptResponse(reply)) => return Some(reply),
+            Ok(other) => unexpected(&other).to_string(),
+            Err(RequestError::Timeout(after)) => format!("timed out after {after:?}"),
+            Err(e) => e.to_string(),
+        };
+        let keep = if event == "before_agent_start" {
+            "keeping the prompt"
+        } else {
+            "allowing"
+        };
+        self.inner
+            .warn(ext, format!("intercept {event} {problem}; {keep}"));
+        None
+    }
+}
+
+fn unexpected(frame: &ExtFrame) -> RequestError {
+    RequestError::Malformed(format!("unexpected {} reply", frame.type_name()))
+}
+
+fn block_reason(reason: Option<String>, ext: &Extension, what: &str) -> String {
+    reason
+        .filter(|r| !r.trim().is_empty())
+        .unwrap_or_else(|| format!("{what} refused by extension {}", ext.name))
+}

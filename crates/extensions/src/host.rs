@@ -1,0 +1,613 @@
+//! `ExtensionHost`, the public face of this crate: starts every discovered
+//! extension concurrently, keeps the live set and its registrations, reports
+//! what happened, reloads and shuts down. Dispatch lives in `dispatch.rs`.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures_util::future::join_all;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use zot_protocol::PROTOCOL_VERSION;
+use zot_protocol::zot::{HelloAck, HostFrame, NotifyLevel, PanelRender};
+
+use crate::config::HostConfig;
+use crate::connection::{Connection, FrameReader};
+use crate::dialect::zot::{HandshakeError, handshake};
+use crate::discovery::{Found, FoundStatus, Scope, discover};
+use crate::ext_log::ExtLog;
+use crate::extension::{Extension, Readiness, run_reader};
+use crate::manifest::{Launch, Manifest};
+use crate::registry::{CommandInfo, Conflict, Live, NameKind, Owner, ToolInfo};
+use crate::supervisor::{Process, describe, resolve_exec};
+
+/// Something the front ends should know about, attributed to an extension.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostEvent {
+    Notify {
+        extension: String,
+        level: NotifyLevel,
+        message: String,
+    },
+    ClearNotes {
+        extension: String,
+    },
+    /// Text to submit as a user prompt (empty text never gets here).
+    Submit {
+        extension: String,
+        text: String,
+    },
+    PanelRender {
+        extension: String,
+        panel: PanelRender,
+    },
+    PanelClose {
+        extension: String,
+        panel_id: String,
+    },
+    /// The set of model-visible tools changed (late registration, activation, exit, reload).
+    ToolsChanged,
+    /// The set of extension commands changed.
+    CommandsChanged,
+    /// Something went wrong that the user should see (intercept timeouts, bad replies…).
+    Warning {
+        extension: String,
+        message: String,
+    },
+    /// An extension's process went away on its own.
+    Exited {
+        extension: String,
+        reason: String,
+    },
+}
+
+/// Why an extension could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub extension: String,
+    pub dir: PathBuf,
+    pub kind: LoadErrorKind,
+    /// How the process ended (`exit status: 3`, `signal: 9 (SIGKILL)`), when it ran.
+    pub status: Option<String>,
+    pub log: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadErrorKind {
+    #[error("cannot open log: {0}")]
+    Log(String),
+    #[error("spawn {program}: {error}")]
+    Spawn { program: String, error: String },
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "extension {}: {}", self.extension, self.kind)?;
+        if let Some(status) = &self.status {
+            write!(f, " (process: {status})")?;
+        }
+        write!(f, "; log: {}", self.log.display())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// One discovered extension directory and what became of it.
+#[derive(Debug, Clone)]
+pub struct ExtensionReport {
+    pub scope: Scope,
+    pub dir: PathBuf,
+    /// The manifest name, when the manifest is valid.
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub log: Option<PathBuf>,
+    pub status: ReportStatus,
+}
+
+#[derive(Debug, Clone)]
+pub enum ReportStatus {
+    /// Being spawned or in its handshake right now (a reload is under way).
+    Starting,
+    Loaded(LoadedInfo),
+    Failed(LoadError),
+    Disabled,
+    /// Theme- or skill-only bundle, never spawned.
+    Bundle,
+    Shadowed {
+        by: PathBuf,
+    },
+    InvalidManifest(crate::manifest::ManifestError),
+}
+
+/// A loaded extension as it is now.
+#[derive(Debug, Clone)]
+pub struct LoadedInfo {
+    pub pid: i32,
+    pub readiness: Readiness,
+    pub running: bool,
+    /// How it ended, once it has.
+    pub exit: Option<String>,
+    pub commands: Vec<CommandInfo>,
+    pub tools: Vec<ToolInfo>,
+    pub events: Vec<String>,
+    pub intercepts: Vec<String>,
+}
+
+/// What `reload` did.
+#[derive(Debug, Clone, Default)]
+pub struct ReloadStats {
+    pub stopped: usize,
+    pub loaded: usize,
+    /// Loaded extensions that sent `ready` or went quiet (auto-ready).
+    pub ready: usize,
+    pub errors: Vec<LoadError>,
+}
+
+/// The extension host. Cheap to clone; every clone drives the same set.
+/// Dropping the last clone kills every extension process group.
+#[derive(Clone)]
+pub struct ExtensionHost {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: HostConfig,
+    events: mpsc::UnboundedSender<HostEvent>,
+    state: Mutex<HostState>,
+    /// Serialises start, reload and shutdown.
+    lifecycle: tokio::sync::Mutex<()>,
+    next_id: AtomicU64,
+}
+
+type LoadOutcome = Result<Arc<Extension>, LoadError>;
+
+#[derive(Default)]
+pub(crate) struct HostState {
+    /// Discovery results of the current generation, in load order.
+    found: Vec<(Found, Option<LoadOutcome>)>,
+    /// Handshaken extensions of the current generation, in load order.
+    pub(crate) extensions: Vec<Arc<Extension>>,
+    pub(crate) conflicts: Vec<Conflict>,
+    /// Deferred tools that a tool result activated.
+    pub(crate) activated: HashSet<String>,
+    pub(crate) provider: String,
+    pub(crate) model: String,
+}
+
+impl ExtensionHost {
+    /// Discovers and starts every extension concurrently and waits until
+    /// each has ended its registration window (or failed). Never fails as a
+    /// whole: per-extension errors are in [`ExtensionHost::report`].
+    pub async fn start(config: HostConfig) -> (Self, mpsc::UnboundedReceiver<HostEvent>) {
+        let (events, rx) = mpsc::unbounded_channel();
+        let state = HostState {
+            provider: config.provider.clone(),
+            model: config.model.clone(),
+            ..HostState::default()
+        };
+        let inner = Arc::new(Inner {
+            config,
+            events,
+            state: Mutex::new(state),
+            lifecycle: tokio::sync::Mutex::new(()),
+            next_id: AtomicU64::new(1),
+        });
+        {
+            let _guard = inner.lifecycle.lock().await;
+            inner.load().await;
+        }
+        (Self { inner }, rx)
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    /// Every discovered extension directory, in load order, with its state.
+    pub fn report(&self) -> Vec<ExtensionReport> {
+        let state = self.inner.state();
+        state
+            .found
+            .iter()
+            .map(|(found, outcome)| report_entry(&self.inner.config, found, outcome.as_ref()))
+            .collect()
+    }
+
+    /// Load errors of the current generation.
+    pub fn errors(&self) -> Vec<LoadError> {
+        let state = self.inner.state();
+        state
+            .found
+            .iter()
+            .filter_map(|(_, outcome)| match outcome {
+                Some(Err(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every name conflict seen since the last (re)load.
+    pub fn conflicts(&self) -> Vec<Conflict> {
+        self.inner.state().conflicts.clone()
+    }
+
+    /// Winning extension commands of live extensions.
+    pub fn commands(&self) -> Vec<CommandInfo> {
+        let state = self.inner.state();
+        self.inner.live(&state).commands()
+    }
+
+    /// Tools the model may see now: winners of live extensions, deferred ones once activated.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let state = self.inner.state();
+        self.inner
+            .live(&state)
+            .active_tools(&state.activated)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
+    }
+
+    /// Tells extensions loaded from now on (and prompt preparation) about a model change.
+    pub fn set_model(&self, provider: &str, model: &str) {
+        let mut state = self.inner.state();
+        state.provider = provider.to_owned();
+        state.model = model.to_owned();
+    }
+
+    /// Stops every extension, re-reads the manifests (same `--ext` paths,
+    /// same `--no-ext`), and starts them again.
+    pub async fn reload(&self) -> ReloadStats {
+        let _guard = self.inner.lifecycle.lock().await;
+        let stopped = self.inner.stop_all().await;
+        {
+            let mut state = self.inner.state();
+            state.found.clear();
+            state.extensions.clear();
+            state.conflicts.clear();
+            state.activated.clear();
+        }
+        let mut stats = self.inner.load().await;
+        stats.stopped = stopped;
+        self.inner.emit(HostEvent::ToolsChanged);
+        self.inner.emit(HostEvent::CommandsChanged);
+        stats
+    }
+
+    /// Stops every extension: queued frames are written, then `shutdown`,
+    /// then stdin is closed; all share one grace period, then SIGTERM and
+    /// SIGKILL go to each holdout's process group. Returns how many were running.
+    pub async fn shutdown(&self) -> usize {
+        let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_all().await
+    }
+}
+
+impl Inner {
+    pub(crate) fn state(&self) -> MutexGuard<'_, HostState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn live<'a>(&'a self, state: &'a HostState) -> Live<'a> {
+        Live {
+            extensions: &state.extensions,
+            builtin_commands: &self.config.builtin_commands,
+            builtin_tools: &self.config.builtin_tools,
+        }
+    }
+
+    pub(crate) fn emit(&self, event: HostEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// A request id unique across every extension of this host.
+    pub(crate) fn next_id(&self) -> String {
+        self.next_id.fetch_add(1, Ordering::Relaxed).to_string()
+    }
+
+    /// Live extensions, in load order.
+    pub(crate) fn extensions(&self) -> Vec<Arc<Extension>> {
+        self.state()
+            .extensions
+            .iter()
+            .filter(|e| e.is_alive())
+            .cloned()
+            .collect()
+    }
+
+    /// Logs to the extension's file and tells the front ends.
+    pub(crate) fn warn(&self, ext: &Extension, message: String) {
+        ext.log.line(&message);
+        self.emit(HostEvent::Warning {
+            extension: ext.name.clone(),
+            message,
+        });
+    }
+
+    async fn load(self: &Arc<Self>) -> ReloadStats {
+        let found = discover(&self.config);
+        self.state().found = found.iter().map(|f| (f.clone(), None)).collect();
+        let loads = found
+            .iter()
+            .enumerate()
+            .filter_map(|(order, f)| match &f.status {
+                FoundStatus::Load(manifest) => Some(self.load_one(order, manifest)),
+                _ => None,
+            });
+        let outcomes = join_all(loads).await;
+        let mut stats = ReloadStats::default();
+        let mut state = self.state();
+        for (order, outcome) in outcomes {
+            match &outcome {
+                Ok(ext) => {
+                    stats.loaded += 1;
+                    if matches!(ext.readiness(), Readiness::Ready | Readiness::AutoReady) {
+                        stats.ready += 1;
+                    }
+                }
+                Err(e) => stats.errors.push(e.clone()),
+            }
+            if let Some(slot) = state.found.get_mut(order) {
+                slot.1 = Some(outcome);
+            }
+        }
+        stats
+    }
+
+    /// Spawns, handshakes and waits out the registration window of one extension.
+    async fn load_one(self: &Arc<Self>, order: usize, manifest: &Manifest) -> (usize, LoadOutcome) {
+        (order, self.try_load(order, manifest).await)
+    }
+
+    async fn try_load(
+        self: &Arc<Self>,
+        order: usize,
+        manifest: &Manifest,
+    ) -> Result<Arc<Extension>, LoadError> {
+        let name = manifest.name.clone();
+        let log_path = self.config.log_path(&name);
+        let dir = std::path::absolute(&manifest.dir).unwrap_or_else(|_| manifest.dir.clone());
+        let error = |kind: LoadErrorKind, status: Option<String>| LoadError {
+            extension: name.clone(),
+            dir: dir.clone(),
+            kind,
+            status,
+            log: log_path.clone(),
+        };
+        let Launch::Process { exec, args } = &manifest.launch else {
+            let kind = LoadErrorKind::Spawn {
+                program: String::new(),
+                error: "manifest has no exec".into(),
+            };
+            return Err(error(kind, None));
+        };
+        let log = ExtLog::open(&log_path, &name, manifest.version.as_deref())
+            .map(Arc::new)
+            .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
+        let program = resolve_exec(&dir, exec);
+        let spawned = log
+            .stderr_handle()
+            .and_then(|stderr| Process::spawn(&program, args, &dir, stderr))
+            .map_err(|e| {
+                let kind = LoadErrorKind::Spawn {
+                    program: program.display().to_string(),
+                    error: e.to_string(),
+                };
+                log.line(&kind);
+                error(kind, None)
+            })?;
+        let process = spawned.process;
+        let limits = self.config.limits;
+        let mut reader = FrameReader::new(spawned.stdout, limits.max_frame_bytes);
+
+        let hello = match handshake(&mut reader, &name, limits.hello_timeout).await {
+            Ok(hello) => hello,
+            Err(e) => {
+                let status = match e {
+                    HandshakeError::ExitedBeforeHello => {
+                        match process
+                            .wait_until(Instant::now() + limits.exit_reap_grace)
+                            .await
+                        {
+                            Some(status) => Some(status),
+                            None => process.kill().await,
+                        }
+                    }
+                    _ => process.kill().await,
+                };
+                let err = error(e.into(), Some(describe(status)));
+                log.line(format_args!("failed to load: {}", err.kind));
+                log.line(format_args!("process: {}", describe(status)));
+                return Err(err);
+            }
+        };
+
+        let conn = Connection::new(spawned.stdin, Arc::clone(&log));
+        log.line(format_args!(
+            "hello from {}/{}",
+            hello.name,
+            hello.version.as_deref().unwrap_or("")
+        ));
+        let ext = Arc::new(Extension::new(name, order, log, conn, process));
+        let ack = {
+            let mut state = self.state();
+            let at = state.extensions.partition_point(|e| e.order < order);
+            state.extensions.insert(at, Arc::clone(&ext));
+            HostFrame::HelloAck(HelloAck {
+                protocol_version: PROTOCOL_VERSION,
+                zot_version: self.config.zot_version.clone(),
+                provider: state.provider.clone(),
+                model: state.model.clone(),
+                cwd: self.cwd().display().to_string(),
+                extension_dir: dir.display().to_string(),
+                data_dir: dir.display().to_string(),
+            })
+        };
+        ext.conn.send(&ack);
+        tokio::spawn(run_reader(
+            Arc::clone(&ext),
+            Arc::downgrade(self),
+            reader,
+            limits,
+        ));
+        ext.wait_ready().await;
+        Ok(ext)
+    }
+
+    pub(crate) fn cwd(&self) -> PathBuf {
+        std::path::absolute(&self.config.cwd).unwrap_or_else(|_| self.config.cwd.clone())
+    }
+
+    async fn stop_all(&self) -> usize {
+        let running = self.extensions();
+        let deadline = Instant::now() + self.config.limits.shutdown_grace;
+        join_all(
+            running
+                .iter()
+                .map(|ext| ext.stop(deadline, &self.config.limits)),
+        )
+        .await;
+        running.len()
+    }
+
+    /// Records a command; logs and records any shadowing it causes.
+    pub(crate) fn add_command(&self, ext: &Extension, cmd: CommandInfo) {
+        {
+            let mut regs = ext.registrations();
+            if regs
+                .commands
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(&cmd.name))
+            {
+                drop(regs);
+                ext.log.line(format_args!(
+                    "command /{} registered twice; the first stays",
+                    cmd.name
+                ));
+                return;
+            }
+            regs.commands.push(cmd.clone());
+        }
+        self.record_conflicts(ext, NameKind::Command, &cmd.name);
+        if ext.is_ready() {
+            self.emit(HostEvent::CommandsChanged);
+        }
+    }
+
+    /// Records a tool; logs and records any shadowing it causes.
+    pub(crate) fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
+        let visible = !tool.deferred;
+        {
+            let mut regs = ext.registrations();
+            if regs.tools.iter().any(|t| t.name == tool.name) {
+                drop(regs);
+                ext.log.line(format_args!(
+                    "tool \"{}\" registered twice; the first stays",
+                    tool.name
+                ));
+                return;
+            }
+            regs.tools.push(tool.clone());
+        }
+        self.record_conflicts(ext, NameKind::Tool, &tool.name);
+        if ext.is_ready() && visible {
+            self.emit(HostEvent::ToolsChanged);
+        }
+    }
+
+    fn record_conflicts(&self, ext: &Extension, kind: NameKind, name: &str) {
+        let mut state = self.state();
+        let found = self.live(&state).conflicts_of(ext, kind, name);
+        for (conflict, loser) in found {
+            let what = match kind {
+                NameKind::Command => format!("command /{}", conflict.name),
+                NameKind::Tool => format!("tool \"{}\"", conflict.name),
+            };
+            let winner = match &conflict.winner {
+                Owner::Builtin => "a built-in".to_owned(),
+                Owner::Extension(name) => format!("extension {name} (earlier in load order)"),
+            };
+            loser.log.line(format_args!(
+                "{what} is shadowed by {winner}; it will not be used"
+            ));
+            if !state.conflicts.contains(&conflict) {
+                state.conflicts.push(conflict);
+            }
+        }
+    }
+
+    /// Activates registered deferred tools by name; unknown names are ignored.
+    /// Returns the names that became visible.
+    pub(crate) fn activate(&self, names: &[String]) -> Vec<String> {
+        let mut state = self.state();
+        let deferred: HashSet<String> = self
+            .live(&state)
+            .all_tools()
+            .into_iter()
+            .filter(|(_, t)| t.deferred)
+            .map(|(_, t)| t.name)
+            .collect();
+        let newly: Vec<String> = names
+            .iter()
+            .filter(|n| deferred.contains(*n))
+            .filter(|n| state.activated.insert((*n).clone()))
+            .cloned()
+            .collect();
+        drop(state);
+        if !newly.is_empty() {
+            self.emit(HostEvent::ToolsChanged);
+        }
+        newly
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Process::drop kills any group still running; nothing else to do,
+        // but make sure the records go now rather than with a stray task.
+        self.state().extensions.clear();
+    }
+}
+
+fn report_entry(
+    config: &HostConfig,
+    found: &Found,
+    outcome: Option<&LoadOutcome>,
+) -> ExtensionReport {
+    let manifest = found.manifest();
+    let status = match (&found.status, outcome) {
+        (FoundStatus::Invalid(e), _) => ReportStatus::InvalidManifest(e.clone()),
+        (FoundStatus::Disabled(_), _) => ReportStatus::Disabled,
+        (FoundStatus::Bundle(_), _) => ReportStatus::Bundle,
+        (FoundStatus::Shadowed { by, .. }, _) => ReportStatus::Shadowed { by: by.clone() },
+        (FoundStatus::Load(_), Some(Err(e))) => ReportStatus::Failed(e.clone()),
+        (FoundStatus::Load(_), Some(Ok(ext))) => {
+            let regs = ext.registrations();
+            ReportStatus::Loaded(LoadedInfo {
+                pid: ext.process.pid(),
+                readiness: ext.readiness(),
+                running: ext.is_alive(),
+                exit: ext.process.status().map(|s| s.to_string()),
+                commands: regs.commands.clone(),
+                tools: regs.tools.clone(),
+                events: regs.events.iter().cloned().collect(),
+                intercepts: regs.intercepts.iter().cloned().collect(),
+            })
+        }
+        (FoundStatus::Load(_), None) => ReportStatus::Starting,
+    };
+    ExtensionReport {
+        scope: found.scope,
+        dir: found.dir.clone(),
+        name: manifest.map(|m| m.name.clone()),
+        version: manifest.and_then(|m| m.version.clone()),
+        log: manifest
+            .filter(|m| m.is_process())
+            .map(|m| config.log_path(&m.name)),
+        status,
+    }
+}

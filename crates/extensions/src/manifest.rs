@@ -1,0 +1,199 @@
+//! `extension.json`: reading and validating a manifest. Every error names the
+//! file and, where one is at fault, the field.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The manifest file name inside an extension directory.
+pub const MANIFEST_FILE: &str = "extension.json";
+
+/// A valid manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The manifest file.
+    pub path: PathBuf,
+    /// The extension directory (absolute when the path given to [`Manifest::load`] was).
+    pub dir: PathBuf,
+    pub name: String,
+    pub version: Option<String>,
+    pub language: Option<String>,
+    pub description: Option<String>,
+    /// Skill directories or `SKILL.md` paths, relative to the manifest.
+    pub skills: Vec<String>,
+    pub enabled: bool,
+    pub launch: Launch,
+}
+
+/// How an extension runs, if at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// A zot-protocol subprocess.
+    Process { exec: String, args: Vec<String> },
+    /// Ships `theme.json` or `themes/theme.json` only; never spawned.
+    ThemeBundle,
+    /// Ships `skills` only; never spawned.
+    SkillBundle,
+}
+
+impl Manifest {
+    /// Whether this manifest asks for a subprocess.
+    pub fn is_process(&self) -> bool {
+        matches!(self.launch, Launch::Process { .. })
+    }
+
+    /// Reads `<dir>/extension.json`.
+    pub fn load(dir: &Path) -> Result<Self, ManifestError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| ManifestError::new(&path, None, format!("cannot read: {e}")))?;
+        Self::parse(dir, &path, &text)
+    }
+
+    /// Validates manifest text read from `path` (in extension directory `dir`).
+    pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<Self, ManifestError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| ManifestError::new(path, None, format!("invalid JSON: {e}")))?;
+        let Value::Object(map) = value else {
+            return Err(ManifestError::new(path, None, "must be a JSON object"));
+        };
+        let fields = Fields { path, map: &map };
+
+        let name = fields
+            .string("name")?
+            .ok_or_else(|| fields.error("name", "is required"))?;
+        validate_name(&name).map_err(|why| fields.error("name", why))?;
+        let exec = fields.string("exec")?;
+        let args = fields.strings("args")?;
+        let skills = fields.strings("skills")?;
+        let enabled = match map.get("enabled") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(fields.error("enabled", "must be true or false")),
+        };
+
+        let launch = match exec {
+            Some(exec) if exec.trim().is_empty() => {
+                return Err(fields.error("exec", "must not be empty"));
+            }
+            Some(exec) => Launch::Process {
+                exec,
+                args: args.unwrap_or_default(),
+            },
+            None if has_theme(dir) => Launch::ThemeBundle,
+            None if skills.as_ref().is_some_and(|s| !s.is_empty()) => Launch::SkillBundle,
+            None => {
+                return Err(fields.error(
+                    "exec",
+                    "is required (unless the directory only ships theme.json or skills)",
+                ));
+            }
+        };
+
+        Ok(Self {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            name,
+            version: fields.string("version")?,
+            language: fields.string("language")?,
+            description: fields.string("description")?,
+            skills: skills.unwrap_or_default(),
+            enabled,
+            launch,
+        })
+    }
+}
+
+/// The name becomes a log file name and a registry key, so it must be a plain word.
+fn validate_name(name: &str) -> Result<(), &'static str> {
+    if name.trim().is_empty() {
+        return Err("must not be empty");
+    }
+    if name != name.trim() {
+        return Err("must not start or end with whitespace");
+    }
+    if name == "." || name == ".." || name.contains(['/', '\\']) {
+        return Err("must not be a path (no '/', '\\', '.' or '..')");
+    }
+    if name.chars().any(char::is_control) {
+        return Err("must not contain control characters");
+    }
+    Ok(())
+}
+
+fn has_theme(dir: &Path) -> bool {
+    dir.join("theme.json").is_file() || dir.join("themes").join("theme.json").is_file()
+}
+
+struct Fields<'a> {
+    path: &'a Path,
+    map: &'a Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn error(&self, field: &str, message: impl Into<String>) -> ManifestError {
+        ManifestError::new(self.path, Some(field), message)
+    }
+
+    /// An optional string field; `null` counts as absent.
+    fn string(&self, field: &str) -> Result<Option<String>, ManifestError> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.error(field, "must be a string")),
+        }
+    }
+
+    /// An optional array of strings; `null` counts as absent.
+    fn strings(&self, field: &str) -> Result<Option<Vec<String>>, ManifestError> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    _ => Err(self.error(field, format!("item {i} must be a string"))),
+                })
+                .collect::<Result<_, _>>()
+                .map(Some),
+            Some(_) => Err(self.error(field, "must be an array of strings")),
+        }
+    }
+}
+
+/// Why a manifest is invalid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestError {
+    pub path: PathBuf,
+    /// The offending field, when one is at fault.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl ManifestError {
+    fn new(path: &Path, field: Option<&str>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            field: field.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(
+                f,
+                "{}: field \"{field}\" {}",
+                self.path.display(),
+                self.message
+            ),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {}

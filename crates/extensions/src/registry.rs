@@ -1,0 +1,194 @@
+//! What each extension registered, and who wins a name. The rules: built-in
+//! commands and tools always win; between extensions the earlier one in load
+//! order wins (whenever it registered); commands match case-insensitively,
+//! tools exactly. Every shadowing is logged to the loser's log and recorded.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::extension::Extension;
+
+/// What one extension has registered so far (registrations accumulate).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registrations {
+    pub(crate) commands: Vec<CommandInfo>,
+    pub(crate) tools: Vec<ToolInfo>,
+    pub(crate) events: BTreeSet<String>,
+    pub(crate) intercepts: BTreeSet<String>,
+}
+
+/// An extension slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// The spelling the extension registered.
+    pub name: String,
+    pub description: Option<String>,
+    pub extension: String,
+}
+
+/// An extension tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: Option<String>,
+    /// A JSON Schema object.
+    pub schema: Value,
+    pub deferred: bool,
+    pub extension: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NameKind {
+    Command,
+    Tool,
+}
+
+/// Who holds a contested name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Owner {
+    Builtin,
+    Extension(String),
+}
+
+/// A registration that lost its name to another owner.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Conflict {
+    pub kind: NameKind,
+    /// The loser's spelling.
+    pub name: String,
+    pub winner: Owner,
+    pub loser: String,
+}
+
+/// The live extensions, in load order, as the registry sees them.
+pub(crate) struct Live<'a> {
+    pub(crate) extensions: &'a [Arc<Extension>],
+    pub(crate) builtin_commands: &'a [String],
+    pub(crate) builtin_tools: &'a [String],
+}
+
+impl Live<'_> {
+    fn alive(&self) -> impl Iterator<Item = &Arc<Extension>> {
+        self.extensions.iter().filter(|e| e.is_alive())
+    }
+
+    fn is_builtin_command(&self, name: &str) -> bool {
+        self.builtin_commands
+            .iter()
+            .any(|b| b.eq_ignore_ascii_case(name))
+    }
+
+    fn is_builtin_tool(&self, name: &str) -> bool {
+        self.builtin_tools.iter().any(|b| b == name)
+    }
+
+    /// Winning extension commands, in load then registration order.
+    pub(crate) fn commands(&self) -> Vec<CommandInfo> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for ext in self.alive() {
+            for cmd in &ext.registrations().commands {
+                if !self.is_builtin_command(&cmd.name) && seen.insert(cmd.name.to_lowercase()) {
+                    out.push(cmd.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The extension command `name` resolves to (case-insensitively).
+    pub(crate) fn find_command(&self, name: &str) -> Option<(Arc<Extension>, CommandInfo)> {
+        if self.is_builtin_command(name) {
+            return None;
+        }
+        let wanted = name.to_lowercase();
+        self.alive().find_map(|ext| {
+            let regs = ext.registrations();
+            let cmd = regs
+                .commands
+                .iter()
+                .find(|c| c.name.to_lowercase() == wanted)?;
+            Some((Arc::clone(ext), cmd.clone()))
+        })
+    }
+
+    /// Winning extension tools, deferred ones included.
+    pub(crate) fn all_tools(&self) -> Vec<(Arc<Extension>, ToolInfo)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for ext in self.alive() {
+            for tool in &ext.registrations().tools {
+                if !self.is_builtin_tool(&tool.name) && seen.insert(tool.name.clone()) {
+                    out.push((Arc::clone(ext), tool.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Winning tools the model may see: deferred ones only once activated.
+    pub(crate) fn active_tools(
+        &self,
+        activated: &HashSet<String>,
+    ) -> Vec<(Arc<Extension>, ToolInfo)> {
+        let mut tools = self.all_tools();
+        tools.retain(|(_, t)| !t.deferred || activated.contains(&t.name));
+        tools
+    }
+
+    /// Conflicts a new registration by `ext` creates, with the loser of each.
+    pub(crate) fn conflicts_of(
+        &self,
+        ext: &Extension,
+        kind: NameKind,
+        name: &str,
+    ) -> Vec<(Conflict, Arc<Extension>)> {
+        let same = |other: &str| match kind {
+            NameKind::Command => other.eq_ignore_ascii_case(name),
+            NameKind::Tool => other == name,
+        };
+        let builtin = match kind {
+            NameKind::Command => self.is_builtin_command(name),
+            NameKind::Tool => self.is_builtin_tool(name),
+        };
+        let Some(me) = self
+            .extensions
+            .iter()
+            .find(|e| std::ptr::eq(e.as_ref(), ext))
+        else {
+            return Vec::new();
+        };
+        let conflict = |winner: Owner, loser: &Extension, spelling: &str| Conflict {
+            kind,
+            name: spelling.to_owned(),
+            winner,
+            loser: loser.name.clone(),
+        };
+        if builtin {
+            return vec![(conflict(Owner::Builtin, ext, name), Arc::clone(me))];
+        }
+        let mut out = Vec::new();
+        for other in self.alive().filter(|o| !std::ptr::eq(o.as_ref(), ext)) {
+            let regs = other.registrations();
+            let spelling = match kind {
+                NameKind::Command => regs.commands.iter().map(|c| &c.name).find(|n| same(n)),
+                NameKind::Tool => regs.tools.iter().map(|t| &t.name).find(|n| same(n)),
+            };
+            let Some(spelling) = spelling else { continue };
+            if other.order < ext.order {
+                out.push((
+                    conflict(Owner::Extension(other.name.clone()), ext, name),
+                    Arc::clone(me),
+                ));
+            } else {
+                out.push((
+                    conflict(Owner::Extension(ext.name.clone()), other, spelling),
+                    Arc::clone(other),
+                ));
+            }
+        }
+        out
+    }
+}

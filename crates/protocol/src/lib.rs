@@ -1,0 +1,9 @@
+//! Wire types for zot's extension protocols. serde only, no I/O: the host
+//! (`zot-extensions`), the SDKs and the tests all share these definitions.
+//!
+//! Each protocol dialect lives in its own module; `zot` is the native one.
+
+pub mod zot;
+
+/// The protocol version the host announces in `hello_ack` (spec, "hello_ack").
+pub const PROTOCOL_VERSION: u32 = 1;

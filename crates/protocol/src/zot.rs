@@ -1,0 +1,867 @@
+//! The zot protocol: one JSON object per line over the extension's stdio, the
+//! `type` field is the discriminator. The extension speaks first (`hello`).
+//!
+//! Types follow the spec (`zot-extensions.txt`, "Wire format"). Unknown fields
+//! are tolerated everywhere; defaults are omitted when serialising so a frame
+//! round-trips to the exact JSON of the spec.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A frame sent by an extension to the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ExtFrame {
+    Hello(Hello),
+    RegisterCommand(RegisterCommand),
+    RegisterTool(RegisterTool),
+    Ready,
+    ToolResult(ToolResult),
+    Subscribe(Subscribe),
+    EventInterceptResponse(InterceptResponse),
+    CommandResponse(CommandResponse),
+    Submit(Submit),
+    PanelRender(PanelRender),
+    PanelClose(PanelClose),
+    Notify(Notify),
+    ClearNotes,
+    ShutdownAck,
+}
+
+impl ExtFrame {
+    /// Every `type` value an extension may send, so a reader can tell an
+    /// unknown frame type from a known frame with bad fields.
+    pub const TYPES: &'static [&'static str] = &[
+        "hello",
+        "register_command",
+        "register_tool",
+        "ready",
+        "tool_result",
+        "subscribe",
+        "event_intercept_response",
+        "command_response",
+        "submit",
+        "panel_render",
+        "panel_close",
+        "notify",
+        "clear_notes",
+        "shutdown_ack",
+    ];
+
+    /// The wire `type` of this frame.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Hello(_) => "hello",
+            Self::RegisterCommand(_) => "register_command",
+            Self::RegisterTool(_) => "register_tool",
+            Self::Ready => "ready",
+            Self::ToolResult(_) => "tool_result",
+            Self::Subscribe(_) => "subscribe",
+            Self::EventInterceptResponse(_) => "event_intercept_response",
+            Self::CommandResponse(_) => "command_response",
+            Self::Submit(_) => "submit",
+            Self::PanelRender(_) => "panel_render",
+            Self::PanelClose(_) => "panel_close",
+            Self::Notify(_) => "notify",
+            Self::ClearNotes => "clear_notes",
+            Self::ShutdownAck => "shutdown_ack",
+        }
+    }
+}
+
+/// A frame sent by the host to an extension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostFrame {
+    HelloAck(HelloAck),
+    CommandInvoked(CommandInvoked),
+    ToolCall(ToolCall),
+    Event(Event),
+    EventIntercept(EventIntercept),
+    PanelKey(PanelKey),
+    PanelClose(PanelClose),
+    Shutdown,
+}
+
+/// Serialises a frame as one protocol line, LF included.
+pub fn to_line<T: Serialize>(frame: &T) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(frame)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+// ---------------------------------------------------------------- extension → host
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterCommand {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterTool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A JSON Schema object for the tool's arguments. Kept as a raw value so
+    /// the host can reject a non-object with a precise message.
+    #[serde(default)]
+    pub schema: Value,
+    /// Registered but not advertised until a `tool_result` activates it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub deferred: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub id: String,
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_error: bool,
+    /// Names of registered deferred tools that become available after this result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub activate_tools: Vec<String>,
+}
+
+/// One block of a tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Image {
+        mime_type: String,
+        /// Standard base64.
+        data: String,
+    },
+    /// A block type this protocol version does not know.
+    #[serde(other)]
+    Unsupported,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Subscribe {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intercept: Vec<String>,
+}
+
+/// Reply to `event_intercept`. Every field defaults to "allow, unchanged".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterceptResponse {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub block: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Raw so the host can warn about (and ignore) a non-object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_text: Option<String>,
+    /// Exact replacement; `Some("")` removes the prompt, `None` keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandResponse {
+    pub id: String,
+    #[serde(default)]
+    pub action: CommandAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_panel: Option<PanelContent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandAction {
+    Prompt,
+    Insert,
+    Display,
+    OpenPanel,
+    /// Also what an empty or missing `action` means (legacy SDKs send "").
+    #[default]
+    #[serde(alias = "")]
+    Noop,
+}
+
+/// The content of a panel opened by `command_response`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PanelContent {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Submit {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelRender {
+    pub panel_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+}
+
+/// `panel_close`, in either direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelClose {
+    pub panel_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notify {
+    #[serde(default)]
+    pub level: NotifyLevel,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyLevel {
+    Success,
+    #[serde(alias = "warning")]
+    Warn,
+    Error,
+    /// Also what an unknown level means, as a muted note.
+    #[default]
+    #[serde(other)]
+    Info,
+}
+
+// ---------------------------------------------------------------- host → extension
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelloAck {
+    pub protocol_version: u32,
+    pub zot_version: String,
+    pub provider: String,
+    pub model: String,
+    /// The user's project directory (not the extension's working directory).
+    pub cwd: String,
+    pub extension_dir: String,
+    pub data_dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandInvoked {
+    pub id: String,
+    /// The canonical spelling the extension registered.
+    pub name: String,
+    /// Everything the user typed after the command name, trimmed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub args: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+}
+
+/// One-way lifecycle notification (`{"type":"event","event":…}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    SessionStart,
+    TurnStart {
+        step: u32,
+    },
+    TurnEnd {
+        stop: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    ToolCall {
+        tool_id: String,
+        tool_name: String,
+        tool_args: Value,
+    },
+    ToolConfirmationRequested {
+        tool_id: String,
+        tool_name: String,
+        tool_preview: String,
+    },
+    AssistantMessage {
+        text: String,
+    },
+}
+
+impl Event {
+    /// Every event name an extension may subscribe to.
+    pub const NAMES: &'static [&'static str] = &[
+        "session_start",
+        "turn_start",
+        "turn_end",
+        "tool_call",
+        "tool_confirmation_requested",
+        "assistant_message",
+    ];
+
+    /// The subscription name of this event.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SessionStart => "session_start",
+            Self::TurnStart { .. } => "turn_start",
+            Self::TurnEnd { .. } => "turn_end",
+            Self::ToolCall { .. } => "tool_call",
+            Self::ToolConfirmationRequested { .. } => "tool_confirmation_requested",
+            Self::AssistantMessage { .. } => "assistant_message",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventIntercept {
+    pub id: String,
+    #[serde(flatten)]
+    pub payload: Intercept,
+}
+
+/// What an `event_intercept` asks about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Intercept {
+    ToolCall {
+        tool_id: String,
+        tool_name: String,
+        tool_args: Value,
+    },
+    TurnStart {
+        step: u32,
+    },
+    AssistantMessage {
+        text: String,
+    },
+    BeforeAgentStart {
+        session_id: String,
+        agent_run_id: String,
+        cwd: String,
+        provider: String,
+        model: String,
+        system_prompt: String,
+    },
+}
+
+impl Intercept {
+    /// Every interceptable event name.
+    pub const NAMES: &'static [&'static str] = &[
+        "tool_call",
+        "turn_start",
+        "assistant_message",
+        "before_agent_start",
+    ];
+
+    /// The subscription name of this intercept.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ToolCall { .. } => "tool_call",
+            Self::TurnStart { .. } => "turn_start",
+            Self::AssistantMessage { .. } => "assistant_message",
+            Self::BeforeAgentStart { .. } => "before_agent_start",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelKey {
+    pub panel_id: String,
+    pub key: Key,
+    /// The typed character when `key` is `rune`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Normalised key names sent while a panel is focused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Key {
+    Up,
+    Down,
+    Left,
+    Right,
+    Enter,
+    Esc,
+    Tab,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Backspace,
+    Delete,
+    Rune,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Parses `text` as `T`, serialises it again and checks the JSON is unchanged.
+    fn round_trip<T>(text: &str) -> T
+    where
+        T: serde::de::DeserializeOwned + Serialize,
+    {
+        let original: Value = serde_json::from_str(text).unwrap();
+        let typed: T = serde_json::from_str(text).unwrap();
+        let again = serde_json::to_value(&typed).unwrap();
+        assert_eq!(again, original, "round trip changed {text}");
+        typed
+    }
+
+    // Every example below is copied verbatim from zot-extensions.txt.
+
+    #[test]
+    fn hello() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"hello","name":"weather","version":"1.0.0",
+ "capabilities":["commands","tools","panels"]}"#,
+        );
+        let ExtFrame::Hello(h) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(h.name, "weather");
+        assert_eq!(h.capabilities, ["commands", "tools", "panels"]);
+        round_trip::<ExtFrame>(
+            r#"{"type":"hello","name":"hello-py","version":"1.0.0","capabilities":["commands"]}"#,
+        );
+    }
+
+    #[test]
+    fn register_command() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"register_command","name":"weather",
+ "description":"current weather for a city"}"#,
+        );
+        assert!(matches!(f, ExtFrame::RegisterCommand(c) if c.name == "weather"));
+    }
+
+    #[test]
+    fn register_tool_plain_and_deferred() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"register_tool","name":"weather",
+ "description":"Get the current weather for a city.",
+ "schema":{
+   "type":"object",
+   "properties":{"city":{"type":"string"}},
+   "required":["city"]
+ }}"#,
+        );
+        let ExtFrame::RegisterTool(t) = f else {
+            panic!("{f:?}")
+        };
+        assert!(!t.deferred);
+        assert_eq!(t.schema["required"], json!(["city"]));
+        let f: ExtFrame = round_trip(
+            r#"{"type":"register_tool","name":"weather","schema":{"type":"object"},"deferred":true}"#,
+        );
+        assert!(matches!(f, ExtFrame::RegisterTool(t) if t.deferred));
+    }
+
+    #[test]
+    fn ready_clear_notes_shutdown_ack() {
+        assert_eq!(
+            round_trip::<ExtFrame>(r#"{"type":"ready"}"#),
+            ExtFrame::Ready
+        );
+        assert_eq!(
+            round_trip::<ExtFrame>(r#"{"type":"clear_notes"}"#),
+            ExtFrame::ClearNotes
+        );
+        assert_eq!(
+            round_trip::<ExtFrame>(r#"{"type":"shutdown_ack"}"#),
+            ExtFrame::ShutdownAck
+        );
+    }
+
+    #[test]
+    fn tool_result_with_activate_tools_and_image() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"tool_result","id":"...",
+ "content":[{"type":"text","text":"Enabled weather lookup"}],
+ "activate_tools":["weather"]}"#,
+        );
+        let ExtFrame::ToolResult(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.activate_tools, ["weather"]);
+        round_trip::<ExtFrame>(
+            r#"{"type":"tool_result","id":"...",
+ "content":[{"type":"text","text":"Berlin: 16°C, fog"}]}"#,
+        );
+        let f: ExtFrame = round_trip(
+            r#"{"type":"tool_result","id":"7","is_error":true,
+ "content":[{"type":"image","mime_type":"image/png","data":"iVBORw0KGgo="}]}"#,
+        );
+        let ExtFrame::ToolResult(r) = f else {
+            panic!("{f:?}")
+        };
+        assert!(r.is_error);
+        assert_eq!(
+            r.content,
+            [ContentBlock::Image {
+                mime_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn unknown_content_block_is_tolerated() {
+        let f: ExtFrame = serde_json::from_str(
+            r#"{"type":"tool_result","id":"1","content":[{"type":"audio","x":1},{"type":"text","text":"t"}]}"#,
+        )
+        .unwrap();
+        let ExtFrame::ToolResult(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.content[0], ContentBlock::Unsupported);
+        assert_eq!(r.content[1], ContentBlock::Text { text: "t".into() });
+    }
+
+    #[test]
+    fn subscribe() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"subscribe",
+ "events":["session_start","turn_start","tool_call","tool_confirmation_requested","turn_end","assistant_message"],
+ "intercept":["tool_call","turn_start","assistant_message"]}"#,
+        );
+        let ExtFrame::Subscribe(s) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(s.events.len(), 6);
+        let f: ExtFrame = round_trip(r#"{"type":"subscribe","intercept":["before_agent_start"]}"#);
+        assert!(matches!(f, ExtFrame::Subscribe(s) if s.events.is_empty()));
+    }
+
+    #[test]
+    fn event_intercept_responses() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"event_intercept_response","id":"start-1","system_prompt":"The complete replacement system prompt"}"#,
+        );
+        let ExtFrame::EventInterceptResponse(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(
+            r.system_prompt.as_deref(),
+            Some("The complete replacement system prompt")
+        );
+        let f: ExtFrame = round_trip(
+            r#"{"type":"event_intercept_response","id":"...",
+ "block":true,"reason":"refused: matches danger pattern \"rm -rf\""}"#,
+        );
+        assert!(matches!(f, ExtFrame::EventInterceptResponse(r) if r.block));
+        let f: ExtFrame = round_trip(
+            r#"{"type":"event_intercept_response","id":"...",
+ "modified_args":{"command":"echo GUARDED: ls"}}"#,
+        );
+        let ExtFrame::EventInterceptResponse(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.modified_args, Some(json!({"command":"echo GUARDED: ls"})));
+        round_trip::<ExtFrame>(
+            r#"{"type":"event_intercept_response","id":"...",
+ "replace_text":"[redacted]"}"#,
+        );
+        // "" is a real value: it removes the prompt.
+        let f: ExtFrame =
+            round_trip(r#"{"type":"event_intercept_response","id":"x","system_prompt":""}"#);
+        assert!(
+            matches!(f, ExtFrame::EventInterceptResponse(r) if r.system_prompt.as_deref() == Some(""))
+        );
+    }
+
+    #[test]
+    fn command_responses_all_actions() {
+        let f: ExtFrame = round_trip(
+            r#"{"type":"command_response","id":"...","action":"prompt",
+ "prompt":"Show today's weather for Berlin in one line."}"#,
+        );
+        assert!(matches!(f, ExtFrame::CommandResponse(r) if r.action == CommandAction::Prompt));
+        let f: ExtFrame = round_trip(
+            r#"{"type":"command_response","id":"...","action":"open_panel",
+ "open_panel":{
+   "id":"todos-main",
+   "title":"Todos",
+   "lines":["□ ship panel api","✓ persist state"],
+   "footer":"↑/↓ navigate - a add - x complete - esc close"
+ }}"#,
+        );
+        let ExtFrame::CommandResponse(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.action, CommandAction::OpenPanel);
+        assert_eq!(r.open_panel.unwrap().lines.len(), 2);
+        for (action, field) in [("insert", "insert"), ("display", "display")] {
+            round_trip::<ExtFrame>(&format!(
+                r#"{{"type":"command_response","id":"1","action":"{action}","{field}":"x"}}"#
+            ));
+        }
+        let f: ExtFrame = round_trip(
+            r#"{"type":"command_response","id":"1","action":"noop","error":"no such city"}"#,
+        );
+        let ExtFrame::CommandResponse(r) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(r.error.as_deref(), Some("no such city"));
+        // An empty or missing action is a noop (legacy SDKs).
+        for text in [
+            r#"{"type":"command_response","id":"1","action":""}"#,
+            r#"{"type":"command_response","id":"1"}"#,
+        ] {
+            let f: ExtFrame = serde_json::from_str(text).unwrap();
+            assert!(matches!(f, ExtFrame::CommandResponse(r) if r.action == CommandAction::Noop));
+        }
+        assert!(
+            serde_json::from_str::<ExtFrame>(
+                r#"{"type":"command_response","id":"1","action":"explode"}"#
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn submit_panels_notify() {
+        let f: ExtFrame =
+            round_trip(r#"{"type":"submit","text":"Summarize the selected workspace."}"#);
+        assert!(matches!(f, ExtFrame::Submit(s) if s.text.starts_with("Summarize")));
+        let f: ExtFrame = round_trip(
+            r#"{"type":"panel_render","panel_id":"todos-main",
+ "title":"Todos",
+ "lines":["□ ship panel api","✓ persist state"],
+ "footer":"↑/↓ navigate - a add - x complete - esc close"}"#,
+        );
+        assert!(matches!(f, ExtFrame::PanelRender(p) if p.panel_id == "todos-main"));
+        let f: ExtFrame = round_trip(r#"{"type":"panel_close","panel_id":"todos-main"}"#);
+        assert!(matches!(f, ExtFrame::PanelClose(p) if p.panel_id == "todos-main"));
+        let f: ExtFrame = round_trip(
+            r#"{"type":"notify","level":"info",
+ "message":"refreshed cache (12 entries)"}"#,
+        );
+        assert!(matches!(f, ExtFrame::Notify(n) if n.level == NotifyLevel::Info));
+        for (level, want) in [
+            ("success", NotifyLevel::Success),
+            ("warn", NotifyLevel::Warn),
+            ("warning", NotifyLevel::Warn),
+            ("error", NotifyLevel::Error),
+            ("shout", NotifyLevel::Info),
+        ] {
+            let f: ExtFrame = serde_json::from_str(&format!(
+                r#"{{"type":"notify","level":"{level}","message":"m"}}"#
+            ))
+            .unwrap();
+            assert!(
+                matches!(f, ExtFrame::Notify(n) if n.level == want),
+                "{level}"
+            );
+        }
+    }
+
+    #[test]
+    fn hello_ack() {
+        let f: HostFrame = round_trip(
+            r#"{"type":"hello_ack","protocol_version":1,
+ "zot_version":"0.0.7","provider":"anthropic",
+ "model":"claude-opus-4-7","cwd":"/Users/pat/Developer/zot",
+ "extension_dir":"/Users/pat/Developer/zot/.zot/extensions/todos",
+ "data_dir":"/Users/pat/Developer/zot/.zot/extensions/todos"}"#,
+        );
+        assert!(matches!(f, HostFrame::HelloAck(a) if a.protocol_version == PROTOCOL_VERSION_TEST));
+    }
+    const PROTOCOL_VERSION_TEST: u32 = crate::PROTOCOL_VERSION;
+
+    #[test]
+    fn command_invoked_and_tool_call() {
+        let f: HostFrame = round_trip(
+            r#"{"type":"command_invoked","id":"...",
+ "name":"weather","args":"berlin"}"#,
+        );
+        assert!(matches!(f, HostFrame::CommandInvoked(c) if c.args == "berlin"));
+        let f: HostFrame = round_trip(
+            r#"{"type":"tool_call","id":"...","name":"weather",
+ "args":{"city":"Berlin"}}"#,
+        );
+        assert!(matches!(f, HostFrame::ToolCall(c) if c.args == json!({"city":"Berlin"})));
+    }
+
+    #[test]
+    fn events() {
+        let cases: [(&str, Event); 6] = [
+            (
+                r#"{"type":"event","event":"turn_start","step":1}"#,
+                Event::TurnStart { step: 1 },
+            ),
+            (
+                r#"{"type":"event","event":"tool_call",
+ "tool_id":"...","tool_name":"read","tool_args":{"path":"foo.go"}}"#,
+                Event::ToolCall {
+                    tool_id: "...".into(),
+                    tool_name: "read".into(),
+                    tool_args: json!({"path":"foo.go"}),
+                },
+            ),
+            (
+                r#"{"type":"event","event":"tool_confirmation_requested",
+ "tool_id":"...","tool_name":"read","tool_preview":"foo.go"}"#,
+                Event::ToolConfirmationRequested {
+                    tool_id: "...".into(),
+                    tool_name: "read".into(),
+                    tool_preview: "foo.go".into(),
+                },
+            ),
+            (
+                r#"{"type":"event","event":"turn_end","stop":"end_turn"}"#,
+                Event::TurnEnd {
+                    stop: "end_turn".into(),
+                    error: None,
+                },
+            ),
+            (
+                r#"{"type":"event","event":"session_start"}"#,
+                Event::SessionStart,
+            ),
+            (
+                r#"{"type":"event","event":"assistant_message","text":"hi"}"#,
+                Event::AssistantMessage { text: "hi".into() },
+            ),
+        ];
+        for (text, want) in cases {
+            let name = want.name();
+            assert_eq!(round_trip::<HostFrame>(text), HostFrame::Event(want));
+            assert!(Event::NAMES.contains(&name));
+        }
+    }
+
+    #[test]
+    fn event_intercepts() {
+        let f: HostFrame = round_trip(
+            r#"{"type":"event_intercept","id":"start-1","event":"before_agent_start","session_id":"session-123","agent_run_id":"run-456","cwd":"/work/repo","provider":"anthropic","model":"claude-opus-4-7","system_prompt":"The complete current system prompt"}"#,
+        );
+        let HostFrame::EventIntercept(i) = f else {
+            panic!("{f:?}")
+        };
+        assert_eq!(i.id, "start-1");
+        assert!(
+            matches!(i.payload, Intercept::BeforeAgentStart { ref agent_run_id, .. } if agent_run_id == "run-456")
+        );
+        let f: HostFrame = round_trip(
+            r#"{"type":"event_intercept","id":"...","event":"tool_call",
+ "tool_id":"...","tool_name":"bash",
+ "tool_args":{"command":"rm -rf /tmp/foo"}}"#,
+        );
+        assert!(
+            matches!(f, HostFrame::EventIntercept(EventIntercept { payload: Intercept::ToolCall { ref tool_name, .. }, .. }) if tool_name == "bash")
+        );
+        let f: HostFrame = round_trip(
+            r#"{"type":"event_intercept","id":"...","event":"turn_start",
+ "step":3}"#,
+        );
+        assert!(matches!(
+            f,
+            HostFrame::EventIntercept(EventIntercept {
+                payload: Intercept::TurnStart { step: 3 },
+                ..
+            })
+        ));
+        let f: HostFrame = round_trip(
+            r#"{"type":"event_intercept","id":"...","event":"assistant_message",
+ "text":"here is your api key: sk-ant-..."}"#,
+        );
+        assert!(matches!(
+            f,
+            HostFrame::EventIntercept(EventIntercept {
+                payload: Intercept::AssistantMessage { .. },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn panel_key_close_shutdown() {
+        let f: HostFrame =
+            round_trip(r#"{"type":"panel_key","panel_id":"todos-main","key":"down"}"#);
+        assert!(matches!(f, HostFrame::PanelKey(k) if k.key == Key::Down));
+        let f: HostFrame =
+            round_trip(r#"{"type":"panel_key","panel_id":"todos-main","key":"rune","text":"x"}"#);
+        assert!(
+            matches!(f, HostFrame::PanelKey(k) if k.key == Key::Rune && k.text.as_deref() == Some("x"))
+        );
+        for key in [
+            "pageup",
+            "pagedown",
+            "esc",
+            "backspace",
+            "delete",
+            "home",
+            "end",
+            "tab",
+        ] {
+            round_trip::<HostFrame>(&format!(
+                r#"{{"type":"panel_key","panel_id":"p","key":"{key}"}}"#
+            ));
+        }
+        let f: HostFrame = round_trip(r#"{"type":"panel_close","panel_id":"todos-main"}"#);
+        assert!(matches!(f, HostFrame::PanelClose(_)));
+        assert_eq!(
+            round_trip::<HostFrame>(r#"{"type":"shutdown"}"#),
+            HostFrame::Shutdown
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_tolerated_and_types_listed() {
+        let f: ExtFrame =
+            serde_json::from_str(r#"{"type":"ready","extra":{"nested":[1,2]}}"#).unwrap();
+        assert_eq!(f, ExtFrame::Ready);
+        for name in ExtFrame::TYPES {
+            let probe = serde_json::from_str::<ExtFrame>(&format!(r#"{{"type":"{name}"}}"#));
+            if let Ok(frame) = probe {
+                assert_eq!(frame.type_name(), *name);
+            }
+        }
+        assert!(serde_json::from_str::<ExtFrame>(r#"{"type":"teleport"}"#).is_err());
+    }
+
+    #[test]
+    fn to_line_is_one_lf_terminated_line() {
+        let line = to_line(&HostFrame::Shutdown).unwrap();
+        assert_eq!(line, b"{\"type\":\"shutdown\"}\n");
+    }
+}
