@@ -142,16 +142,17 @@ impl Connection {
             }
             pending.waiting.insert(id.to_owned(), reply_tx);
         }
-        let (written_tx, mut written_rx) = oneshot::channel();
-        if self
-            .queue
-            .send(Outgoing::Frame {
-                line,
-                written: Some(written_tx),
-            })
-            .is_err()
-        {
+        // Forgets the request however this future ends (reply, error, or the
+        // caller dropping it mid-wait), so no entry outlives its caller.
+        let _forget = OnDrop(|| {
             self.lock().waiting.remove(id);
+        });
+        let (written_tx, mut written_rx) = oneshot::channel();
+        let queued = Outgoing::Frame {
+            line,
+            written: Some(written_tx),
+        };
+        if self.queue.send(queued).is_err() {
             return Err(RequestError::Disconnected("input closed".to_owned()));
         }
         match tokio::time::timeout(deadline, reply_rx).await {
@@ -160,7 +161,6 @@ impl Connection {
                 "reply channel dropped".to_owned(),
             )),
             Err(_) => {
-                self.lock().waiting.remove(id);
                 if written_rx.try_recv().is_err() {
                     let _ = self.abort_input.send(true);
                 }
@@ -239,4 +239,13 @@ async fn write_loop(
     }
     // Dropping stdin closes the pipe: the extension reads EOF.
     drop(stdin);
+}
+
+/// Runs a closure when dropped.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
 }

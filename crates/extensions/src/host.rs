@@ -566,10 +566,13 @@ impl Inner {
 }
 
 impl Drop for Inner {
+    /// The last handle is gone without `shutdown`: kill every process group
+    /// now. (Reader tasks still hold the records, so `Process::drop` alone
+    /// would come too late.)
     fn drop(&mut self) {
-        // Process::drop kills any group still running; nothing else to do,
-        // but make sure the records go now rather than with a stray task.
-        self.state().extensions.clear();
+        for ext in self.state().extensions.drain(..) {
+            ext.process.kill_now();
+        }
     }
 }
 

@@ -146,12 +146,19 @@ impl Process {
     }
 }
 
-impl Drop for Process {
-    /// A host dropped without `shutdown` still leaves no process behind.
-    fn drop(&mut self) {
+impl Process {
+    /// SIGKILL to the group unless the leader is already reaped; does not wait.
+    pub(crate) fn kill_now(&self) {
         if self.status().is_none() {
             self.signal(Signal::SIGKILL);
         }
+    }
+}
+
+impl Drop for Process {
+    /// A record dropped while its process runs still leaves nothing behind.
+    fn drop(&mut self) {
+        self.kill_now();
     }
 }
 

@@ -1,0 +1,13 @@
+mod support;
+
+mod commands_tools;
+mod discovery;
+mod events;
+mod frames;
+mod handshake;
+mod intercepts;
+mod lifecycle;
+mod manifest;
+mod prompt;
+mod registration;
+mod spawn;
