@@ -1,1 +1,294 @@
-fn main() {}
+//! Extension host benchmarks (figures go into BENCHMARKS.md):
+//!
+//! 1. tool-call round trip through the host to a minimal python echo
+//!    extension, against a raw blocking pipe ping-pong to the same program;
+//! 2. start-up of 20 extensions to all-ready, against the slowest one alone;
+//! 3. a `tool_call` intercept chain of 10 extensions.
+//!
+//! Run: `cargo bench -p zot-extensions --bench host`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use zot_extensions::{ExtensionHost, HostConfig};
+
+const ROUND_TRIPS: usize = 3000;
+const WARMUP: usize = 300;
+const STARTUP_RUNS: usize = 7;
+const CHAIN_LEN: usize = 10;
+const CHAIN_CALLS: usize = 500;
+
+/// Answers `tool_call` with the args as text; registers one tool; nothing else.
+const ECHO: &str = r#"#!/usr/bin/env python3
+import json, sys, time
+delay = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
+name = sys.argv[2] if len(sys.argv) > 2 else "echo"
+time.sleep(delay)
+out = sys.stdout
+out.write(json.dumps({"type": "hello", "name": name}) + "\n")
+out.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    t = msg["type"]
+    if t == "hello_ack":
+        out.write(json.dumps({"type": "register_tool", "name": "echo_" + name, "schema": {"type": "object"}}) + "\n")
+        out.write(json.dumps({"type": "subscribe", "intercept": ["tool_call"]}) + "\n")
+        out.write('{"type":"ready"}\n')
+    elif t == "tool_call":
+        out.write(json.dumps({"type": "tool_result", "id": msg["id"],
+                              "content": [{"type": "text", "text": json.dumps(msg["args"])}]}) + "\n")
+    elif t == "event_intercept":
+        out.write(json.dumps({"type": "event_intercept_response", "id": msg["id"]}) + "\n")
+    elif t == "shutdown":
+        break
+    out.flush()
+"#;
+
+/// The start-up extension: plain sh, so 20 of them measure the host's
+/// concurrency rather than 20 interpreters competing for two cores.
+const SH_EXT: &str = r#"#!/bin/sh
+sleep "$1"
+printf '{"type":"hello","name":"%s"}\n' "$2"
+read -r ack
+printf '{"type":"register_tool","name":"echo_%s","schema":{"type":"object"}}\n{"type":"ready"}\n' "$2"
+while read -r line; do
+  case "$line" in *'"shutdown"'*) exit 0 ;; esac
+done
+"#;
+
+fn executable(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = executable(tmp.path(), "echo.py", ECHO);
+    let sh_script = executable(tmp.path(), "ext.sh", SH_EXT);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+
+    let raw = raw_round_trips(&script);
+    let hosted = rt.block_on(host_round_trips(tmp.path(), &script));
+    println!("## tool-call round trip ({ROUND_TRIPS} calls, python3 echo extension)");
+    println!("raw pipe ping-pong: {}", Stats::of(&raw));
+    println!("through the host:   {}", Stats::of(&hosted));
+    println!(
+        "host/raw (median): {:.2}",
+        Stats::of(&hosted).median.as_secs_f64() / Stats::of(&raw).median.as_secs_f64()
+    );
+
+    let (slowest, all) = rt.block_on(startup(tmp.path(), &sh_script));
+    let (raw_slowest, raw_all) = raw_startup(&sh_script);
+    println!("\n## start-up to all-ready (sh extensions, median of {STARTUP_RUNS} runs)");
+    println!("slowest single extension alone: {} (raw spawn + handshake: {})", ms(slowest), ms(raw_slowest));
+    println!("20 extensions together:         {} (raw spawn + handshake: {})", ms(all), ms(raw_all));
+    println!("host overhead over the slowest alone: {}", ms(all.saturating_sub(slowest)));
+    println!("host overhead over raw 20:            {}", ms(all.saturating_sub(raw_all)));
+
+    let chain = rt.block_on(intercept_chain(tmp.path(), &script));
+    println!("\n## tool_call intercept chain of {CHAIN_LEN} extensions ({CHAIN_CALLS} calls)");
+    println!("per call: {}", Stats::of(&chain));
+}
+
+fn raw_round_trips(script: &Path) -> Vec<Duration> {
+    let mut child = Command::new(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap(); // hello
+    writeln!(stdin, r#"{{"type":"hello_ack","protocol_version":1}}"#).unwrap();
+    loop {
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        if line.contains("\"ready\"") {
+            break;
+        }
+    }
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for i in 0..WARMUP + ROUND_TRIPS {
+        let started = Instant::now();
+        let frame = json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
+        stdin.write_all(format!("{frame}\n").as_bytes()).unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(reply["id"], i.to_string());
+        if i >= WARMUP {
+            times.push(started.elapsed());
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    times
+}
+
+/// Writes `count` extension dirs running the echo script; the one with the
+/// largest index sleeps longest before hello.
+fn echo_extensions(root: &Path, script: &Path, count: usize, delay: impl Fn(usize) -> f64) -> Vec<PathBuf> {
+    (0..count)
+        .map(|i| {
+            let name = format!("e{i:02}");
+            let dir = root.join(&name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let manifest = json!({
+                "name": name, "exec": script, "args": [delay(i).to_string(), name],
+            });
+            std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+            dir
+        })
+        .collect()
+}
+
+fn config(home: &Path, explicit: Vec<PathBuf>) -> HostConfig {
+    let mut config = HostConfig::new(home, home);
+    config.explicit = explicit;
+    config.discover = false;
+    config
+}
+
+async fn host_round_trips(root: &Path, script: &Path) -> Vec<Duration> {
+    let dirs = echo_extensions(&root.join("rt"), script, 1, |_| 0.0);
+    let (host, _rx) = ExtensionHost::start(config(root, dirs)).await;
+    assert!(host.errors().is_empty(), "{:?}", host.errors());
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for i in 0..WARMUP + ROUND_TRIPS {
+        let started = Instant::now();
+        let reply = host.call_tool("echo_e00", json!({"n": i})).await.unwrap();
+        assert!(!reply.is_error);
+        if i >= WARMUP {
+            times.push(started.elapsed());
+        }
+    }
+    host.shutdown().await;
+    times
+}
+
+/// Median start-up time of the slowest extension alone and of all 20.
+async fn startup(root: &Path, script: &Path) -> (Duration, Duration) {
+    // Extension i waits i * 5 ms before hello: the slowest waits 95 ms.
+    let dirs = echo_extensions(&root.join("startup"), script, 20, |i| i as f64 * 0.005);
+    let slowest = dirs.last().cloned().unwrap();
+    let mut alone = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..STARTUP_RUNS {
+        for (explicit, times) in [(vec![slowest.clone()], &mut alone), (dirs.clone(), &mut all)] {
+            let expected = explicit.len();
+            let started = Instant::now();
+            let (host, _rx) = ExtensionHost::start(config(root, explicit)).await;
+            times.push(started.elapsed());
+            assert_eq!(host.tools().len(), expected, "{:?}", host.errors());
+            host.shutdown().await;
+        }
+    }
+    (Stats::of(&alone).median, Stats::of(&all).median)
+}
+
+/// The same 20 processes spawned with std and handshaken by hand, no host:
+/// what 20 process start-ups cost on this machine by themselves.
+fn raw_startup(script: &Path) -> (Duration, Duration) {
+    let run = |indices: &[usize]| {
+        let started = Instant::now();
+        let children: Vec<_> = indices
+            .iter()
+            .map(|&i| {
+                Command::new(script)
+                    .args([(i as f64 * 0.005).to_string(), format!("e{i:02}")])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut open = Vec::new();
+        for mut child in children {
+            let mut stdin = child.stdin.take().unwrap();
+            let mut stdout = BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            writeln!(stdin, r#"{{"type":"hello_ack","protocol_version":1}}"#).unwrap();
+            while !line.contains("\"ready\"") {
+                line.clear();
+                stdout.read_line(&mut line).unwrap();
+            }
+            open.push((child, stdin));
+        }
+        let elapsed = started.elapsed();
+        for (mut child, mut stdin) in open {
+            writeln!(stdin, r#"{{"type":"shutdown"}}"#).unwrap();
+            child.wait().unwrap();
+        }
+        elapsed
+    };
+    let all: Vec<usize> = (0..20).collect();
+    let mut alone = Vec::new();
+    let mut together = Vec::new();
+    for _ in 0..STARTUP_RUNS {
+        alone.push(run(&[19]));
+        together.push(run(&all));
+    }
+    (Stats::of(&alone).median, Stats::of(&together).median)
+}
+
+async fn intercept_chain(root: &Path, script: &Path) -> Vec<Duration> {
+    let dirs = echo_extensions(&root.join("chain"), script, CHAIN_LEN, |_| 0.0);
+    let (host, _rx) = ExtensionHost::start(config(root, dirs)).await;
+    let args = json!({"command": "ls -la"});
+    let mut times = Vec::with_capacity(CHAIN_CALLS);
+    for i in 0..WARMUP + CHAIN_CALLS {
+        let started = Instant::now();
+        let verdict = host.intercept_tool_call(&i.to_string(), "bash", &args).await;
+        assert_eq!(verdict, zot_extensions::ToolCallVerdict::Allow { args: None });
+        if i >= WARMUP {
+            times.push(started.elapsed());
+        }
+    }
+    host.shutdown().await;
+    times
+}
+
+struct Stats {
+    median: Duration,
+    p99: Duration,
+    mean: Duration,
+}
+
+impl Stats {
+    fn of(times: &[Duration]) -> Self {
+        let mut sorted = times.to_vec();
+        sorted.sort();
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
+        Self { median: at(0.5), p99: at(0.99), mean }
+    }
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "median {:.1} µs, p99 {:.1} µs, mean {:.1} µs",
+            micros(self.median),
+            micros(self.p99),
+            micros(self.mean)
+        )
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
