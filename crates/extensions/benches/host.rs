@@ -72,7 +72,10 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let script = executable(tmp.path(), "echo.py", ECHO);
     let sh_script = executable(tmp.path(), "ext.sh", SH_EXT);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
 
     let raw = raw_round_trips(&script);
     let hosted = rt.block_on(host_round_trips(tmp.path(), &script));
@@ -87,10 +90,24 @@ fn main() {
     let (slowest, all) = rt.block_on(startup(tmp.path(), &sh_script));
     let (raw_slowest, raw_all) = raw_startup(&sh_script);
     println!("\n## start-up to all-ready (sh extensions, median of {STARTUP_RUNS} runs)");
-    println!("slowest single extension alone: {} (raw spawn + handshake: {})", ms(slowest), ms(raw_slowest));
-    println!("20 extensions together:         {} (raw spawn + handshake: {})", ms(all), ms(raw_all));
-    println!("host overhead over the slowest alone: {}", ms(all.saturating_sub(slowest)));
-    println!("host overhead over raw 20:            {}", ms(all.saturating_sub(raw_all)));
+    println!(
+        "slowest single extension alone: {} (raw spawn + handshake: {})",
+        ms(slowest),
+        ms(raw_slowest)
+    );
+    println!(
+        "20 extensions together:         {} (raw spawn + handshake: {})",
+        ms(all),
+        ms(raw_all)
+    );
+    println!(
+        "host overhead over the slowest alone: {}",
+        ms(all.saturating_sub(slowest))
+    );
+    println!(
+        "host overhead over raw 20:            {}",
+        ms(all.saturating_sub(raw_all))
+    );
 
     let chain = rt.block_on(intercept_chain(tmp.path(), &script));
     println!("\n## tool_call intercept chain of {CHAIN_LEN} extensions ({CHAIN_CALLS} calls)");
@@ -118,7 +135,8 @@ fn raw_round_trips(script: &Path) -> Vec<Duration> {
     let mut times = Vec::with_capacity(ROUND_TRIPS);
     for i in 0..WARMUP + ROUND_TRIPS {
         let started = Instant::now();
-        let frame = json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
+        let frame =
+            json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
         stdin.write_all(format!("{frame}\n").as_bytes()).unwrap();
         line.clear();
         stdout.read_line(&mut line).unwrap();
@@ -135,7 +153,12 @@ fn raw_round_trips(script: &Path) -> Vec<Duration> {
 
 /// Writes `count` extension dirs running the echo script; the one with the
 /// largest index sleeps longest before hello.
-fn echo_extensions(root: &Path, script: &Path, count: usize, delay: impl Fn(usize) -> f64) -> Vec<PathBuf> {
+fn echo_extensions(
+    root: &Path,
+    script: &Path,
+    count: usize,
+    delay: impl Fn(usize) -> f64,
+) -> Vec<PathBuf> {
     (0..count)
         .map(|i| {
             let name = format!("e{i:02}");
@@ -182,7 +205,10 @@ async fn startup(root: &Path, script: &Path) -> (Duration, Duration) {
     let mut alone = Vec::new();
     let mut all = Vec::new();
     for _ in 0..STARTUP_RUNS {
-        for (explicit, times) in [(vec![slowest.clone()], &mut alone), (dirs.clone(), &mut all)] {
+        for (explicit, times) in [
+            (vec![slowest.clone()], &mut alone),
+            (dirs.clone(), &mut all),
+        ] {
             let expected = explicit.len();
             let started = Instant::now();
             let (host, _rx) = ExtensionHost::start(config(root, explicit)).await;
@@ -247,8 +273,13 @@ async fn intercept_chain(root: &Path, script: &Path) -> Vec<Duration> {
     let mut times = Vec::with_capacity(CHAIN_CALLS);
     for i in 0..WARMUP + CHAIN_CALLS {
         let started = Instant::now();
-        let verdict = host.intercept_tool_call(&i.to_string(), "bash", &args).await;
-        assert_eq!(verdict, zot_extensions::ToolCallVerdict::Allow { args: None });
+        let verdict = host
+            .intercept_tool_call(&i.to_string(), "bash", &args)
+            .await;
+        assert_eq!(
+            verdict,
+            zot_extensions::ToolCallVerdict::Allow { args: None }
+        );
         if i >= WARMUP {
             times.push(started.elapsed());
         }
@@ -269,7 +300,11 @@ impl Stats {
         sorted.sort();
         let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
         let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
-        Self { median: at(0.5), p99: at(0.99), mean }
+        Self {
+            median: at(0.5),
+            p99: at(0.99),
+            mean,
+        }
     }
 }
 

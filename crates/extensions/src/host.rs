@@ -476,46 +476,36 @@ impl Inner {
 
     /// Records a command; logs and records any shadowing it causes.
     pub(crate) fn add_command(&self, ext: &Extension, cmd: CommandInfo) {
-        {
-            let mut regs = ext.registrations();
-            if regs
-                .commands
-                .iter()
-                .any(|c| c.name.eq_ignore_ascii_case(&cmd.name))
-            {
-                drop(regs);
-                ext.log.line(format_args!(
-                    "command /{} registered twice; the first stays",
-                    cmd.name
-                ));
-                return;
-            }
-            regs.commands.push(cmd.clone());
-        }
-        self.record_conflicts(ext, NameKind::Command, &cmd.name);
-        if ext.is_ready() {
-            self.emit(HostEvent::CommandsChanged);
-        }
+        let name = cmd.name.clone();
+        let added = push_new(&mut ext.registrations().commands, cmd, |c| {
+            c.name.eq_ignore_ascii_case(&name)
+        });
+        self.registered(ext, NameKind::Command, &name, added, true);
     }
 
     /// Records a tool; logs and records any shadowing it causes.
     pub(crate) fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
-        let visible = !tool.deferred;
-        {
-            let mut regs = ext.registrations();
-            if regs.tools.iter().any(|t| t.name == tool.name) {
-                drop(regs);
-                ext.log.line(format_args!(
-                    "tool \"{}\" registered twice; the first stays",
-                    tool.name
-                ));
-                return;
-            }
-            regs.tools.push(tool.clone());
+        let (name, visible) = (tool.name.clone(), !tool.deferred);
+        let added = push_new(&mut ext.registrations().tools, tool, |t| t.name == name);
+        self.registered(ext, NameKind::Tool, &name, added, visible);
+    }
+
+    /// After a registration: conflicts, and a change event once the
+    /// extension is past its registration window.
+    fn registered(&self, ext: &Extension, kind: NameKind, name: &str, added: bool, visible: bool) {
+        if !added {
+            ext.log.line(format_args!(
+                "{} registered twice; the first stays",
+                describe_name(kind, name)
+            ));
+            return;
         }
-        self.record_conflicts(ext, NameKind::Tool, &tool.name);
+        self.record_conflicts(ext, kind, name);
         if ext.is_ready() && visible {
-            self.emit(HostEvent::ToolsChanged);
+            self.emit(match kind {
+                NameKind::Command => HostEvent::CommandsChanged,
+                NameKind::Tool => HostEvent::ToolsChanged,
+            });
         }
     }
 
@@ -523,10 +513,7 @@ impl Inner {
         let mut state = self.state();
         let found = self.live(&state).conflicts_of(ext, kind, name);
         for (conflict, loser) in found {
-            let what = match kind {
-                NameKind::Command => format!("command /{}", conflict.name),
-                NameKind::Tool => format!("tool \"{}\"", conflict.name),
-            };
+            let what = describe_name(kind, &conflict.name);
             let winner = match &conflict.winner {
                 Owner::Builtin => "a built-in".to_owned(),
                 Owner::Extension(name) => format!("extension {name} (earlier in load order)"),
@@ -574,6 +561,23 @@ impl Drop for Inner {
             ext.process.kill_now();
         }
     }
+}
+
+/// `command /x` or `tool "x"`, for log lines.
+fn describe_name(kind: NameKind, name: &str) -> String {
+    match kind {
+        NameKind::Command => format!("command /{name}"),
+        NameKind::Tool => format!("tool \"{name}\""),
+    }
+}
+
+/// Appends `item` unless `same` matches an existing one; returns whether it was added.
+fn push_new<T>(items: &mut Vec<T>, item: T, same: impl Fn(&T) -> bool) -> bool {
+    let new = !items.iter().any(same);
+    if new {
+        items.push(item);
+    }
+    new
 }
 
 fn report_entry(

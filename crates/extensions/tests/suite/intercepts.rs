@@ -1,35 +1,12 @@
 //! Item 11: the tool_call, turn_start and assistant_message intercept chains.
 //! (before_agent_start is in prompt.rs.)
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 use zot_extensions::{ExtensionHost, HostEvent, MessageVerdict, ToolCallVerdict, TurnVerdict};
 
-use super::support::{Env, SECS5, event_matching, received_of};
-
-/// An interceptor of `events` whose reply is `decide(msg)` (python).
-fn interceptor(env: &Env, name: &str, events: &str, decide: &str) -> PathBuf {
-    env.ext(
-        name,
-        &format!(
-            r#"
-{decide}
-handshake(NAME)
-emit({{"type":"subscribe","intercept":{events}}})
-emit({{"type":"ready"}})
-for msg in frames():
-    if msg["type"] == "event_intercept":
-        reply = decide(msg)
-        if reply is not None:
-            reply["type"] = "event_intercept_response"
-            reply["id"] = msg["id"]
-            emit(reply)
-"#
-        ),
-    )
-}
+use super::support::{Env, SECS5, event_matching, interceptor, received_of};
 
 const GUARD: &str = r#"
 def decide(msg):

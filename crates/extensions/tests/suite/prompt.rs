@@ -6,26 +6,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use zot_extensions::{CancellationToken, Cancelled, ExtensionHost, HostEvent};
 
-use super::support::{Env, SECS5, event_matching, eventually, received_of};
+use super::support::{Env, SECS5, event_matching, eventually, interceptor, received_of};
 
 /// A before_agent_start interceptor whose reply is `decide(msg)` (python).
 fn preparer(env: &Env, name: &str, decide: &str) -> PathBuf {
-    env.ext(
-        name,
-        &format!(
-            r#"
-{decide}
-handshake(NAME)
-emit({{"type":"subscribe","intercept":["before_agent_start"]}})
-emit({{"type":"ready"}})
-for msg in frames():
-    if msg["type"] == "event_intercept":
-        reply = decide(msg)
-        reply.update({{"type":"event_intercept_response","id":msg["id"]}})
-        emit(reply)
-"#
-        ),
-    )
+    interceptor(env, name, r#"["before_agent_start"]"#, decide)
 }
 
 async fn prepare(

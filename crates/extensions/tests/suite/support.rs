@@ -232,3 +232,25 @@ for msg in frames():
 "#
     )
 }
+
+/// An interceptor of `events` whose reply is `decide(msg)` (python).
+pub fn interceptor(env: &Env, name: &str, events: &str, decide: &str) -> PathBuf {
+    env.ext(
+        name,
+        &format!(
+            r#"
+{decide}
+handshake(NAME)
+emit({{"type":"subscribe","intercept":{events}}})
+emit({{"type":"ready"}})
+for msg in frames():
+    if msg["type"] == "event_intercept":
+        reply = decide(msg)
+        if reply is not None:
+            reply["type"] = "event_intercept_response"
+            reply["id"] = msg["id"]
+            emit(reply)
+"#
+        ),
+    )
+}
