@@ -34,6 +34,9 @@ pub struct HostConfig {
     pub explicit: Vec<PathBuf>,
     /// `false` with `--no-ext`: skip the project and global roots (`--ext` still loads).
     pub discover: bool,
+    /// Whether project extensions may run (see `trust.rs`). Untrusted ones
+    /// are listed, never spawned.
+    pub project_trusted: bool,
     pub zot_version: String,
     pub provider: String,
     pub model: String,
@@ -49,6 +52,7 @@ impl HostConfig {
             cwd: cwd.into(),
             explicit: Vec::new(),
             discover: true,
+            project_trusted: false,
             zot_version: env!("CARGO_PKG_VERSION").to_owned(),
             provider: String::new(),
             model: String::new(),

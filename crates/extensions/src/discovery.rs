@@ -45,6 +45,9 @@ pub enum FoundStatus {
     Bundle(Manifest),
     /// `enabled: false`: listed, not spawned, claims no name.
     Disabled(Manifest),
+    /// A project extension in a project the user has not trusted: listed,
+    /// not spawned, claims no name.
+    Untrusted(Manifest),
     /// An earlier extension (by precedence) has the same manifest name.
     Shadowed {
         manifest: Manifest,
@@ -59,6 +62,7 @@ impl Found {
             FoundStatus::Load(m)
             | FoundStatus::Bundle(m)
             | FoundStatus::Disabled(m)
+            | FoundStatus::Untrusted(m)
             | FoundStatus::Shadowed { manifest: m, .. } => Some(m),
             FoundStatus::Invalid(_) => None,
         }
@@ -89,6 +93,9 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
             let status = match Manifest::load(&dir) {
                 Err(e) => FoundStatus::Invalid(e),
                 Ok(m) if !m.enabled => FoundStatus::Disabled(m),
+                Ok(m) if scope == Scope::Project && !config.project_trusted => {
+                    FoundStatus::Untrusted(m)
+                }
                 Ok(m) => match claimed.get(&m.name) {
                     Some(by) => FoundStatus::Shadowed {
                         manifest: m,

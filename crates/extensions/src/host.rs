@@ -115,6 +115,8 @@ pub enum ReportStatus {
     Loaded(LoadedInfo),
     Failed(LoadError),
     Disabled,
+    /// A project extension in an untrusted project, never spawned.
+    Untrusted,
     /// Theme- or skill-only bundle, never spawned.
     Bundle,
     Shadowed {
@@ -427,11 +429,10 @@ impl Inner {
         };
 
         let conn = Connection::new(spawned.stdin, Arc::clone(&log));
-        log.line(format_args!(
-            "hello from {}/{}",
-            hello.name,
-            hello.version.as_deref().unwrap_or("")
-        ));
+        match &hello.version {
+            Some(version) => log.line(format_args!("hello from {}/{version}", hello.name)),
+            None => log.line(format_args!("hello from {}", hello.name)),
+        }
         let ext = Arc::new(Extension::new(name, order, log, conn, process));
         let ack = {
             let mut state = self.state();
@@ -589,6 +590,7 @@ fn report_entry(
     let status = match (&found.status, outcome) {
         (FoundStatus::Invalid(e), _) => ReportStatus::InvalidManifest(e.clone()),
         (FoundStatus::Disabled(_), _) => ReportStatus::Disabled,
+        (FoundStatus::Untrusted(_), _) => ReportStatus::Untrusted,
         (FoundStatus::Bundle(_), _) => ReportStatus::Bundle,
         (FoundStatus::Shadowed { by, .. }, _) => ReportStatus::Shadowed { by: by.clone() },
         (FoundStatus::Load(_), Some(Err(e))) => ReportStatus::Failed(e.clone()),

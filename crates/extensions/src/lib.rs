@@ -14,9 +14,11 @@ mod ext_log;
 mod extension;
 mod host;
 pub mod limits;
+pub mod manage;
 pub mod manifest;
 mod registry;
 mod supervisor;
+pub mod trust;
 
 pub use config::{HostConfig, default_zot_home, zot_home_from};
 pub use connection::RequestError;
@@ -35,4 +37,5 @@ pub use limits::Limits;
 pub use manifest::{Launch, Manifest, ManifestError};
 pub use registry::{CommandInfo, Conflict, NameKind, Owner, ToolInfo};
 pub use tokio_util::sync::CancellationToken;
+pub use trust::{TrustEntry, TrustError, TrustStatus, TrustStore};
 pub use zot_protocol;

@@ -102,6 +102,7 @@ impl Env {
     pub fn config(&self, explicit: &[&Path]) -> HostConfig {
         let mut config = HostConfig::new(&self.home, &self.project);
         config.explicit = explicit.iter().map(|p| p.to_path_buf()).collect();
+        config.project_trusted = true;
         config.provider = "anthropic".into();
         config.model = "test-model".into();
         config.zot_version = "9.9.9".into();

@@ -1,0 +1,63 @@
+//! What every subcommand needs: `$ZOT_HOME`, the project, the host config
+//! (with `--ext`, `--no-ext` and project trust applied).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use zot_extensions::{FoundStatus, HostConfig, TrustStatus, TrustStore, default_zot_home};
+
+use crate::args::Cli;
+
+pub struct Context {
+    pub zot_home: PathBuf,
+    /// The user's project directory (the working directory).
+    pub project: PathBuf,
+    pub config: HostConfig,
+    pub trust: TrustStatus,
+}
+
+impl Context {
+    pub fn new(cli: &Cli) -> anyhow::Result<Self> {
+        let zot_home = default_zot_home()
+            .context("cannot tell where $ZOT_HOME is: set ZOT_HOME (or XDG_STATE_HOME, or HOME)")?;
+        let project = std::env::current_dir().context("cannot read the working directory")?;
+        let mut config = HostConfig::new(&zot_home, &project);
+        config.explicit = cli
+            .ext
+            .iter()
+            .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()))
+            .collect();
+        config.discover = !cli.no_ext;
+        let trust = TrustStore::load(&zot_home)?.status(&project)?;
+        config.project_trusted = cli.trust || trust == TrustStatus::Trusted;
+        Ok(Self {
+            zot_home,
+            project,
+            config,
+            trust,
+        })
+    }
+
+    /// Prints the one warning about project extensions skipped for lack of trust.
+    pub fn warn_untrusted(&self, found: &[zot_extensions::Found]) {
+        let skipped = found
+            .iter()
+            .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
+            .count();
+        if skipped == 0 {
+            return;
+        }
+        let why = match self.trust {
+            TrustStatus::Changed => "their content changed since this project was trusted",
+            _ => "this project is not trusted",
+        };
+        eprintln!(
+            "zot: warning: {skipped} project extension(s) in {} not loaded: {why}; run `zot trust` to trust it, or pass --trust for one run",
+            display(&self.config.project_root())
+        );
+    }
+}
+
+pub fn display(path: &Path) -> String {
+    path.display().to_string()
+}

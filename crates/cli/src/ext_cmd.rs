@@ -1,0 +1,465 @@
+//! `zot ext …`: list, doctor, install, remove, enable, disable, logs.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use zot_extensions::manage::{self, Which};
+use zot_extensions::{
+    ExtensionHost, ExtensionReport, Found, FoundStatus, HostEvent, Launch, Owner, Readiness,
+    ReportStatus, discover,
+};
+
+use crate::args::{ExtCommand, ScopeArgs};
+use crate::context::{Context, display};
+
+/// How often `logs -f` looks for new bytes.
+const FOLLOW_POLL: Duration = Duration::from_millis(200);
+
+pub fn run(ctx: &Context, command: &ExtCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ExtCommand::List { json } => list(ctx, *json),
+        ExtCommand::Doctor { json } => doctor(ctx, *json),
+        ExtCommand::Install { source, project } => install(ctx, source, *project),
+        ExtCommand::Remove { name, yes, scope } => remove(ctx, name, *yes, scope),
+        ExtCommand::Enable { name, scope } => set_enabled(ctx, name, scope, true),
+        ExtCommand::Disable { name, scope } => set_enabled(ctx, name, scope, false),
+        ExtCommand::Logs { name, follow } => logs(ctx, name, *follow),
+    }
+}
+
+fn which(scope: &ScopeArgs) -> Which {
+    match (scope.project, scope.global) {
+        (true, _) => Which::Project,
+        (_, true) => Which::Global,
+        _ => Which::Either,
+    }
+}
+
+/// One row of `ext list`.
+struct Row {
+    scope: &'static str,
+    name: Option<String>,
+    version: Option<String>,
+    enabled: Option<bool>,
+    language: Option<String>,
+    state: &'static str,
+    reason: Option<String>,
+    dir: PathBuf,
+}
+
+fn row(found: &Found) -> Row {
+    let manifest = found.manifest();
+    let (state, reason) = match &found.status {
+        FoundStatus::Load(_) => ("ok", None),
+        FoundStatus::Bundle(m) => match m.launch {
+            Launch::ThemeBundle => ("ok", Some("theme bundle, no process".to_owned())),
+            _ => ("ok", Some("skill bundle, no process".to_owned())),
+        },
+        FoundStatus::Disabled(_) => ("disabled", None),
+        FoundStatus::Untrusted(_) => ("untrusted", Some("run `zot trust` to allow it".to_owned())),
+        FoundStatus::Shadowed { by, .. } => ("shadowed", Some(format!("by {}", display(by)))),
+        FoundStatus::Invalid(e) => ("invalid", Some(e.to_string())),
+    };
+    Row {
+        scope: found.scope.as_str(),
+        name: manifest.map(|m| m.name.clone()),
+        version: manifest.and_then(|m| m.version.clone()),
+        enabled: manifest.map(|m| m.enabled),
+        language: manifest.and_then(|m| m.language.clone()),
+        state,
+        reason,
+        dir: found.dir.clone(),
+    }
+}
+
+fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
+    let found = discover(&ctx.config);
+    ctx.warn_untrusted(&found);
+    let rows: Vec<Row> = found.iter().map(row).collect();
+    if as_json {
+        let doc: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "scope": r.scope, "name": r.name, "version": r.version, "enabled": r.enabled,
+                    "language": r.language, "protocol": "zot", "state": r.state,
+                    "reason": r.reason, "dir": display(&r.dir),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        eprintln!("no extensions installed");
+        eprintln!(
+            "install one with `zot ext install <path|git-url>`, or load one for a run with `zot --ext <dir>`"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".to_owned());
+    let table: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            let state = match &r.reason {
+                Some(reason) => format!("{}: {reason}", r.state),
+                None => r.state.to_owned(),
+            };
+            [
+                r.scope.to_owned(),
+                dash(&r.name),
+                dash(&r.version),
+                r.enabled
+                    .map_or("-", |e| if e { "yes" } else { "no" })
+                    .to_owned(),
+                dash(&r.language),
+                "zot".to_owned(),
+                state,
+                display(&r.dir),
+            ]
+        })
+        .collect();
+    let header = [
+        "SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "PROTOCOL", "STATE", "DIR",
+    ];
+    print_table(&header, &table);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header);
+    for row in rows {
+        line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}
+
+fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
+    ctx.warn_untrusted(&discover(&ctx.config));
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let (reports, conflicts, mut warnings) = runtime.block_on(async {
+        let (host, mut events) = ExtensionHost::start(ctx.config.clone()).await;
+        let reports = host.report();
+        let conflicts = host.conflicts();
+        host.shutdown().await;
+        let mut warnings: Vec<(String, String)> = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            if let HostEvent::Warning { extension, message } = event {
+                warnings.push((extension, message));
+            }
+        }
+        (reports, conflicts, warnings)
+    });
+    for c in &conflicts {
+        let what = match c.kind {
+            zot_extensions::NameKind::Command => format!("command /{}", c.name),
+            zot_extensions::NameKind::Tool => format!("tool \"{}\"", c.name),
+        };
+        let winner = match &c.winner {
+            Owner::Builtin => "a built-in".to_owned(),
+            Owner::Extension(name) => format!("extension {name}"),
+        };
+        warnings.push((c.loser.clone(), format!("{what} is shadowed by {winner}")));
+    }
+
+    let entries: Vec<Value> = reports.iter().map(|r| doctor_entry(r, &warnings)).collect();
+    let errors = entries.iter().filter(|e| !e["error"].is_null()).count();
+    let ok = errors == 0;
+    if as_json {
+        let conflicts: Vec<Value> = conflicts
+            .iter()
+            .map(|c| {
+                json!({
+                    "kind": match c.kind { zot_extensions::NameKind::Command => "command", zot_extensions::NameKind::Tool => "tool" },
+                    "name": c.name,
+                    "winner": match &c.winner { Owner::Builtin => "builtin".to_owned(), Owner::Extension(n) => n.clone() },
+                    "loser": c.loser,
+                })
+            })
+            .collect();
+        let doc =
+            json!({ "ok": ok, "errors": errors, "extensions": entries, "conflicts": conflicts });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print_doctor(&entries);
+        let warned = entries
+            .iter()
+            .filter(|e| e["warnings"].as_array().is_some_and(|w| !w.is_empty()))
+            .count();
+        println!(
+            "\n{} extension(s): {} with errors, {} with warnings",
+            entries.len(),
+            errors,
+            warned
+        );
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// One extension's doctor entry; the JSON shape is documented in the README.
+fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
+    let mut entry = json!({
+        "scope": r.scope.as_str(),
+        "name": r.name,
+        "version": r.version,
+        "protocol": "zot",
+        "dir": display(&r.dir),
+        "log": r.log.as_deref().map(display),
+        "state": Value::Null,
+        "error": Value::Null,
+        "shadowed_by": Value::Null,
+        "exit_status": Value::Null,
+        "commands": [],
+        "tools": [],
+        "events": [],
+        "intercepts": [],
+        "warnings": [],
+    });
+    let mut entry_warnings: Vec<String> = warnings
+        .iter()
+        .filter(|(ext, _)| r.name.as_deref() == Some(ext.as_str()))
+        .map(|(_, m)| m.clone())
+        .collect();
+    let (state, error) = match &r.status {
+        ReportStatus::Starting => ("starting", None),
+        ReportStatus::Disabled => ("disabled", None),
+        ReportStatus::Untrusted => ("untrusted", None),
+        ReportStatus::Bundle => ("bundle", None),
+        ReportStatus::Shadowed { by } => {
+            entry["shadowed_by"] = json!(display(by));
+            ("shadowed", None)
+        }
+        ReportStatus::InvalidManifest(e) => ("invalid_manifest", Some(e.to_string())),
+        ReportStatus::Failed(e) => {
+            entry["exit_status"] = json!(e.status);
+            ("failed", Some(e.to_string()))
+        }
+        ReportStatus::Loaded(info) => {
+            entry["commands"] = info
+                .commands
+                .iter()
+                .map(|c| json!({"name": c.name, "description": c.description}))
+                .collect();
+            entry["tools"] = info
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "deferred": t.deferred}))
+                .collect();
+            entry["events"] = json!(info.events);
+            entry["intercepts"] = json!(info.intercepts);
+            entry["exit_status"] = json!(info.exit);
+            let state = match info.readiness {
+                Readiness::Ready => "ready",
+                Readiness::AutoReady => "auto_ready",
+                Readiness::TimedOut => "ready_timeout",
+                Readiness::Pending | Readiness::Exited => "exited",
+            };
+            if state == "ready_timeout" {
+                entry_warnings
+                    .push("never sent ready; zot stopped waiting after its ready deadline".into());
+            }
+            if state == "auto_ready" {
+                entry_warnings.push("never sent ready; treated as ready after going quiet".into());
+            }
+            // An extension that died during start-up is an error, whatever its window said.
+            if state == "exited" || info.exit.is_some() {
+                let status = info.exit.clone().unwrap_or_else(|| "unknown status".into());
+                let log = r.log.as_deref().map(display).unwrap_or_default();
+                (
+                    "exited",
+                    Some(format!("exited during start-up ({status}); log: {log}")),
+                )
+            } else {
+                (state, None)
+            }
+        }
+    };
+    entry["state"] = json!(state);
+    entry["error"] = json!(error);
+    entry["warnings"] = json!(entry_warnings);
+    entry
+}
+
+fn print_doctor(entries: &[Value]) {
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+    for e in entries {
+        let name = e["name"]
+            .as_str()
+            .map_or_else(|| text(&e["dir"]), str::to_owned);
+        let version = e["version"]
+            .as_str()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default();
+        println!(
+            "{} {name}{version}: {}",
+            text(&e["scope"]),
+            text(&e["state"])
+        );
+        if let Some(error) = e["error"].as_str() {
+            println!("  error: {error}");
+        }
+        if let Some(by) = e["shadowed_by"].as_str() {
+            println!("  shadowed by {by}");
+        }
+        let names = |key: &str| -> Vec<String> {
+            e[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| match v {
+                    Value::Object(o) => {
+                        let name = o.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let prefix = if key == "commands" { "/" } else { "" };
+                        let deferred = if o.get("deferred") == Some(&Value::Bool(true)) {
+                            " (deferred)"
+                        } else {
+                            ""
+                        };
+                        format!("{prefix}{name}{deferred}")
+                    }
+                    other => other.as_str().unwrap_or_default().to_owned(),
+                })
+                .collect()
+        };
+        for key in ["commands", "tools", "events", "intercepts"] {
+            let items = names(key);
+            if !items.is_empty() {
+                println!("  {key}: {}", items.join(", "));
+            }
+        }
+        for warning in e["warnings"].as_array().into_iter().flatten() {
+            println!("  warning: {}", text(warning));
+        }
+        if let Some(log) = e["log"].as_str() {
+            println!("  log: {log}");
+        }
+    }
+}
+
+fn install(ctx: &Context, source: &str, project: bool) -> anyhow::Result<ExitCode> {
+    let root = if project {
+        ctx.config.project_root()
+    } else {
+        ctx.config.global_root()
+    };
+    let (dest, manifest) = manage::install(source, &root)?;
+    let version = manifest
+        .version
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    eprintln!(
+        "installed {}{version} into {}",
+        manifest.name,
+        display(&dest)
+    );
+    if project && !ctx.config.project_trusted {
+        eprintln!(
+            "note: project extensions run only in a trusted project; run `zot trust` to allow them"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Result<ExitCode> {
+    let found = manage::find(&ctx.config, name, which(scope))?;
+    let dir = display(&found.dir);
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "refusing to remove {dir} without confirmation: stdin is not a terminal; pass --yes"
+            );
+        }
+        eprint!("remove {dir}? [y/N] ");
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            eprintln!("aborted; nothing removed");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    manage::remove(&found.dir)?;
+    eprintln!("removed {dir}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set_enabled(
+    ctx: &Context,
+    name: &str,
+    scope: &ScopeArgs,
+    enabled: bool,
+) -> anyhow::Result<ExitCode> {
+    let found = manage::find(&ctx.config, name, which(scope))?;
+    manage::set_enabled(&found.dir, enabled)?;
+    let verb = if enabled { "enabled" } else { "disabled" };
+    eprintln!("{verb} {name} ({})", display(&found.dir));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
+    // The log is keyed by manifest name; a directory name resolves to it.
+    let manifest_name = manage::find(&ctx.config, name, Which::Either)
+        .ok()
+        .and_then(|found| zot_extensions::Manifest::load(&found.dir).ok())
+        .map_or_else(|| name.to_owned(), |m| m.name);
+    let path = ctx.config.log_path(&manifest_name);
+    let mut file = std::fs::File::open(&path)
+        .map_err(|e| anyhow::anyhow!("no log for \"{name}\" at {}: {e}", display(&path)))?;
+    let mut stdout = std::io::stdout().lock();
+    let mut offset = copy_new(&mut file, &mut stdout)?;
+    if !follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    loop {
+        std::thread::sleep(FOLLOW_POLL);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        if len < offset {
+            // Truncated or replaced: start over from the top of the new file.
+            file = match std::fs::File::open(&path) {
+                Ok(file) => file,
+                Err(_) => continue,
+            };
+            offset = 0;
+        }
+        offset += copy_new(&mut file, &mut stdout)?;
+    }
+}
+
+/// Copies from the file's position to its end; returns the byte count.
+/// A closed stdout (a pipe into `head`) ends the command quietly.
+fn copy_new(file: &mut std::fs::File, out: &mut impl Write) -> anyhow::Result<u64> {
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    let written = out.write_all(&buf).and_then(|()| out.flush());
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        return Err(e.into());
+    }
+    Ok(buf.len() as u64)
+}

@@ -1,0 +1,193 @@
+//! `zot ext install`: path and git sources, staging, validation, rollback.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::support::World;
+
+/// Entries of `dir` (names), to prove nothing was left behind.
+fn entries(dir: &Path) -> Vec<String> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = read
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn path_install_copies_recursively_keeping_symlinks_as_links() {
+    let w = World::new();
+    let src = w.ext(
+        &w.scratch,
+        "hello",
+        &[r#"{"type":"register_command","name":"hi"}"#],
+    );
+    std::fs::create_dir_all(src.join("lib/deep")).unwrap();
+    std::fs::write(src.join("lib/deep/data.txt"), "payload").unwrap();
+    let outside = w.scratch.join("secret.txt");
+    std::fs::write(&outside, "outside").unwrap();
+    std::os::unix::fs::symlink(&outside, src.join("link-out")).unwrap();
+    std::os::unix::fs::symlink("lib/deep/data.txt", src.join("link-in")).unwrap();
+
+    let run = w.zot(&["ext", "install", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("installed hello 1.0.0 into"), "{run:?}");
+    let dest = w.global().join("hello");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("lib/deep/data.txt")).unwrap(),
+        "payload"
+    );
+    assert_eq!(
+        std::fs::read_link(dest.join("link-out")).unwrap(),
+        outside,
+        "copied as a link"
+    );
+    assert!(
+        std::fs::symlink_metadata(dest.join("link-in"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(dest.join("ext.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0o111
+    );
+    assert_eq!(entries(&w.global()), ["hello"]);
+
+    // It works: doctor loads it.
+    let run = w.zot(&["ext", "doctor"]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // A second install refuses, and changes nothing.
+    let run = w.zot(&["ext", "install", src.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.starts_with("zot: destination"), "{run:?}");
+    assert!(run.stderr.contains("already exists"), "{run:?}");
+    assert_eq!(entries(&w.global()), ["hello"]);
+
+    // --project installs into ./.zot/extensions.
+    let run = w.zot(&["ext", "install", "--project", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(w.project_root().join("hello/extension.json").is_file());
+    assert!(run.stderr.contains("zot trust"), "{run:?}");
+}
+
+#[test]
+fn bad_sources_fail_and_leave_nothing_behind() {
+    let w = World::new();
+    // Invalid manifest.
+    let bad = w.scratch.join("bad");
+    std::fs::create_dir_all(bad.join("sub")).unwrap();
+    std::fs::write(bad.join("extension.json"), r#"{"exec":"./x"}"#).unwrap();
+    std::fs::write(bad.join("sub/file"), "x").unwrap();
+    let run = w.zot(&["ext", "install", bad.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("field \"name\" is required"), "{run:?}");
+    assert!(
+        entries(&w.global()).is_empty(),
+        "{:?}",
+        entries(&w.global())
+    );
+
+    // No manifest at all.
+    let none = w.scratch.join("none");
+    std::fs::create_dir_all(&none).unwrap();
+    let run = w.zot(&["ext", "install", none.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("extension.json") && run.stderr.contains("cannot read"),
+        "{run:?}"
+    );
+    assert!(entries(&w.global()).is_empty());
+
+    // Not a directory.
+    let run = w.zot(&[
+        "ext",
+        "install",
+        w.scratch.join("missing").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("is not a directory"), "{run:?}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// A bare repo at `<scratch>/<name>.git` holding the extension in `work`.
+fn bare_repo(w: &World, name: &str, work: &Path) -> String {
+    git(work, &["init", "-q"]);
+    git(work, &["add", "-A"]);
+    git(work, &["commit", "-q", "-m", "ext"]);
+    let bare = w.scratch.join(format!("{name}.git"));
+    git(
+        &w.scratch,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    format!("file://{}", bare.display())
+}
+
+#[test]
+fn git_install_clones_validates_and_rolls_back() {
+    let w = World::new();
+    let work = w.ext(&w.scratch, "clock-src", &[]);
+    std::fs::write(
+        work.join("extension.json"),
+        r#"{"name":"clock","exec":"./ext.sh"}"#,
+    )
+    .unwrap();
+    std::fs::write(work.join("ext.sh"), super::support::sh_ext("clock", &[])).unwrap();
+    let url = bare_repo(&w, "good-ext", &work);
+    let run = w.zot(&["ext", "install", &url]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let dest = w.global().join("good-ext");
+    assert!(dest.join("extension.json").is_file());
+    // Installed under the URL's name; found by either name.
+    let run = w.zot(&["ext", "disable", "clock"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = w.zot(&["ext", "enable", "good-ext"]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    // A repo without a manifest: cloned, rejected, removed.
+    let empty = w.scratch.join("empty-src");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("README"), "no manifest").unwrap();
+    let url = bare_repo(&w, "empty", &empty);
+    let run = w.zot(&["ext", "install", &url]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("extension.json"), "{run:?}");
+    assert_eq!(entries(&w.global()), ["good-ext"]);
+
+    // A clone that fails.
+    let url = format!("file://{}", w.scratch.join("nope.git").display());
+    let run = w.zot(&["ext", "install", &url]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("git clone") && run.stderr.contains("failed"),
+        "{run:?}"
+    );
+    assert_eq!(entries(&w.global()), ["good-ext"]);
+}

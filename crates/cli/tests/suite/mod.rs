@@ -1,0 +1,8 @@
+mod support;
+
+mod doctor;
+mod install;
+mod list;
+mod logs;
+mod manage;
+mod trust;

@@ -1,0 +1,134 @@
+//! Runs the built `zot` binary in a temp world: `$ZOT_HOME`, a project dir
+//! (the working directory) and a scratch dir for sources.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const ZOT: &str = env!("CARGO_BIN_EXE_zot");
+
+pub struct World {
+    _tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub scratch: PathBuf,
+}
+
+/// A finished run of `zot`.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Self {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A shell extension: hello, `register` lines, ready, then answers
+/// `command_invoked` with a display of `$reply` until shutdown.
+pub fn sh_ext(name: &str, register: &[&str]) -> String {
+    let frames: String = register.iter().map(|f| format!("echo '{f}'\n")).collect();
+    format!(
+        r#"#!/bin/sh
+echo '{{"type":"hello","name":"{name}","version":"1.0.0"}}'
+read -r ack
+{frames}echo '{{"type":"ready"}}'
+while read -r line; do
+  case "$line" in
+    *shutdown*) echo '{{"type":"shutdown_ack"}}'; exit 0 ;;
+  esac
+done
+"#
+    )
+}
+
+impl World {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("project");
+        let scratch = tmp.path().join("scratch");
+        for dir in [&home, &project, &scratch] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        Self {
+            _tmp: tmp,
+            home,
+            project,
+            scratch,
+        }
+    }
+
+    pub fn global(&self) -> PathBuf {
+        self.home.join("extensions")
+    }
+
+    pub fn project_root(&self) -> PathBuf {
+        self.project.join(".zot").join("extensions")
+    }
+
+    /// Writes an extension dir `<parent>/<dir>` with `manifest` and an executable `ext.sh`.
+    pub fn ext_in(&self, parent: &Path, dir: &str, manifest: &str, script: &str) -> PathBuf {
+        let dir = parent.join(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("extension.json"), manifest).unwrap();
+        let path = dir.join("ext.sh");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    /// A well-behaved sh extension `name` registering `register`.
+    pub fn ext(&self, parent: &Path, name: &str, register: &[&str]) -> PathBuf {
+        let manifest =
+            format!(r#"{{"name":"{name}","version":"1.0.0","exec":"./ext.sh","language":"sh"}}"#);
+        self.ext_in(parent, name, &manifest, &sh_ext(name, register))
+    }
+
+    /// A `zot` command in this world, not yet run.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(ZOT);
+        cmd.args(args);
+        self.place(&mut cmd);
+        cmd
+    }
+
+    /// Runs `cmd` in this world: the project as cwd, this `$ZOT_HOME`, no stdin.
+    pub fn place<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.current_dir(&self.project)
+            .env("ZOT_HOME", &self.home)
+            .env("HOME", &self.scratch)
+            .env_remove("XDG_STATE_HOME")
+            .stdin(std::process::Stdio::null())
+    }
+
+    pub fn zot(&self, args: &[&str]) -> Run {
+        self.cmd(args).output().unwrap().into()
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.home.join("logs").join(format!("ext-{name}.log")))
+            .unwrap_or_default()
+    }
+}
+
+pub fn json(run: &Run) -> serde_json::Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"))
+}
