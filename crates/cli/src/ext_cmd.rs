@@ -434,6 +434,13 @@ fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
     if !follow {
         return Ok(ExitCode::SUCCESS);
     }
+    // Follow until Ctrl-C, even when started with SIGINT ignored (as a
+    // background job of a non-interactive shell is).
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        signal(Signal::SIGINT, SigHandler::SigDfl).context("cannot restore SIGINT")?;
+    }
     loop {
         std::thread::sleep(FOLLOW_POLL);
         let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);

@@ -49,12 +49,13 @@ fn follow_prints_new_lines_as_they_arrive() {
     std::fs::create_dir_all(&logs).unwrap();
     let path = logs.join("ext-tail.log");
     std::fs::write(&path, "first line\n").unwrap();
-    let mut child = w
+    let child = w
         .cmd(&["ext", "logs", "tail", "-f"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = KillOnDrop(child);
+    let mut out = BufReader::new(child.0.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "first line\n");
@@ -72,9 +73,9 @@ fn follow_prints_new_lines_as_they_arrive() {
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "new\n");
     // Ctrl-C ends it.
-    nix_interrupt(child.id());
+    nix_interrupt(child.0.id());
     let deadline = Instant::now() + Duration::from_secs(5);
-    while child.try_wait().unwrap().is_none() {
+    while child.0.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "logs -f ignored Ctrl-C");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -86,4 +87,14 @@ fn nix_interrupt(pid: u32) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// Kills the follower if the test fails before it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
