@@ -1,0 +1,215 @@
+//! Model providers: one request in, a stream of events and a final
+//! assistant message out. `anthropic` speaks the Messages API, `openai` the
+//! chat completions API (OpenAI, ollama, any compatible server).
+
+pub mod anthropic;
+pub mod openai;
+mod retry;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::Message;
+use crate::tool::ToolSpec;
+
+/// Which wire format, and the defaults that go with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    Anthropic,
+    OpenAi,
+    Ollama,
+}
+
+impl ProviderKind {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "anthropic" => Some(Self::Anthropic),
+            "openai" => Some(Self::OpenAi),
+            "ollama" => Some(Self::Ollama),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Ollama => "ollama",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Anthropic => "https://api.anthropic.com",
+            Self::OpenAi => "https://api.openai.com",
+            Self::Ollama => "http://localhost:11434",
+        }
+    }
+}
+
+/// How hard the model should think (`--reasoning`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reasoning {
+    Low,
+    Medium,
+    High,
+}
+
+impl Reasoning {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "low" => Some(Self::Low),
+            "medium" => Some(Self::Medium),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
+/// Where and how to reach a provider.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Without a trailing slash.
+    pub base_url: String,
+    /// Empty for ollama.
+    pub api_key: String,
+}
+
+/// One model call.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+    pub reasoning: Option<Reasoning>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    Length,
+    Error,
+    Aborted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::Length => "length",
+            Self::Error => "error",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+/// Token counts of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// What a provider reports while it streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ThinkingDelta(String),
+    ToolUseStart { id: String, name: String },
+    /// A fragment of the tool call's JSON arguments.
+    ToolUseArgs { id: String, delta: String },
+    ToolUseEnd { id: String },
+}
+
+/// A finished model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The assistant message (text, thinking and tool call blocks).
+    pub message: Message,
+    pub stop: StopReason,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The server answered with an error status (after any retries).
+    #[error("{provider}: HTTP {status}: {message}")]
+    Status { provider: &'static str, status: u16, message: String },
+    #[error("{provider}: cannot connect to {url}: {message}")]
+    Connect { provider: &'static str, url: String, message: String },
+    /// An `error` event or a broken stream after the response started.
+    #[error("{provider}: {message}")]
+    Stream { provider: &'static str, message: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A configured provider client.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    config: ProviderConfig,
+    http: reqwest::Client,
+}
+
+impl Provider {
+    pub fn new(config: ProviderConfig) -> Self {
+        Self { config, http: reqwest::Client::new() }
+    }
+
+    pub fn kind(&self) -> ProviderKind {
+        self.config.kind
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// Runs one model call, sending stream events to `events` as they arrive.
+    pub async fn complete(
+        &self,
+        request: &Request,
+        events: &mpsc::UnboundedSender<StreamEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let call = async {
+            match self.config.kind {
+                ProviderKind::Anthropic => {
+                    anthropic::complete(&self.http, &self.config, request, events).await
+                }
+                ProviderKind::OpenAi | ProviderKind::Ollama => {
+                    openai::complete(&self.http, &self.config, request, events).await
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ProviderError::Cancelled),
+            result = call => result,
+        }
+    }
+}
+
+/// Parses the JSON arguments a model streamed; empty means `{}`.
+pub fn parse_args(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}

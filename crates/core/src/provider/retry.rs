@@ -1,0 +1,1 @@
+//! Retries before the first byte.

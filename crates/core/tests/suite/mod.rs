@@ -1,0 +1,2 @@
+mod providers;
+mod tools;
