@@ -8,8 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "zot",
     version,
-    about = "A terminal coding agent whose heart is its extension system.",
-    arg_required_else_help = true
+    about = "A terminal coding agent whose heart is its extension system."
 )]
 pub struct Cli {
     /// Load an extension directory for this run only (repeatable); wins over an
@@ -25,8 +24,100 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub trust: bool,
 
+    #[command(flatten)]
+    pub agent: AgentArgs,
+
+    /// The prompt (print and JSON modes read stdin when it is empty).
+    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    pub prompt: Vec<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// How to run the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Interactive,
+    Print,
+    Json,
+    Rpc,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Print the final answer and exit.
+    #[arg(short = 'p', long, group = "modes")]
+    pub print: bool,
+    /// Stream every agent event as one JSON object per line.
+    #[arg(long, group = "modes")]
+    pub json: bool,
+    /// The run mode (same as -p, --json, or `zot rpc`).
+    #[arg(long, value_enum, group = "modes")]
+    pub mode: Option<Mode>,
+
+    /// anthropic, openai or ollama (any OpenAI-compatible server).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model id.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json).
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// The provider's base URL (e.g. http://localhost:11434 for ollama).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Extended thinking: low, medium or high.
+    #[arg(long, value_parser = ["low", "medium", "high"], ignore_case = true)]
+    pub reasoning: Option<String>,
+    /// List the known models of the provider and exit.
+    #[arg(long)]
+    pub list_models: bool,
+
+    /// Replace the built-in system prompt (and $ZOT_HOME/SYSTEM.md).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// Append to the system prompt (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Vec<String>,
+
+    /// Continue the newest session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+    /// Continue the session in this file.
+    #[arg(long, value_name = "PATH", conflicts_with = "continue_session")]
+    pub session: Option<std::path::PathBuf>,
+    /// Keep no session file.
+    #[arg(long, conflicts_with_all = ["continue_session", "session"])]
+    pub no_session: bool,
+
+    /// Only these tools (built-in and extension), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub tools: Option<Vec<String>>,
+    /// No tools at all.
+    #[arg(long, conflicts_with = "tools")]
+    pub no_tools: bool,
+    /// Stop after this many model calls per prompt.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_steps: Option<u32>,
+    /// Ask before each tool call (interactive mode only).
+    #[arg(long)]
+    pub no_yolo: bool,
+    /// Do not load skills.
+    #[arg(long)]
+    pub no_skills: bool,
+}
+
+impl AgentArgs {
+    pub fn mode(&self) -> Mode {
+        match (self.print, self.json, self.mode) {
+            (true, _, _) => Mode::Print,
+            (_, true, _) => Mode::Json,
+            (_, _, Some(mode)) => mode,
+            _ => Mode::Interactive,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -39,6 +130,8 @@ pub enum Command {
     },
     /// Trust this project's extensions (./.zot/extensions) so they may run.
     Trust(TrustArgs),
+    /// Serve the agent over JSON lines on stdin/stdout.
+    Rpc,
 }
 
 #[derive(Debug, Subcommand)]

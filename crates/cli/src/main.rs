@@ -3,14 +3,19 @@
 
 mod args;
 mod context;
+mod credentials;
 mod ext_cmd;
+mod ext_hooks;
+mod oneshot;
+mod rpc;
+mod run;
 mod trust_cmd;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, Mode};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -25,10 +30,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let Some(command) = &cli.command else {
-        // clap's arg_required_else_help prints the help for a bare `zot`.
-        return Ok(ExitCode::SUCCESS);
+        return agent_mode(&cli, cli.agent.mode());
     };
     match command {
+        Command::Rpc => agent_mode(&cli, Mode::Rpc),
         Command::Ext { command } => {
             let ctx = context::Context::new(&cli)?;
             ext_cmd::run(&ctx, command)
@@ -37,5 +42,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ctx = context::Context::new(&cli)?;
             trust_cmd::run(&ctx, args)
         }
+    }
+}
+
+fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
+    if cli.agent.list_models {
+        run::list_models(&cli.agent)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = context::Context::new(cli)?;
+    match mode {
+        Mode::Print | Mode::Json => oneshot::run(&cli.agent, &cli.prompt, &ctx, mode),
+        Mode::Rpc => rpc::run(&cli.agent, &ctx),
+        Mode::Interactive => anyhow::bail!(
+            "the interactive TUI is not available yet; use -p (print), --json, or `zot rpc`"
+        ),
     }
 }

@@ -56,7 +56,11 @@ pub enum Block {
 
 impl Message {
     pub fn new(role: Role, content: Vec<Block>) -> Self {
-        Self { role, content, time: Some(now()) }
+        Self {
+            role,
+            content,
+            time: Some(now()),
+        }
     }
 
     pub fn user(text: impl Into<String>) -> Self {

@@ -33,11 +33,17 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![Block::Text { text: text.into() }], is_error: false }
+        Self {
+            content: vec![Block::Text { text: text.into() }],
+            is_error: false,
+        }
     }
 
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![Block::Text { text: text.into() }], is_error: true }
+        Self {
+            content: vec![Block::Text { text: text.into() }],
+            is_error: true,
+        }
     }
 }
 
@@ -54,13 +60,21 @@ pub struct ToolContext {
 
 impl ToolContext {
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
-        Self { cwd: cwd.into(), cancel: CancellationToken::new(), progress: None }
+        Self {
+            cwd: cwd.into(),
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
     }
 
     /// `path` resolved against the cwd.
     pub fn resolve(&self, path: &str) -> PathBuf {
         let path = std::path::Path::new(path);
-        if path.is_absolute() { path.to_path_buf() } else { self.cwd.join(path) }
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        }
     }
 
     pub fn report(&self, text: impl Into<String>) {

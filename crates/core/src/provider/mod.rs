@@ -132,10 +132,18 @@ pub struct Usage {
 pub enum StreamEvent {
     TextDelta(String),
     ThinkingDelta(String),
-    ToolUseStart { id: String, name: String },
+    ToolUseStart {
+        id: String,
+        name: String,
+    },
     /// A fragment of the tool call's JSON arguments.
-    ToolUseArgs { id: String, delta: String },
-    ToolUseEnd { id: String },
+    ToolUseArgs {
+        id: String,
+        delta: String,
+    },
+    ToolUseEnd {
+        id: String,
+    },
 }
 
 /// A finished model call.
@@ -151,12 +159,23 @@ pub struct Completion {
 pub enum ProviderError {
     /// The server answered with an error status (after any retries).
     #[error("{provider}: HTTP {status}: {message}")]
-    Status { provider: &'static str, status: u16, message: String },
+    Status {
+        provider: &'static str,
+        status: u16,
+        message: String,
+    },
     #[error("{provider}: cannot connect to {url}: {message}")]
-    Connect { provider: &'static str, url: String, message: String },
+    Connect {
+        provider: &'static str,
+        url: String,
+        message: String,
+    },
     /// An `error` event or a broken stream after the response started.
     #[error("{provider}: {message}")]
-    Stream { provider: &'static str, message: String },
+    Stream {
+        provider: &'static str,
+        message: String,
+    },
     #[error("cancelled")]
     Cancelled,
 }
@@ -170,7 +189,10 @@ pub struct Provider {
 
 impl Provider {
     pub fn new(config: ProviderConfig) -> Self {
-        Self { config, http: reqwest::Client::new() }
+        Self {
+            config,
+            http: reqwest::Client::new(),
+        }
     }
 
     pub fn kind(&self) -> ProviderKind {

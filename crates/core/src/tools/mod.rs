@@ -1,10 +1,195 @@
 //! Built-in tools: read, write, edit, bash.
+//! Also owns what they share: argument checking that turns bad arguments
+//! into tool errors, atomic file replacement, and random file-name suffixes.
 
+mod bash;
+mod edit;
+mod read;
+mod write;
+
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::tool::Tool;
+use serde_json::{Map, Value};
+
+use crate::tool::{Tool, ToolOutput};
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use read::ReadTool;
+pub use write::WriteTool;
 
 /// The built-in tools, in the order the model sees them.
 pub fn builtin() -> Vec<Arc<dyn Tool>> {
-    Vec::new()
+    vec![
+        Arc::new(ReadTool),
+        Arc::new(WriteTool),
+        Arc::new(EditTool),
+        Arc::new(BashTool),
+    ]
+}
+
+/// The arguments as an object, or the tool error the model should see.
+fn args_object(args: &Value) -> Result<&Map<String, Value>, ToolOutput> {
+    args.as_object().ok_or_else(|| {
+        ToolOutput::error(format!(
+            "arguments must be a JSON object, got {}",
+            type_name(args)
+        ))
+    })
+}
+
+fn required_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, ToolOutput> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Err(ToolOutput::error(format!(
+            "missing required argument `{key}`"
+        ))),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(ToolOutput::error(format!(
+            "argument `{key}` must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// An optional integer that must be at least 1; `null` counts as absent
+/// because some models send explicit nulls for optional fields.
+fn optional_positive_int(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>, ToolOutput> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if v >= 1 => Ok(Some(v)),
+            _ => Err(ToolOutput::error(format!(
+                "argument `{key}` must be a positive integer, got {n}"
+            ))),
+        },
+        Some(other) => Err(ToolOutput::error(format!(
+            "argument `{key}` must be a positive integer, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// 16 hex digits that differ between calls and processes. Not
+/// cryptographic: it only has to make name collisions unlikely, and every
+/// file created with it uses `create_new`, so a collision fails safely.
+fn random_hex() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    hasher.write_u128(nanos);
+    format!("{:016x}", hasher.finish())
+}
+
+/// Replaces `path` with `bytes` so that readers (and a crash) see either the
+/// old content or the new one, never a mix: the bytes go to a temp file in
+/// the same directory (a rename across file systems is not atomic), are
+/// synced, and the temp file is renamed over the target. An existing file
+/// keeps its permission bits; a symlink is followed so the link survives.
+fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let target = resolve_symlink(path);
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
+    let existing_permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+
+    let (tmp_path, mut file) = {
+        let mut attempt = 0;
+        loop {
+            let tmp_name = format!(".{}.zot-{}.tmp", name.to_string_lossy(), random_hex());
+            let tmp_path = dir.join(tmp_name);
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp_path)
+            {
+                Ok(file) => break (tmp_path, file),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    };
+
+    let result = (|| {
+        file.write_all(bytes)?;
+        if let Some(permissions) = existing_permissions {
+            file.set_permissions(permissions)?;
+        }
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp_path, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+        return result;
+    }
+    // Makes the rename itself durable; failure here loses nothing already
+    // visible, so it is not worth failing the write over.
+    if let Ok(dir) = std::fs::File::open(&dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// Where a write to `path` should land: the final target when `path` is a
+/// symlink (renaming over the link would replace it with a plain file),
+/// otherwise `path` itself (also for dangling links, which cannot be followed).
+fn resolve_symlink(path: &Path) -> PathBuf {
+    let is_link = std::fs::symlink_metadata(path).map(|m| m.file_type().is_symlink());
+    if matches!(is_link, Ok(true))
+        && let Ok(target) = std::fs::canonicalize(path)
+    {
+        return target;
+    }
+    path.to_path_buf()
+}
+
+/// Runs blocking file work off the async threads; a panic in it (which
+/// would be a bug) still becomes a tool error rather than tearing down the turn.
+async fn blocking<F>(f: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(output) => output,
+        Err(e) => ToolOutput::error(format!("internal error: {e}")),
+    }
+}
+
+/// The error text for an I/O failure on `path`, naming the path.
+fn io_error(action: &str, path: &Path, err: &io::Error) -> ToolOutput {
+    match err.kind() {
+        io::ErrorKind::NotFound => ToolOutput::error(format!("file not found: {}", path.display())),
+        io::ErrorKind::PermissionDenied => ToolOutput::error(format!(
+            "permission denied: cannot {action} {}",
+            path.display()
+        )),
+        _ => ToolOutput::error(format!("cannot {action} {}: {err}", path.display())),
+    }
 }

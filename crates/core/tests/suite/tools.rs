@@ -1,1 +1,855 @@
+//! The built-in tools against real files and real processes.
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use zot_core::message::Block;
+use zot_core::tool::{Tool, ToolContext, ToolOutput};
+use zot_core::tools::{self, BashTool, EditTool, ReadTool, WriteTool};
+
+fn text(out: &ToolOutput) -> String {
+    out.content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn call(tool: &dyn Tool, dir: &Path, args: Value) -> ToolOutput {
+    tool.call(args, &ToolContext::new(dir)).await
+}
+
+/// Asserts the call failed and returns its text.
+async fn call_err(tool: &dyn Tool, dir: &Path, args: Value) -> String {
+    let out = call(tool, dir, args.clone()).await;
+    assert!(out.is_error, "expected an error for {args}, got {out:?}");
+    text(&out)
+}
+
+async fn call_ok(tool: &dyn Tool, dir: &Path, args: Value) -> String {
+    let out = call(tool, dir, args.clone()).await;
+    assert!(!out.is_error, "expected success for {args}, got {out:?}");
+    text(&out)
+}
+
+fn numbered_lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn builtin_tools_in_order() {
+    let names: Vec<String> = tools::builtin().iter().map(|t| t.spec().name).collect();
+    assert_eq!(names, ["read", "write", "edit", "bash"]);
+    for tool in tools::builtin() {
+        let spec = tool.spec();
+        assert_eq!(spec.schema["type"], "object", "{}", spec.name);
+        assert!(!spec.description.is_empty());
+    }
+}
+
+// ---------- read ----------
+
+#[tokio::test]
+async fn read_returns_the_file_text_resolved_against_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/a.txt"), "alpha\nbeta\n\ngamma").unwrap();
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "sub/a.txt"})).await;
+    assert_eq!(out, "alpha\nbeta\n\ngamma");
+}
+
+#[tokio::test]
+async fn read_offset_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), numbered_lines(10)).unwrap();
+
+    let out = call_ok(
+        &ReadTool,
+        dir.path(),
+        json!({"path": "f", "offset": 3, "limit": 2}),
+    )
+    .await;
+    assert_eq!(
+        out,
+        "line 3\nline 4\n... [stopped at limit of 2 lines; use offset=5 to read more]"
+    );
+
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f", "offset": 9})).await;
+    assert_eq!(out, "line 9\nline 10");
+
+    // A limit that reaches the end needs no footer.
+    let out = call_ok(
+        &ReadTool,
+        dir.path(),
+        json!({"path": "f", "offset": 8, "limit": 3}),
+    )
+    .await;
+    assert_eq!(out, "line 8\nline 9\nline 10");
+
+    let err = call_err(&ReadTool, dir.path(), json!({"path": "f", "offset": 11})).await;
+    assert!(
+        err.contains("offset 11 is past the end") && err.contains("10 lines"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn read_truncates_at_max_lines_and_offset_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), numbered_lines(2500)).unwrap();
+
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f"})).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2001);
+    assert_eq!(lines[0], "line 1");
+    assert_eq!(lines[1999], "line 2000");
+    assert_eq!(
+        lines[2000],
+        "... [truncated at 2000 lines; use offset=2001 to read more]"
+    );
+
+    // A limit above the cap is still capped.
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f", "limit": 5000})).await;
+    assert!(out.ends_with("... [truncated at 2000 lines; use offset=2001 to read more]"));
+
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f", "offset": 2001})).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 500);
+    assert_eq!(lines[0], "line 2001");
+    assert_eq!(lines[499], "line 2500");
+}
+
+#[tokio::test]
+async fn read_truncates_at_max_bytes_on_a_line_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1000 lines of 100 bytes: 100 000 bytes, well under the line cap.
+    let line = |i: usize| format!("{i:04}{}\n", "x".repeat(95));
+    let content: String = (1..=1000).map(line).collect();
+    std::fs::write(dir.path().join("f"), &content).unwrap();
+
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f"})).await;
+    let (body, footer) = out.rsplit_once('\n').unwrap();
+    // 51200 / 100 = 512 whole lines.
+    assert_eq!(
+        footer,
+        "... [truncated at 51200 bytes; use offset=513 to read more]"
+    );
+    assert!(body.len() <= 51_200);
+    assert_eq!(format!("{body}\n"), content[..512 * 100]);
+
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f", "offset": 513})).await;
+    assert!(out.starts_with(&line(513)), "{}", &out[..200]);
+    // The rest (488 lines) fits: no footer.
+    assert_eq!(format!("{out}\n"), content[512 * 100..]);
+}
+
+#[tokio::test]
+async fn read_single_line_longer_than_the_byte_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "é".repeat(40_000)).unwrap();
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f"})).await;
+    let (body, footer) = out.rsplit_once('\n').unwrap();
+    assert!(
+        footer.starts_with("... [truncated at 51200 bytes in the middle of line 1"),
+        "{footer}"
+    );
+    // Cut on a character boundary: no replacement character.
+    assert_eq!(body, "é".repeat(25_600));
+}
+
+#[tokio::test]
+async fn read_empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "").unwrap();
+    let out = call_ok(&ReadTool, dir.path(), json!({"path": "f"})).await;
+    assert_eq!(out, "(empty file)");
+}
+
+#[tokio::test]
+async fn read_images_as_image_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"
+        .iter()
+        .copied()
+        .chain(0..=255)
+        .collect();
+    for (name, mime) in [
+        ("a.png", "image/png"),
+        ("b.JPG", "image/jpeg"),
+        ("c.jpeg", "image/jpeg"),
+        ("d.gif", "image/gif"),
+        ("e.webp", "image/webp"),
+    ] {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let out = call(&ReadTool, dir.path(), json!({"path": name})).await;
+        assert!(!out.is_error, "{out:?}");
+        match out.content.as_slice() {
+            [Block::Image { mime_type, data }] => {
+                assert_eq!(mime_type, mime);
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .unwrap();
+                assert_eq!(decoded, bytes);
+            }
+            other => panic!("expected one image block for {name}, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn read_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut binary = b"some text".to_vec();
+    binary.push(0);
+    binary.extend_from_slice(b"more");
+    std::fs::write(d.join("bin.dat"), binary).unwrap();
+    std::fs::write(d.join("t.txt"), "x\n").unwrap();
+
+    let err = call_err(&ReadTool, d, json!({"path": "bin.dat"})).await;
+    assert!(err.contains("looks binary"), "{err}");
+
+    let err = call_err(&ReadTool, d, json!({"path": "nope/missing.txt"})).await;
+    assert!(
+        err.contains("nope/missing.txt") && err.contains("not found"),
+        "{err}"
+    );
+
+    std::fs::create_dir(d.join("adir")).unwrap();
+    let err = call_err(&ReadTool, d, json!({"path": "adir"})).await;
+    assert!(err.contains("is a directory"), "{err}");
+
+    let err = call_err(&ReadTool, d, json!({})).await;
+    assert!(err.contains("missing required argument `path`"), "{err}");
+    let err = call_err(&ReadTool, d, json!({"path": 7})).await;
+    assert!(err.contains("`path` must be a string"), "{err}");
+    let err = call_err(&ReadTool, d, json!({"path": "t.txt", "offset": "2"})).await;
+    assert!(err.contains("`offset` must be a positive integer"), "{err}");
+    let err = call_err(&ReadTool, d, json!({"path": "t.txt", "offset": 0})).await;
+    assert!(err.contains("`offset` must be a positive integer"), "{err}");
+    let err = call_err(&ReadTool, d, json!({"path": "t.txt", "limit": -1})).await;
+    assert!(err.contains("`limit` must be a positive integer"), "{err}");
+    let err = call_err(&ReadTool, d, json!({"path": "t.txt", "limit": 1.5})).await;
+    assert!(err.contains("`limit` must be a positive integer"), "{err}");
+    let err = call_err(&ReadTool, d, json!(["t.txt"])).await;
+    assert!(err.contains("must be a JSON object"), "{err}");
+}
+
+// ---------- write ----------
+
+#[tokio::test]
+async fn write_creates_parent_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(
+        &WriteTool,
+        dir.path(),
+        json!({"path": "a/b/c.txt", "content": "hello\nworld\n"}),
+    )
+    .await;
+    let path = dir.path().join("a/b/c.txt");
+    assert_eq!(
+        out,
+        format!("wrote 12 bytes (2 lines) to {}", path.display())
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\nworld\n");
+}
+
+#[tokio::test]
+async fn write_overwrites_keeping_permissions_and_leaves_no_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sh");
+    std::fs::write(&path, "old content that is longer\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+
+    call_ok(
+        &WriteTool,
+        dir.path(),
+        json!({"path": "run.sh", "content": "#!/bin/sh\n"}),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "#!/bin/sh\n");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o751);
+
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["run.sh"]);
+}
+
+#[tokio::test]
+async fn write_through_a_symlink_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("target.txt"), "old").unwrap();
+    std::os::unix::fs::symlink("target.txt", dir.path().join("link.txt")).unwrap();
+    call_ok(
+        &WriteTool,
+        dir.path(),
+        json!({"path": "link.txt", "content": "new"}),
+    )
+    .await;
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("target.txt")).unwrap(),
+        "new"
+    );
+}
+
+#[tokio::test]
+async fn write_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let err = call_err(&WriteTool, d, json!({"path": "x"})).await;
+    assert!(err.contains("missing required argument `content`"), "{err}");
+    let err = call_err(&WriteTool, d, json!({"content": "x"})).await;
+    assert!(err.contains("missing required argument `path`"), "{err}");
+    let err = call_err(&WriteTool, d, json!({"path": "x", "content": ["a"]})).await;
+    assert!(err.contains("`content` must be a string"), "{err}");
+    assert!(!d.join("x").exists());
+
+    std::fs::create_dir(d.join("adir")).unwrap();
+    let err = call_err(&WriteTool, d, json!({"path": "adir", "content": "x"})).await;
+    assert!(err.contains("is a directory"), "{err}");
+}
+
+// ---------- edit ----------
+
+fn edits(pairs: &[(&str, &str)]) -> Value {
+    pairs
+        .iter()
+        .map(|(old, new)| json!({"oldText": old, "newText": new}))
+        .collect()
+}
+
+#[tokio::test]
+async fn edit_applies_multiple_edits_together_and_shows_a_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.rs");
+    std::fs::write(&path, numbered_lines(30)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let out = call_ok(
+        &EditTool,
+        dir.path(),
+        json!({"path": "f.rs", "edits": edits(&[("line 20\n", "twenty\n"), ("line 2\n", "two\nzwei\n")])}),
+    )
+    .await;
+    let expected: String = numbered_lines(30)
+        .replace("line 2\n", "two\nzwei\n")
+        .replace("line 20\n", "twenty\n");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+
+    assert!(out.starts_with("applied 2 edits to"), "{out}");
+    let diff_lines: Vec<&str> = out.lines().collect();
+    for wanted in [
+        "-line 2", "+two", "+zwei", "-line 20", "+twenty", " line 1", " line 5",
+    ] {
+        assert!(
+            diff_lines.contains(&wanted),
+            "{wanted:?} missing from:\n{out}"
+        );
+    }
+    assert!(out.contains("@@ -1,5 +1,6 @@"), "{out}");
+    assert!(out.contains("@@ -17,7 +18,7 @@"), "{out}");
+    // Far-away lines are not in the diff.
+    assert!(!diff_lines.contains(&" line 10"), "{out}");
+}
+
+#[tokio::test]
+async fn edit_errors_leave_the_file_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let original = "fn a() {}\nfn b() {}\nlet x = 1;\nlet x = 1;\n";
+    std::fs::write(d.join("f"), original).unwrap();
+
+    let cases: &[(Value, &str)] = &[
+        (
+            edits(&[("fn a", "fn z"), ("fn c", "fn y")]),
+            "edit 2: oldText not found",
+        ),
+        (
+            edits(&[("let x = 1;", "let x = 2;")]),
+            "edit 1: oldText matches 2 times",
+        ),
+        (
+            edits(&[("fn a", "fn z"), ("fn b", "fn b")]),
+            "edit 2: oldText equals newText",
+        ),
+        (edits(&[("", "x")]), "edit 1: oldText is empty"),
+        (
+            edits(&[("fn a() {}\nfn b", "x"), ("b() {}", "y")]),
+            "edits 1 and 2 overlap",
+        ),
+        (edits(&[("fn a", "1"), ("fn a", "2")]), "overlap"),
+    ];
+    for (edits, wanted) in cases {
+        let err = call_err(&EditTool, d, json!({"path": "f", "edits": edits})).await;
+        assert!(err.contains(wanted), "wanted {wanted:?} in {err:?}");
+        assert!(err.contains("no edits were applied"), "{err}");
+        assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), original);
+    }
+
+    // Every failing edit is reported at once.
+    let err = call_err(
+        &EditTool,
+        d,
+        json!({"path": "f", "edits": edits(&[("nope", "x"), ("fn a", "fn z"), ("let x", "y")])}),
+    )
+    .await;
+    assert!(err.contains("edit 1: oldText not found"), "{err}");
+    assert!(err.contains("edit 3: oldText matches 2 times"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), original);
+    assert_eq!(
+        std::fs::read_dir(d).unwrap().count(),
+        1,
+        "no temp files left behind"
+    );
+}
+
+#[tokio::test]
+async fn edit_overlapping_occurrences_count_as_ambiguous() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "aaa\n").unwrap();
+    let err = call_err(
+        &EditTool,
+        dir.path(),
+        json!({"path": "f", "edits": edits(&[("aa", "b")])}),
+    )
+    .await;
+    assert!(err.contains("edit 1: oldText matches 2 times"), "{err}");
+}
+
+#[tokio::test]
+async fn edit_keeps_bom_and_crlf() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("win.txt");
+    std::fs::write(&path, "\u{FEFF}first\r\nsecond\r\nthird\r\n").unwrap();
+    let out = call_ok(
+        &EditTool,
+        dir.path(),
+        json!({"path": "win.txt", "edits": edits(&[("first\nsecond", "uno\ndos\ntres"), ("third", "cuatro")])}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "\u{FEFF}uno\r\ndos\r\ntres\r\ncuatro\r\n"
+    );
+    assert!(
+        !out.contains('\r'),
+        "diff is shown with LF endings: {out:?}"
+    );
+    assert!(
+        out.lines().any(|l| l == "-first") && out.lines().any(|l| l == "+tres"),
+        "{out}"
+    );
+
+    // CRLF in the model's text matches too.
+    call_ok(
+        &EditTool,
+        dir.path(),
+        json!({"path": "win.txt", "edits": edits(&[("dos\r\ntres", "two")])}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "\u{FEFF}uno\r\ntwo\r\ncuatro\r\n"
+    );
+}
+
+#[tokio::test]
+async fn edit_leaves_other_line_endings_of_a_mixed_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.txt");
+    std::fs::write(&path, "a\nb\r\nc\nd\n").unwrap();
+    call_ok(
+        &EditTool,
+        dir.path(),
+        json!({"path": "mixed.txt", "edits": edits(&[("c", "C")])}),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\r\nC\nd\n");
+}
+
+#[tokio::test]
+async fn edit_argument_and_file_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("f"), "x\n").unwrap();
+    let cases: &[(Value, &str)] = &[
+        (
+            json!({"edits": edits(&[("x", "y")])}),
+            "missing required argument `path`",
+        ),
+        (json!({"path": "f"}), "missing required argument `edits`"),
+        (
+            json!({"path": "f", "edits": []}),
+            "`edits` must not be empty",
+        ),
+        (
+            json!({"path": "f", "edits": "x"}),
+            "`edits` must be an array",
+        ),
+        (
+            json!({"path": "f", "edits": ["x"]}),
+            "edit 1: must be an object",
+        ),
+        (
+            json!({"path": "f", "edits": [{"oldText": "x"}]}),
+            "edit 1: missing newText",
+        ),
+        (
+            json!({"path": "f", "edits": [{"oldText": 1, "newText": "y"}]}),
+            "edit 1: oldText must be a string",
+        ),
+        (
+            json!({"path": "missing.txt", "edits": edits(&[("x", "y")])}),
+            "missing.txt",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let err = call_err(&EditTool, d, args.clone()).await;
+        assert!(err.contains(wanted), "wanted {wanted:?} in {err:?}");
+    }
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "x\n");
+
+    std::fs::write(d.join("latin1"), b"caf\xe9\n").unwrap();
+    let err = call_err(
+        &EditTool,
+        d,
+        json!({"path": "latin1", "edits": edits(&[("caf", "x")])}),
+    )
+    .await;
+    assert!(err.contains("not UTF-8"), "{err}");
+}
+
+// ---------- bash ----------
+
+/// Whether `pid` is a live process (a zombie awaiting its reaper counts as
+/// dead: it runs nothing and holds no pipe).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next());
+            !matches!(state, Some('Z' | 'X') | None)
+        }
+    }
+}
+
+async fn read_pid(path: &Path) -> i32 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pid in {}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn assert_dies(pid: i32) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "process {pid} is still alive"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn full_output_path(out: &str) -> std::path::PathBuf {
+    let start = out.find("(full output: ").unwrap() + "(full output: ".len();
+    let end = out[start..].find(')').unwrap() + start;
+    std::path::PathBuf::from(&out[start..end])
+}
+
+#[tokio::test]
+async fn bash_reports_output_and_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(&BashTool, dir.path(), json!({"command": "echo hi"})).await;
+    assert_eq!(out, "$ echo hi\n\nhi\n\n[exit 0]");
+
+    let out = call(
+        &BashTool,
+        dir.path(),
+        json!({"command": "echo bad; exit 3"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert_eq!(text(&out), "$ echo bad; exit 3\n\nbad\n\n[exit 3]");
+
+    let out = call_ok(&BashTool, dir.path(), json!({"command": "true"})).await;
+    assert_eq!(out, "$ true\n\n(no output)\n\n[exit 0]");
+
+    let out = call(&BashTool, dir.path(), json!({"command": "kill -9 $$"})).await;
+    assert!(out.is_error);
+    assert!(text(&out).ends_with("[killed by signal 9]"), "{out:?}");
+}
+
+#[tokio::test]
+async fn bash_runs_in_cwd_with_stdin_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(
+        &BashTool,
+        dir.path(),
+        json!({"command": "pwd; cat; echo end"}),
+    )
+    .await;
+    let cwd = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        out,
+        format!("$ pwd; cat; echo end\n\n{}\nend\n\n[exit 0]", cwd.display())
+    );
+}
+
+#[tokio::test]
+async fn bash_merges_stderr_into_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(
+        &BashTool,
+        dir.path(),
+        json!({"command": "echo out; echo err >&2; echo out2"}),
+    )
+    .await;
+    for wanted in ["out\n", "err\n", "out2\n"] {
+        assert!(out.contains(wanted), "{wanted:?} missing from {out:?}");
+    }
+}
+
+#[tokio::test]
+async fn bash_sends_progress_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut ctx = ToolContext::new(dir.path());
+    ctx.progress = Some(tx);
+    let out = BashTool
+        .call(json!({"command": "echo one; sleep 0.1; echo two"}), &ctx)
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    drop(ctx);
+    let mut chunks = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        chunks.push(chunk);
+    }
+    assert!(!chunks.is_empty());
+    assert_eq!(chunks.concat(), "one\ntwo\n");
+}
+
+#[tokio::test]
+async fn bash_truncates_by_lines_keeping_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(&BashTool, dir.path(), json!({"command": "seq 1 5000"})).await;
+    let log = full_output_path(&out);
+    let all: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), all);
+    std::fs::remove_file(&log).unwrap();
+
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "$ seq 1 5000");
+    assert_eq!(
+        lines[2],
+        "... [output truncated; showing the last 2000 of 5000 lines]"
+    );
+    assert_eq!(lines[3], "3001");
+    assert_eq!(lines[2002], "5000");
+    assert!(
+        lines[2004].starts_with("[exit 0] (full output: "),
+        "{}",
+        lines[2004]
+    );
+    assert_eq!(lines.len(), 2005);
+}
+
+#[tokio::test]
+async fn bash_truncates_by_bytes_keeping_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500 lines of 100 bytes: under the line cap, over the byte cap.
+    let command = "i=0; while [ $i -lt 1500 ]; do i=$((i+1)); printf '%04d%095d\\n' $i 0; done";
+    let out = call_ok(&BashTool, dir.path(), json!({ "command": command })).await;
+    let log = full_output_path(&out);
+    let full = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    assert_eq!(full.len(), 150_000);
+    assert_eq!(full.lines().count(), 1500);
+
+    let (_, rest) = out
+        .split_once("... [output truncated; showing the last 512 of 1500 lines]\n")
+        .unwrap();
+    let (body, status) = rest.rsplit_once("\n\n").unwrap();
+    assert!(body.len() <= 51_200);
+    assert!(
+        body.starts_with("0989"),
+        "starts on a whole line: {}",
+        &body[..10]
+    );
+    assert_eq!(format!("{body}\n"), full[full.len() - 512 * 100..]);
+    assert!(status.starts_with("[exit 0] (full output:"), "{status}");
+}
+
+#[tokio::test]
+async fn bash_timeout_kills_the_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let command = format!(
+        "sleep 100 & echo $! > {}; echo started; wait",
+        pid_file.display()
+    );
+    let out = call(
+        &BashTool,
+        dir.path(),
+        json!({"command": command, "timeout": 1}),
+    )
+    .await;
+    assert!(out.is_error);
+    let out = text(&out);
+    assert!(out.ends_with("[timed out after 1s]"), "{out}");
+    assert_dies(read_pid(&pid_file).await).await;
+}
+
+#[tokio::test]
+async fn bash_timeout_kills_what_ignores_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    // Ignored signals stay ignored across exec, so this sleep shrugs off SIGTERM.
+    let command = format!(
+        "sh -c 'trap \"\" TERM; echo $$ > {}; exec sleep 100' & wait",
+        pid_file.display()
+    );
+    let out = call(
+        &BashTool,
+        dir.path(),
+        json!({"command": command, "timeout": 1}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(text(&out).ends_with("[timed out after 1s]"), "{out:?}");
+    assert_dies(read_pid(&pid_file).await).await;
+}
+
+#[tokio::test]
+async fn bash_endless_background_output_does_not_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let command = format!(
+        "(while :; do echo spam; done) & echo $! > {}; echo done",
+        pid_file.display()
+    );
+    let out = call_ok(&BashTool, dir.path(), json!({ "command": command })).await;
+    assert!(
+        out.contains("spam") && out.contains("[exit 0]"),
+        "{}",
+        &out[out.len().saturating_sub(300)..]
+    );
+    if out.contains("(full output: ") {
+        std::fs::remove_file(full_output_path(&out)).unwrap();
+    }
+    assert_dies(read_pid(&pid_file).await).await;
+}
+
+#[tokio::test]
+async fn bash_background_process_holding_the_pipe_does_not_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let command = format!("sleep 100 & echo $! > {}; echo done", pid_file.display());
+    let out = call_ok(&BashTool, dir.path(), json!({ "command": command })).await;
+    assert!(out.ends_with("done\n\n[exit 0]"), "{out}");
+    assert_dies(read_pid(&pid_file).await).await;
+}
+
+#[tokio::test]
+async fn bash_cancel_aborts_and_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut ctx = ToolContext::new(dir.path());
+    ctx.progress = Some(tx);
+    let cancel = ctx.cancel.clone();
+    let command = format!(
+        "sleep 100 & echo $! > {}; echo started; wait",
+        pid_file.display()
+    );
+    let task =
+        tokio::spawn(async move { BashTool.call(json!({ "command": command }), &ctx).await });
+
+    let mut seen = String::new();
+    while !seen.contains("started") {
+        seen.push_str(&rx.recv().await.expect("progress before the command ended"));
+    }
+    cancel.cancel();
+    let out = task.await.unwrap();
+    assert!(out.is_error);
+    let out = text(&out);
+    assert!(
+        out.contains("started") && out.ends_with("[aborted]"),
+        "{out}"
+    );
+    assert_dies(read_pid(&pid_file).await).await;
+}
+
+#[tokio::test]
+async fn bash_already_cancelled_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext::new(dir.path());
+    ctx.cancel.cancel();
+    let out = BashTool.call(json!({"command": "touch ran"}), &ctx).await;
+    assert!(out.is_error);
+    assert!(text(&out).ends_with("[aborted]"));
+    assert!(!dir.path().join("ran").exists());
+}
+
+#[tokio::test]
+async fn bash_argument_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: &[(Value, &str)] = &[
+        (json!({}), "missing required argument `command`"),
+        (json!({"command": 5}), "`command` must be a string"),
+        (json!({"command": "  "}), "`command` is empty"),
+        (
+            json!({"command": "true", "timeout": "5"}),
+            "`timeout` must be a positive integer",
+        ),
+        (
+            json!({"command": "true", "timeout": 0}),
+            "`timeout` must be a positive integer",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let err = call_err(&BashTool, d, args.clone()).await;
+        assert!(err.contains(wanted), "wanted {wanted:?} in {err:?}");
+    }
+
+    let err = call_err(
+        &BashTool,
+        &d.join("no-such-dir"),
+        json!({"command": "true"}),
+    )
+    .await;
+    assert!(err.contains("no-such-dir"), "{err}");
+}

@@ -1,0 +1,311 @@
+//! Print (`-p`) and JSON (`--json`) modes: one prompt, run to the end.
+//! Print shows the final answer on stdout and everything else on stderr;
+//! JSON writes every agent and extension event as one JSON object per line.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use zot_core::CancellationToken;
+use zot_core::event::AgentEvent;
+use zot_core::message::Block;
+use zot_extensions::{CommandOutcome, ExtensionHost, HostEvent, LoadError};
+
+use crate::args::{AgentArgs, Mode};
+use crate::context::Context;
+use crate::run::{self, Running};
+
+/// `/name args` when the text names a command (a path like `/usr/bin` does not).
+pub fn parse_command(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let name = &rest[..end];
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    valid.then(|| (name, rest[end..].trim()))
+}
+
+/// Serialises host events for JSON and RPC output; `None` for ones those modes ignore.
+pub fn host_event_json(event: &HostEvent) -> Option<Value> {
+    Some(match event {
+        HostEvent::Notify {
+            extension,
+            level,
+            message,
+        } => {
+            json!({"type": "ext_notify", "extension": extension, "level": level, "message": message})
+        }
+        HostEvent::ClearNotes { extension } => {
+            json!({"type": "ext_clear_notes", "extension": extension})
+        }
+        HostEvent::Warning { extension, message } => {
+            json!({"type": "ext_warning", "extension": extension, "message": message})
+        }
+        HostEvent::Exited { extension, reason } => {
+            json!({"type": "ext_warning", "extension": extension, "message": reason})
+        }
+        // `submit` is for the interactive editor only (spec, "submit"); panels are TUI-only.
+        HostEvent::Submit { .. }
+        | HostEvent::PanelRender { .. }
+        | HostEvent::PanelClose { .. }
+        | HostEvent::ToolsChanged
+        | HostEvent::CommandsChanged => return None,
+    })
+}
+
+pub fn load_error_json(error: &LoadError) -> Value {
+    json!({"type": "ext_warning", "extension": error.extension, "message": error.to_string()})
+}
+
+/// Where output goes: stdout lines for JSON, stderr notes for print.
+#[derive(Clone)]
+struct Out {
+    mode: Mode,
+    lines: mpsc::UnboundedSender<Value>,
+}
+
+impl Out {
+    fn json(&self, value: Value) {
+        let _ = self.lines.send(value);
+    }
+
+    fn host_event(&self, event: &HostEvent) {
+        if self.mode == Mode::Json {
+            if let Some(value) = host_event_json(event) {
+                self.json(value);
+            }
+            return;
+        }
+        match event {
+            HostEvent::Notify {
+                extension,
+                level,
+                message,
+            } => {
+                let level = serde_json::to_value(level)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned));
+                eprintln!("[{extension}] {}: {message}", level.unwrap_or_default());
+            }
+            HostEvent::Warning { extension, message }
+            | HostEvent::Exited {
+                extension,
+                reason: message,
+            } => {
+                eprintln!("zot: warning: extension {extension}: {message}");
+            }
+            _ => {}
+        }
+    }
+
+    fn load_error(&self, error: &LoadError) {
+        match self.mode {
+            Mode::Json => self.json(load_error_json(error)),
+            _ => eprintln!("zot: warning: {error}"),
+        }
+    }
+}
+
+pub fn run(
+    args: &AgentArgs,
+    prompt_words: &[String],
+    ctx: &Context,
+    mode: Mode,
+) -> anyhow::Result<ExitCode> {
+    let mut prompt = prompt_words.join(" ");
+    if prompt.trim().is_empty() {
+        std::io::stdin().read_to_string(&mut prompt)?;
+    }
+    if prompt.trim().is_empty() {
+        anyhow::bail!("no prompt: pass one as arguments or on stdin");
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let running = run::start(args, ctx, mode).await?;
+        let (lines, mut rx) = mpsc::unbounded_channel::<Value>();
+        let writer = tokio::spawn(async move {
+            while let Some(value) = rx.recv().await {
+                let mut stdout = std::io::stdout().lock();
+                let _ = writeln!(stdout, "{value}");
+                let _ = stdout.flush();
+            }
+        });
+        let out = Out { mode, lines };
+        let code = drive(running, &prompt, &out).await;
+        drop(out);
+        let _ = writer.await;
+        code
+    })
+}
+
+async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<ExitCode> {
+    let Running {
+        mut agent,
+        host,
+        mut host_events,
+        load_errors,
+    } = running;
+    for error in &load_errors {
+        out.load_error(error);
+    }
+    let cancel = CancellationToken::new();
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let host_out = out.clone();
+    let host_task = tokio::spawn(async move {
+        while let Some(event) = host_events.recv().await {
+            host_out.host_event(&event);
+        }
+    });
+
+    let result = run_prompt(&mut agent, &host, prompt, out, &cancel).await;
+    ctrl_c.abort();
+    host.shutdown().await;
+    drop(agent);
+    drop(host);
+    let _ = host_task.await;
+    result
+}
+
+async fn run_prompt(
+    agent: &mut zot_core::Agent,
+    host: &ExtensionHost,
+    prompt: &str,
+    out: &Out,
+    cancel: &CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    let mut text = prompt.to_owned();
+    if let Some((name, args)) = parse_command(prompt)
+        && host
+            .commands()
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+    {
+        let reply = host.invoke_command(name, args).await;
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(e) => return fail(out, &e.to_string()),
+        };
+        if let Some(error) = &reply.error {
+            return fail(out, &format!("/{}: {error}", reply.command));
+        }
+        match reply.outcome {
+            CommandOutcome::Prompt(p) if !p.trim().is_empty() => text = p,
+            CommandOutcome::Prompt(_) | CommandOutcome::Noop => return Ok(ExitCode::SUCCESS),
+            CommandOutcome::Display(d) => {
+                match out.mode {
+                    Mode::Json => out.json(json!({
+                        "type": "ext_display", "extension": reply.extension, "command": reply.command, "text": d,
+                    })),
+                    _ => println!("{d}"),
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            CommandOutcome::Insert(_) | CommandOutcome::OpenPanel(_) => {
+                let what = if matches!(reply.outcome, CommandOutcome::Insert(_)) {
+                    "insert"
+                } else {
+                    "open_panel"
+                };
+                return fail(
+                    out,
+                    &format!("/{}: \"{what}\" needs the interactive TUI", reply.command),
+                );
+            }
+        }
+    } else if let Some((name, _)) = parse_command(prompt)
+        && !prompt.trim_start()[1..].contains('/')
+    {
+        return fail(out, &format!("unknown command /{name}"));
+    }
+
+    let (events, mut rx) = mpsc::unbounded_channel();
+    let mode = out.mode;
+    let json_out = out.clone();
+    let collector = tokio::spawn(async move {
+        let mut answer = None;
+        let mut failure = None;
+        while let Some(event) = rx.recv().await {
+            if mode == Mode::Json {
+                if let Ok(value) = serde_json::to_value(&event) {
+                    json_out.json(value);
+                }
+                continue;
+            }
+            match event {
+                AgentEvent::AssistantMessage { content, .. } => {
+                    let text = join_text(&content);
+                    if !text.is_empty() {
+                        answer = Some(text);
+                    }
+                }
+                AgentEvent::AssistantBlocked { extension, reason } => {
+                    eprintln!("zot: extension {extension} hid the answer: {reason}");
+                }
+                AgentEvent::TurnEnd {
+                    stop: "error",
+                    error: Some(e),
+                } => failure = Some(e),
+                AgentEvent::TurnEnd {
+                    stop: "aborted", ..
+                } => eprintln!("zot: aborted"),
+                _ => {}
+            }
+        }
+        (answer, failure)
+    });
+    let result = agent
+        .prompt(vec![Block::Text { text }], &events, cancel)
+        .await;
+    drop(events);
+    let (answer, failure) = collector.await.unwrap_or((None, None));
+    if let Some(session) = agent.session().and_then(|s| s.failure()) {
+        eprintln!("zot: warning: session not saved: {session}");
+    }
+    match result {
+        Ok(()) => {
+            if let Some(answer) = answer {
+                println!("{answer}");
+            }
+            if let Some(failure) = failure {
+                eprintln!("zot: {failure}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if mode == Mode::Json => {
+            let _ = e;
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn join_text(content: &[Block]) -> String {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+fn fail(out: &Out, message: &str) -> anyhow::Result<ExitCode> {
+    match out.mode {
+        Mode::Json => {
+            out.json(json!({"type": "error", "message": message}));
+            Ok(ExitCode::FAILURE)
+        }
+        _ => anyhow::bail!("{message}"),
+    }
+}

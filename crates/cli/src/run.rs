@@ -1,0 +1,158 @@
+//! Builds a running agent from the arguments: provider and credentials,
+//! the extension host (as a `Hooks`), skills, the system prompt, the session.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use tokio::sync::mpsc;
+use zot_core::agent::{Agent, AgentConfig, ToolFilter};
+use zot_core::models;
+use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
+use zot_core::session::Session;
+use zot_core::skills::{self, SkillTool};
+use zot_core::system_prompt::{PromptParts, assemble};
+use zot_extensions::{ExtensionHost, FoundStatus, HostEvent, LoadError, discover};
+
+use crate::args::{AgentArgs, Mode};
+use crate::context::Context;
+use crate::credentials;
+use crate::ext_hooks::ExtHooks;
+
+/// Upper bound for `max_tokens` per call, whatever the model could do.
+pub const MAX_TOKENS_CAP: u32 = 32_000;
+
+pub struct Running {
+    pub agent: Agent,
+    pub host: ExtensionHost,
+    pub host_events: mpsc::UnboundedReceiver<HostEvent>,
+    /// Extensions that failed to load (the run goes on without them).
+    pub load_errors: Vec<LoadError>,
+}
+
+/// The provider config and model the arguments ask for.
+pub fn provider_and_model(
+    args: &AgentArgs,
+    ctx: &Context,
+) -> anyhow::Result<(ProviderConfig, String)> {
+    let provider = credentials::resolve(args, &ctx.zot_home)?;
+    let model = match (&args.model, models::default_model(provider.kind)) {
+        (Some(model), _) => model.clone(),
+        (None, Some(model)) => model.to_owned(),
+        (None, None) => bail!(
+            "--provider {} needs --model (for example --model llama3.2)",
+            provider.kind.name()
+        ),
+    };
+    Ok((provider, model))
+}
+
+pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
+    let (provider, model) = provider_and_model(args, ctx)?;
+    let mut host_config = ctx.config.clone();
+    host_config.provider = provider.kind.name().to_owned();
+    host_config.model = model.clone();
+    let found = discover(&host_config);
+    ctx.warn_untrusted(&found);
+    let (host, host_events) = ExtensionHost::start(host_config).await;
+    let load_errors = host.errors();
+
+    let skills = if args.no_skills {
+        Vec::new()
+    } else {
+        let bundled: Vec<_> = found
+            .iter()
+            .filter_map(|f| match &f.status {
+                FoundStatus::Load(m) | FoundStatus::Bundle(m) => Some(m),
+                _ => None,
+            })
+            .flat_map(|m| m.skills.iter().map(|s| m.dir.join(s)))
+            .collect();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        skills::discover(&skills::roots(
+            &ctx.project,
+            &ctx.zot_home,
+            home.as_deref(),
+            &bundled,
+        ))
+    };
+    let parts = PromptParts {
+        system_prompt: args.system_prompt.clone(),
+        append: args.append_system_prompt.clone(),
+        skills: skills.clone(),
+    };
+    let base_prompt = assemble(&ctx.zot_home, &ctx.project, &parts);
+
+    let info = models::info(provider.kind, &model);
+    let mut config = AgentConfig::new(&ctx.project, &model);
+    config.max_tokens = info.max_output.min(MAX_TOKENS_CAP);
+    config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
+    config.max_steps = args.max_steps;
+    config.context_window = Some(info.context_window);
+    config.tools = match (&args.tools, args.no_tools) {
+        (_, true) => ToolFilter::None,
+        (Some(names), _) => ToolFilter::Only(names.clone()),
+        (None, false) => ToolFilter::All,
+    };
+    let provider_name = provider.kind.name();
+    let hooks = Arc::new(ExtHooks { host: host.clone() });
+    let mut agent = Agent::new(Provider::new(provider), config, hooks, base_prompt);
+    if !skills.is_empty() {
+        agent.add_tool(SkillTool::new(skills));
+    }
+    // RPC clients own their conversation; they get a session file only when they ask for one.
+    let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
+    if wants_session && let Some(session) = open_session(args, ctx, provider_name, &model)? {
+        agent.set_session(session);
+    }
+    Ok(Running {
+        agent,
+        host,
+        host_events,
+        load_errors,
+    })
+}
+
+fn open_session(
+    args: &AgentArgs,
+    ctx: &Context,
+    provider: &str,
+    model: &str,
+) -> anyhow::Result<Option<Session>> {
+    if args.no_session {
+        return Ok(None);
+    }
+    let session = if let Some(path) = &args.session {
+        Session::open(path)?
+    } else if args.continue_session {
+        Session::open(&Session::latest(&ctx.zot_home, &ctx.project)?)?
+    } else {
+        Session::create(&ctx.zot_home, &ctx.project, provider, model)
+            .context("cannot create the session file")?
+    };
+    Ok(Some(session))
+}
+
+/// `--list-models`.
+pub fn list_models(args: &AgentArgs) -> anyhow::Result<()> {
+    let kinds = match &args.provider {
+        Some(name) => vec![
+            ProviderKind::parse(name).with_context(|| format!("unknown provider \"{name}\""))?,
+        ],
+        None => vec![ProviderKind::Anthropic, ProviderKind::OpenAi],
+    };
+    for kind in kinds {
+        if kind == ProviderKind::Ollama {
+            println!("ollama: any model your server has (ollama list); pass it with --model");
+        }
+        for m in models::models(kind) {
+            println!(
+                "{}\t{}\tcontext {}\tmax output {}",
+                kind.name(),
+                m.id,
+                m.context_window,
+                m.max_output
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,679 @@
+//! The agent loop. Per model call, in order: `turn_start` event and
+//! intercept, the model stream, the `assistant_message` intercept and event,
+//! then per tool call the `tool_call` event, confirmation, intercept and
+//! execution, then `turn_end`. A prompt ends with `done`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::event::{AgentEvent, UsageReport};
+use crate::hooks::{HookEvent, Hooks, MessageGate, ToolGate, TurnGate};
+use crate::message::{Block, Message, Role, now};
+use crate::provider::{
+    Completion, Provider, ProviderError, Reasoning, Request, StopReason, StreamEvent,
+};
+use crate::session::Session;
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// Default `max_tokens` for a model call when the catalogue knows nothing better.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Longest tool preview in a confirmation (research zot.md §1.6).
+pub const PREVIEW_CHARS: usize = 120;
+
+/// Messages kept verbatim after a compaction (research zot.md §1.6: keepTail=4).
+pub const COMPACT_KEEP_TAIL: usize = 4;
+
+/// Auto-compaction starts when a call's input reaches this share of the
+/// context window (the agent issue: 85%).
+pub const AUTO_COMPACT_RATIO: f64 = 0.85;
+
+/// `max_tokens` of the summarising call.
+pub const COMPACT_MAX_TOKENS: u32 = 4096;
+
+const COMPACT_SYSTEM: &str = "You summarise a coding session so it can continue with less context. \
+Keep every fact the next steps need: goals, constraints, files and functions touched, decisions and \
+why, what is done, what is left, errors seen. Be concise; use the headings Goal, Constraints, \
+Progress, Key Decisions, Next Steps, Critical Context.";
+
+/// The first line of a compacted conversation's summary message.
+pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+
+/// Which tools the model may use (`--tools a,b`, `--no-tools`); applies to
+/// built-in and extension tools alike.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolFilter {
+    #[default]
+    All,
+    None,
+    Only(Vec<String>),
+}
+
+impl ToolFilter {
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::None => false,
+            Self::Only(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub cwd: PathBuf,
+    pub model: String,
+    pub max_tokens: u32,
+    pub reasoning: Option<Reasoning>,
+    /// Stop after this many model calls in one prompt.
+    pub max_steps: Option<u32>,
+    pub tools: ToolFilter,
+    /// The model's context window, for auto-compaction; `None` disables it.
+    pub context_window: Option<u32>,
+}
+
+impl AgentConfig {
+    pub fn new(cwd: impl Into<PathBuf>, model: impl Into<String>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            model: model.into(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            reasoning: None,
+            max_steps: None,
+            tools: ToolFilter::All,
+            context_window: None,
+        }
+    }
+}
+
+/// Asks the user before a tool runs (`--no-yolo`); absent means yolo.
+pub trait Confirm: Send + Sync {
+    /// Whether this call needs the user's approval at all.
+    fn needed(&self, name: &str) -> bool;
+    /// `Err(reason)` refuses the call.
+    fn confirm<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        preview: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("nothing to compact")]
+    NothingToCompact,
+    #[error("the model returned an empty summary")]
+    EmptySummary,
+}
+
+pub struct Agent {
+    provider: Provider,
+    config: AgentConfig,
+    hooks: Arc<dyn Hooks>,
+    builtin: Vec<Arc<dyn Tool>>,
+    confirm: Option<Arc<dyn Confirm>>,
+    /// The assembled base prompt; a send (even of the same text) is a reset.
+    base_prompt: watch::Sender<String>,
+    /// The base prompt after the before_agent_start chain; `None` until prepared.
+    prepared: Option<String>,
+    messages: Vec<Message>,
+    usage: UsageReport,
+    /// Input tokens of the last call, for auto-compaction.
+    last_input: u64,
+    session_id: String,
+    session: Option<Session>,
+    session_started: bool,
+}
+
+impl Agent {
+    pub fn new(
+        provider: Provider,
+        config: AgentConfig,
+        hooks: Arc<dyn Hooks>,
+        base_prompt: String,
+    ) -> Self {
+        Self {
+            provider,
+            config,
+            hooks,
+            builtin: crate::tools::builtin(),
+            confirm: None,
+            base_prompt: watch::channel(base_prompt).0,
+            prepared: None,
+            messages: Vec::new(),
+            usage: UsageReport::default(),
+            last_input: 0,
+            session_id: format!("local-{}", std::process::id()),
+            session: None,
+            session_started: false,
+        }
+    }
+
+    /// Adds a tool beside the built-ins (e.g. `skill`).
+    pub fn add_tool(&mut self, tool: Arc<dyn Tool>) {
+        self.builtin.push(tool);
+    }
+
+    pub fn set_confirm(&mut self, confirm: Arc<dyn Confirm>) {
+        self.confirm = Some(confirm);
+    }
+
+    /// Persists the conversation from now on (and adopts its id and messages).
+    pub fn set_session(&mut self, session: Session) {
+        self.session_id = session.id().to_owned();
+        self.messages = session.messages().to_vec();
+        self.session = Some(session);
+        self.session_started = false;
+        self.reset_system_prompt();
+    }
+
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    pub fn usage(&self) -> UsageReport {
+        self.usage
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    pub fn provider(&self) -> &Provider {
+        &self.provider
+    }
+
+    /// The system prompt the model gets (after extensions), once prepared.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.prepared.as_deref()
+    }
+
+    /// The base prompt changed or must be rebuilt (model change, clear,
+    /// session change, extension reload): the before_agent_start chain runs
+    /// again from it before the next model call.
+    pub fn reset_system_prompt(&mut self) {
+        self.prepared = None;
+        self.base_prompt.send_modify(|_| {});
+    }
+
+    pub fn set_base_prompt(&mut self, prompt: String) {
+        self.prepared = None;
+        self.base_prompt.send_replace(prompt);
+    }
+
+    pub fn set_model(&mut self, provider: Provider, model: String) {
+        self.provider = provider;
+        self.config.model = model;
+        self.reset_system_prompt();
+    }
+
+    pub fn clear(&mut self) {
+        self.messages.clear();
+        self.reset_system_prompt();
+    }
+
+    /// The tools the model sees now: allowed built-ins, then allowed
+    /// extension tools whose names no built-in takes.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.builtin.iter().map(|t| t.spec()).collect();
+        for spec in self.hooks.tools() {
+            if !specs.iter().any(|s| s.name == spec.name) {
+                specs.push(spec);
+            }
+        }
+        specs.retain(|s| self.config.tools.allows(&s.name));
+        specs
+    }
+
+    /// Runs one user prompt to completion: model calls and tool calls until
+    /// the model stops, the user aborts, or `max_steps` is reached.
+    pub async fn prompt(
+        &mut self,
+        content: Vec<Block>,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        let emit = |event: AgentEvent| {
+            let _ = events.send(event);
+        };
+        if !self.session_started {
+            self.session_started = true;
+            self.hooks.event(HookEvent::SessionStart);
+        }
+        if self.prepared.is_none() {
+            let mut base = self.base_prompt.subscribe();
+            match self
+                .hooks
+                .system_prompt(&self.session_id, &mut base, cancel)
+                .await
+            {
+                Some(prompt) => self.prepared = Some(prompt),
+                None => {
+                    self.end_turn(events, StopReason::Aborted, None);
+                    emit(AgentEvent::Done);
+                    return Ok(());
+                }
+            }
+        }
+        let user = Message::new(Role::User, content);
+        emit(AgentEvent::UserMessage {
+            content: user.content.clone(),
+            time: user.time.clone(),
+        });
+        self.push(user);
+
+        let mut step = 0;
+        loop {
+            step += 1;
+            if self.config.max_steps.is_some_and(|max| step > max) {
+                break;
+            }
+            emit(AgentEvent::TurnStart { step });
+            self.hooks.event(HookEvent::TurnStart { step });
+            if let TurnGate::Block { by, reason } = self.hooks.turn_start(step).await {
+                let reason = format!("{reason} (blocked by extension {by})");
+                self.end_turn(events, StopReason::Error, Some(reason));
+                break;
+            }
+
+            if self.needs_compaction() {
+                // Best effort: a failed auto-compaction leaves the transcript as it was.
+                if let Ok(summary) = self.compact(COMPACT_KEEP_TAIL, cancel).await {
+                    emit(AgentEvent::CompactDone {
+                        summary,
+                        automatic: true,
+                    });
+                }
+            }
+            emit(AgentEvent::AssistantStart);
+            let completion = match self.call_model(events, cancel).await {
+                Ok(completion) => completion,
+                Err(ProviderError::Cancelled) => {
+                    self.end_turn(events, StopReason::Aborted, None);
+                    break;
+                }
+                Err(e) => {
+                    self.end_turn(events, StopReason::Error, Some(e.to_string()));
+                    emit(AgentEvent::Error {
+                        message: e.to_string(),
+                    });
+                    return Err(e.into());
+                }
+            };
+            let usage = UsageReport::from(completion.usage);
+            self.usage += usage;
+            self.last_input = usage.input + usage.cache_read + usage.cache_write;
+            emit(AgentEvent::Usage {
+                usage,
+                cumulative: self.usage,
+            });
+
+            let message = completion.message;
+            self.show_assistant(&message, events).await;
+            let calls: Vec<(String, String, Value)> = message
+                .tool_calls()
+                .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
+                .collect();
+            self.push(message);
+            if calls.is_empty() {
+                self.end_turn(events, completion.stop, None);
+                break;
+            }
+            let results = self.run_tools(&calls, events, cancel).await;
+            self.push(Message::new(Role::Tool, results));
+            if cancel.is_cancelled() {
+                self.end_turn(events, StopReason::Aborted, None);
+                break;
+            }
+            self.end_turn(events, StopReason::ToolUse, None);
+        }
+        emit(AgentEvent::Done);
+        Ok(())
+    }
+
+    fn needs_compaction(&self) -> bool {
+        self.config
+            .context_window
+            .is_some_and(|window| self.last_input as f64 >= AUTO_COMPACT_RATIO * f64::from(window))
+    }
+
+    /// Summarises all but the last `keep_tail` messages with the model and
+    /// replaces them with the summary. The tail starts at a user message, so
+    /// no tool call is separated from its result.
+    pub async fn compact(
+        &mut self,
+        keep_tail: usize,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        let mut split = self.messages.len().saturating_sub(keep_tail);
+        while split > 0
+            && self
+                .messages
+                .get(split)
+                .is_some_and(|m| m.role != Role::User)
+        {
+            split -= 1;
+        }
+        if split == 0 {
+            return Err(AgentError::NothingToCompact);
+        }
+        let mut transcript = String::new();
+        for message in &self.messages[..split] {
+            let role = match message.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::Tool => "tool",
+            };
+            transcript.push_str(&format!("--- {role} ---\n"));
+            for block in &message.content {
+                match block {
+                    Block::Text { text } => transcript.push_str(text),
+                    Block::ToolCall { name, args, .. } => {
+                        transcript.push_str(&format!("[tool call {name} {args}]"))
+                    }
+                    Block::ToolResult {
+                        content, is_error, ..
+                    } => {
+                        let text: Vec<String> = content
+                            .iter()
+                            .filter_map(|b| match b {
+                                Block::Text { text } => Some(text.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let kind = if *is_error {
+                            "tool error"
+                        } else {
+                            "tool result"
+                        };
+                        transcript.push_str(&format!("[{kind}] {}", text.join("\n")));
+                    }
+                    Block::Image { .. } => transcript.push_str("[image]"),
+                    Block::Thinking { .. } => {}
+                }
+                transcript.push('\n');
+            }
+        }
+        let request = Request {
+            model: self.config.model.clone(),
+            system: COMPACT_SYSTEM.to_owned(),
+            messages: vec![Message::user(format!(
+                "Summarise this conversation:\n\n{transcript}"
+            ))],
+            tools: Vec::new(),
+            max_tokens: COMPACT_MAX_TOKENS,
+            reasoning: None,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let completion = self.provider.complete(&request, &tx, cancel).await?;
+        let summary = completion.message.text();
+        if summary.trim().is_empty() {
+            return Err(AgentError::EmptySummary);
+        }
+        let mut compacted = vec![Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
+        compacted.extend(self.messages.drain(split..));
+        self.messages = compacted;
+        self.last_input = 0;
+        Ok(summary)
+    }
+
+    fn push(&mut self, message: Message) {
+        if let Some(session) = &mut self.session {
+            session.append(&message);
+        }
+        self.messages.push(message);
+    }
+
+    fn end_turn(
+        &self,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        stop: StopReason,
+        error: Option<String>,
+    ) {
+        let _ = events.send(AgentEvent::TurnEnd {
+            stop: stop.as_str(),
+            error: error.clone(),
+        });
+        self.hooks.event(HookEvent::TurnEnd {
+            stop: stop.as_str(),
+            error,
+        });
+    }
+
+    async fn call_model(
+        &self,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let request = Request {
+            model: self.config.model.clone(),
+            system: self.prepared.clone().unwrap_or_default(),
+            messages: self.messages.clone(),
+            tools: self.tool_specs(),
+            max_tokens: self.config.max_tokens,
+            reasoning: self.config.reasoning,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let call = async move {
+            let result = self.provider.complete(&request, &tx, cancel).await;
+            drop(tx);
+            result
+        };
+        let forward = async {
+            while let Some(event) = rx.recv().await {
+                let _ = events.send(match event {
+                    StreamEvent::TextDelta(delta) => AgentEvent::TextDelta { delta },
+                    StreamEvent::ThinkingDelta(delta) => AgentEvent::ThinkingDelta { delta },
+                    StreamEvent::ToolUseStart { id, name } => AgentEvent::ToolUseStart { id, name },
+                    StreamEvent::ToolUseArgs { id, delta } => AgentEvent::ToolUseArgs { id, delta },
+                    StreamEvent::ToolUseEnd { id } => AgentEvent::ToolUseEnd { id },
+                });
+            }
+        };
+        let (result, ()) = tokio::join!(call, forward);
+        result
+    }
+
+    /// The assistant_message intercept and event. The transcript keeps the
+    /// original message; only what the user sees changes.
+    async fn show_assistant(&self, message: &Message, events: &mpsc::UnboundedSender<AgentEvent>) {
+        let text = message.text();
+        if text.is_empty() {
+            let _ = events.send(AgentEvent::assistant(message));
+            return;
+        }
+        match self.hooks.assistant_message(&text).await {
+            MessageGate::Block { by, reason } => {
+                let _ = events.send(AgentEvent::AssistantBlocked {
+                    extension: by,
+                    reason,
+                });
+            }
+            MessageGate::Allow { replace } => {
+                let visible = match &replace {
+                    Some(new) => with_text(message, new),
+                    None => message.clone(),
+                };
+                let _ = events.send(AgentEvent::assistant(&visible));
+                self.hooks.event(HookEvent::AssistantMessage {
+                    text: replace.unwrap_or(text),
+                });
+            }
+        }
+    }
+
+    /// Runs each tool call in order and returns the result blocks.
+    async fn run_tools(
+        &self,
+        calls: &[(String, String, Value)],
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Vec<Block> {
+        let mut results = Vec::new();
+        for (id, name, args) in calls {
+            let _ = events.send(AgentEvent::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                args: args.clone(),
+            });
+            self.hooks.event(HookEvent::ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                args: args.clone(),
+            });
+            let output = if cancel.is_cancelled() {
+                ToolOutput::error("aborted before it ran")
+            } else {
+                self.run_tool(id, name, args, events, cancel).await
+            };
+            let _ = events.send(AgentEvent::ToolResult {
+                id: id.clone(),
+                is_error: output.is_error,
+                content: output.content.clone(),
+            });
+            results.push(Block::ToolResult {
+                call_id: id.clone(),
+                is_error: output.is_error,
+                content: output.content,
+            });
+        }
+        results
+    }
+
+    async fn run_tool(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Value,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let Some(spec) = self.tool_specs().into_iter().find(|s| s.name == name) else {
+            return ToolOutput::error(format!("unknown tool \"{name}\""));
+        };
+        if let Some(confirm) = self.confirm.as_ref().filter(|c| c.needed(name)) {
+            let preview = preview(args);
+            let _ = events.send(AgentEvent::ToolConfirmationRequested {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                preview: preview.clone(),
+            });
+            self.hooks.event(HookEvent::ToolConfirmationRequested {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                preview: preview.clone(),
+            });
+            if let Err(reason) = confirm.confirm(id, name, &preview).await {
+                return ToolOutput::error(reason);
+            }
+        }
+        let args = match self.hooks.tool_call(id, name, args).await {
+            ToolGate::Block { reason, .. } => return ToolOutput::error(reason),
+            ToolGate::Allow { args: Some(new) } => new,
+            ToolGate::Allow { args: None } => args.clone(),
+        };
+        if let Err(problem) = validate(&spec, &args) {
+            return ToolOutput::error(problem);
+        }
+        match self.builtin.iter().find(|t| t.spec().name == name) {
+            Some(tool) => {
+                let (progress, mut rx) = mpsc::unbounded_channel();
+                let ctx = ToolContext {
+                    cwd: self.config.cwd.clone(),
+                    cancel: cancel.clone(),
+                    progress: Some(progress),
+                };
+                let call = async move {
+                    let output = tool.call(args, &ctx).await;
+                    drop(ctx);
+                    output
+                };
+                let forward = async {
+                    while let Some(text) = rx.recv().await {
+                        let _ = events.send(AgentEvent::ToolProgress {
+                            id: id.to_owned(),
+                            text,
+                        });
+                    }
+                };
+                let (output, ()) = tokio::join!(call, forward);
+                output
+            }
+            None => {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => ToolOutput::error("aborted"),
+                    output = self.hooks.call_tool(name, args) => output,
+                }
+            }
+        }
+    }
+}
+
+/// Checks tool arguments against the tool's JSON Schema; a violation is
+/// an error result the model sees.
+fn validate(spec: &ToolSpec, args: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(&spec.schema)
+        .map_err(|e| format!("tool \"{}\" has an invalid schema: {e}", spec.name))?;
+    let problems: Vec<String> = validator.iter_errors(args).map(|e| e.to_string()).collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid arguments for {}: {}",
+            spec.name,
+            problems.join("; ")
+        ))
+    }
+}
+
+/// A copy of `message` whose text blocks are replaced by one block of
+/// `text` at the position of the first.
+fn with_text(message: &Message, text: &str) -> Message {
+    let mut content = Vec::new();
+    let mut placed = false;
+    for block in &message.content {
+        match block {
+            Block::Text { .. } if !placed => {
+                content.push(Block::Text {
+                    text: text.to_owned(),
+                });
+                placed = true;
+            }
+            Block::Text { .. } => {}
+            other => content.push(other.clone()),
+        }
+    }
+    Message {
+        role: message.role,
+        content,
+        time: message.time.clone().or_else(|| Some(now())),
+    }
+}
+
+/// The one-line preview of a tool call: the first of command, path,
+/// file_path, url, query, name; else the JSON; cut to [`PREVIEW_CHARS`].
+pub fn preview(args: &Value) -> String {
+    let text = ["command", "path", "file_path", "url", "query", "name"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| args.to_string());
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > PREVIEW_CHARS {
+        let cut: String = line.chars().take(PREVIEW_CHARS - 1).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
+    }
+}

@@ -1,0 +1,118 @@
+//! The agent's hook points, as a trait the agent owns: lifecycle events,
+//! the intercepts (turn start, assistant message, tool call, system prompt)
+//! and tools that live outside the agent. The extension host implements it
+//! in the binary; `NoHooks` is the agent alone.
+
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::{BoxFuture, ToolOutput, ToolSpec};
+
+/// One-way lifecycle notifications.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookEvent {
+    SessionStart,
+    TurnStart {
+        step: u32,
+    },
+    TurnEnd {
+        stop: &'static str,
+        error: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolConfirmationRequested {
+        id: String,
+        name: String,
+        preview: String,
+    },
+    AssistantMessage {
+        text: String,
+    },
+}
+
+/// A turn_start decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnGate {
+    Allow,
+    Block { by: String, reason: String },
+}
+
+/// An assistant_message decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageGate {
+    /// `Some(text)`: what the user sees instead.
+    Allow {
+        replace: Option<String>,
+    },
+    Block {
+        by: String,
+        reason: String,
+    },
+}
+
+/// A tool_call decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolGate {
+    /// `Some(args)`: run the tool with these instead.
+    Allow {
+        args: Option<Value>,
+    },
+    Block {
+        by: String,
+        reason: String,
+    },
+}
+
+pub trait Hooks: Send + Sync {
+    fn event(&self, _event: HookEvent) {}
+
+    fn turn_start(&self, _step: u32) -> BoxFuture<'_, TurnGate> {
+        Box::pin(async { TurnGate::Allow })
+    }
+
+    fn assistant_message<'a>(&'a self, _text: &'a str) -> BoxFuture<'a, MessageGate> {
+        Box::pin(async { MessageGate::Allow { replace: None } })
+    }
+
+    fn tool_call<'a>(
+        &'a self,
+        _id: &'a str,
+        _name: &'a str,
+        _args: &'a Value,
+    ) -> BoxFuture<'a, ToolGate> {
+        Box::pin(async { ToolGate::Allow { args: None } })
+    }
+
+    /// The before_agent_start chain over the base prompt in `base` (which
+    /// may be reset while it runs). `None` when cancelled.
+    fn system_prompt<'a>(
+        &'a self,
+        _session_id: &'a str,
+        base: &'a mut watch::Receiver<String>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<String>> {
+        let prompt = base.borrow().clone();
+        Box::pin(async move { Some(prompt) })
+    }
+
+    /// Tools that live outside the agent (extension tools), as the model may see them now.
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Runs one of `tools()`.
+    fn call_tool<'a>(&'a self, name: &'a str, _args: Value) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::error(format!("unknown tool \"{name}\"")) })
+    }
+}
+
+/// The agent without extensions.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}

@@ -1,0 +1,259 @@
+//! Sessions: one JSONL transcript per conversation under
+//! `$ZOT_HOME/sessions/<hash of cwd>/`, written line by line as messages
+//! arrive, so a crash loses at most the line being written.
+
+use std::fs::{File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::message::{Block, Message, Role, now};
+
+/// What a resumed session records for a tool call that never got a result.
+pub const ABORTED_RESULT: &str = "tool call was aborted; no result recorded.";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub id: String,
+    pub cwd: String,
+    pub provider: String,
+    pub model: String,
+    pub started: String,
+    pub version: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Meta { meta: Meta },
+    Message { message: Message },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{}: {error}", path.display())]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{}: not a zot session (no meta line)", .0.display())]
+    NoMeta(PathBuf),
+    #[error("no session for {} yet", .0.display())]
+    NoneForCwd(PathBuf),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionError + '_ {
+    move |error| SessionError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+#[derive(Debug)]
+pub struct Session {
+    meta: Meta,
+    path: PathBuf,
+    file: File,
+    messages: Vec<Message>,
+    /// Set when a write failed; later writes are skipped rather than
+    /// interleaving a partial line.
+    failed: Option<String>,
+}
+
+/// `$ZOT_HOME/sessions/<first 8 bytes of sha256(cwd), hex>`.
+pub fn sessions_dir(zot_home: &Path, cwd: &Path) -> PathBuf {
+    let digest = Sha256::digest(cwd.display().to_string().as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    zot_home.join("sessions").join(hex)
+}
+
+impl Session {
+    /// Starts a new session file for `cwd`.
+    pub fn create(
+        zot_home: &Path,
+        cwd: &Path,
+        provider: &str,
+        model: &str,
+    ) -> Result<Self, SessionError> {
+        let dir = sessions_dir(zot_home, cwd);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let started = now();
+        let stamp: String = started
+            .chars()
+            .filter(char::is_ascii_digit)
+            .take(14)
+            .collect();
+        let random = format!(
+            "{:016x}",
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        );
+        let id = format!(
+            "{}-{}-{}",
+            &stamp[..8.min(stamp.len())],
+            &stamp[8.min(stamp.len())..],
+            &random[..8]
+        );
+        let path = dir.join(format!("{id}.jsonl"));
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        let meta = Meta {
+            id,
+            cwd: cwd.display().to_string(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            started,
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        let mut session = Self {
+            meta: meta.clone(),
+            path,
+            file,
+            messages: Vec::new(),
+            failed: None,
+        };
+        session.write(&Line::Meta { meta });
+        Ok(session)
+    }
+
+    /// Opens an existing session to continue it. Unparsable lines (a torn
+    /// last line after a crash) are skipped; tool calls that never got a
+    /// result are closed with an error result, written to the file too.
+    pub fn open(path: &Path) -> Result<Self, SessionError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(io_err(path))?;
+        let mut meta = None;
+        let mut messages = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<Line>(line) {
+                Ok(Line::Meta { meta: m }) => meta = meta.or(Some(m)),
+                Ok(Line::Message { message }) => messages.push(message),
+                Err(_) => {}
+            }
+        }
+        let meta = meta.ok_or_else(|| SessionError::NoMeta(path.to_path_buf()))?;
+        // A torn last line must not swallow the next one.
+        if !text.is_empty() && !text.ends_with('\n') {
+            file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+            file.write_all(b"\n").map_err(io_err(path))?;
+        }
+        let mut session = Self {
+            meta,
+            path: path.to_path_buf(),
+            file,
+            messages,
+            failed: None,
+        };
+        if let Some(closing) = unanswered(&session.messages) {
+            session.append(&closing);
+        }
+        Ok(session)
+    }
+
+    /// The newest session of `cwd`, by modification time.
+    pub fn latest(zot_home: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
+        let dir = sessions_dir(zot_home, cwd);
+        let entries =
+            std::fs::read_dir(&dir).map_err(|_| SessionError::NoneForCwd(cwd.to_path_buf()))?;
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max()
+            .map(|(_, path)| path)
+            .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.meta.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The first write error, if any.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Appends a message and writes it at once.
+    pub fn append(&mut self, message: &Message) {
+        self.messages.push(message.clone());
+        self.write(&Line::Message {
+            message: message.clone(),
+        });
+    }
+
+    fn write(&mut self, line: &Line) {
+        if self.failed.is_some() {
+            return;
+        }
+        let result = serde_json::to_vec(line)
+            .map_err(io::Error::from)
+            .and_then(|mut bytes| {
+                bytes.push(b'\n');
+                self.file.write_all(&bytes)?;
+                self.file.flush()
+            });
+        if let Err(e) = result {
+            self.failed = Some(format!("{}: {e}", self.path.display()));
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session nobody said anything in leaves no file behind.
+    fn drop(&mut self) {
+        if self.messages.is_empty() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Error results for the tool calls of the last assistant message that
+/// have none, as one tool message; `None` when every call was answered.
+fn unanswered(messages: &[Message]) -> Option<Message> {
+    let (index, last_assistant) = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m.role == Role::Assistant)?;
+    let answered: Vec<&str> = messages[index + 1..]
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<Block> = last_assistant
+        .tool_calls()
+        .filter(|(id, _, _)| !answered.contains(id))
+        .map(|(id, _, _)| Block::ToolResult {
+            call_id: id.to_owned(),
+            is_error: true,
+            content: vec![Block::Text {
+                text: ABORTED_RESULT.to_owned(),
+            }],
+        })
+        .collect();
+    (!missing.is_empty()).then(|| Message::new(Role::Tool, missing))
+}

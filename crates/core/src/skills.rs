@@ -1,0 +1,172 @@
+//! Skills: `SKILL.md` files (front matter `name`, `description`) found under
+//! the skill roots, listed in the system prompt and loaded on demand by the
+//! `skill` tool. The first skill of a name wins.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// How deep under a root `SKILL.md` files are looked for.
+pub const MAX_DEPTH: usize = 4;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+}
+
+/// The skill roots in search order: `./.zot/skills`, `$ZOT_HOME/skills`,
+/// `./.agents/skills`, `~/.agents/skills`; then `extra` (extension bundles).
+pub fn roots(cwd: &Path, zot_home: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots = vec![
+        cwd.join(".zot/skills"),
+        zot_home.join("skills"),
+        cwd.join(".agents/skills"),
+    ];
+    if let Some(home) = home {
+        roots.push(home.join(".agents/skills"));
+    }
+    roots.extend(extra.iter().cloned());
+    roots
+}
+
+/// Every skill under `roots` (a root may also be a `SKILL.md` file itself).
+pub fn discover(roots: &[PathBuf]) -> Vec<Skill> {
+    let mut skills: Vec<Skill> = Vec::new();
+    for root in roots {
+        let mut files = Vec::new();
+        if root.is_file() {
+            files.push(root.clone());
+        } else {
+            collect(root, 0, &mut files);
+        }
+        files.sort();
+        for file in files {
+            if let Some(skill) = parse(&file)
+                && !skills.iter().any(|s| s.name == skill.name)
+            {
+                skills.push(skill);
+            }
+        }
+    }
+    skills
+}
+
+fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, depth + 1, out);
+        } else if path.file_name().is_some_and(|n| n == "SKILL.md") {
+            out.push(path);
+        }
+    }
+}
+
+fn parse(file: &Path) -> Option<Skill> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let dir_name = file.parent()?.file_name()?.to_string_lossy().into_owned();
+    let (front, _) = front_matter(&text);
+    let field = |key: &str| {
+        front.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+        })
+    };
+    Some(Skill {
+        name: field("name").filter(|n| !n.is_empty()).unwrap_or(dir_name),
+        description: field("description").unwrap_or_default(),
+        path: file.to_path_buf(),
+    })
+}
+
+/// Splits `---\n…\n---\n` front matter from the body.
+fn front_matter(text: &str) -> (&str, &str) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return ("", text);
+    };
+    match rest.find("\n---") {
+        Some(end) => {
+            let body = &rest[end + 4..];
+            (&rest[..end], body.trim_start_matches(['\r', '\n']))
+        }
+        None => ("", text),
+    }
+}
+
+/// The system prompt section that lists the skills.
+pub fn manifest(skills: &[Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("Available skills (load one with the skill tool before you follow it):\n");
+    for skill in skills {
+        out.push_str(&format!("- {}: {}\n", skill.name, skill.description));
+    }
+    out
+}
+
+/// The `skill` tool: returns a skill's instructions.
+pub struct SkillTool {
+    skills: Vec<Skill>,
+}
+
+impl SkillTool {
+    pub fn new(skills: Vec<Skill>) -> Arc<Self> {
+        Arc::new(Self { skills })
+    }
+}
+
+impl Tool for SkillTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "skill".into(),
+            description: "Load the full instructions of a skill listed in the system prompt."
+                .into(),
+            schema: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "the skill's name"}},
+                "required": ["name"]
+            }),
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let Some(name) = args.get("name").and_then(Value::as_str) else {
+                return ToolOutput::error("skill: \"name\" (a string) is required");
+            };
+            let Some(skill) = self.skills.iter().find(|s| s.name == name) else {
+                let known: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
+                return ToolOutput::error(format!(
+                    "no skill named \"{name}\" (known: {})",
+                    known.join(", ")
+                ));
+            };
+            match std::fs::read_to_string(&skill.path) {
+                Ok(text) => {
+                    let (_, body) = front_matter(&text);
+                    ToolOutput::text(format!(
+                        "# Skill: {}\n\n{}\n\n---\n\n{body}",
+                        skill.name, skill.description
+                    ))
+                }
+                Err(e) => ToolOutput::error(format!("cannot read {}: {e}", skill.path.display())),
+            }
+        })
+    }
+}

@@ -1,0 +1,445 @@
+//! The `bash` tool: runs a shell command in its own process group, streams
+//! its merged output as progress, and returns the end of it. Owns the output
+//! caps, the full-output log file, timeouts, and killing the whole group.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use super::{args_object, optional_positive_int, random_hex, required_str};
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// Most output bytes returned to the model; more is cut from the start.
+pub const MAX_OUTPUT_BYTES: usize = 51_200;
+
+/// Most output lines returned to the model; more are cut from the start.
+pub const MAX_OUTPUT_LINES: usize = 2000;
+
+/// How long the process group gets between SIGTERM and SIGKILL to clean up
+/// (temp files, child processes) after a timeout or abort.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long output is still read after the shell exits. A background
+/// process holding the pipes open would otherwise keep the call waiting
+/// for an EOF that never comes; output already in flight arrives well
+/// within this.
+pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// How often a dying process group is checked for survivors.
+const GROUP_POLL: Duration = Duration::from_millis(20);
+
+/// Bytes read from a pipe at a time, and so the largest progress chunk.
+const READ_CHUNK: usize = 8192;
+
+const SHELL: &str = "/bin/sh";
+
+pub struct BashTool;
+
+impl Tool for BashTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "bash".into(),
+            description: format!(
+                "Run a shell command ({SHELL} -c) in the project directory, stdin closed, \
+                 stdout and stderr merged. Returns the exit code and the output; output over \
+                 {MAX_OUTPUT_LINES} lines or {MAX_OUTPUT_BYTES} bytes keeps only its end, and the \
+                 full output is saved to a file whose path is given. Processes the command \
+                 leaves running in the background are killed when it finishes."
+            ),
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line to run."},
+                    "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed; none by default."}
+                },
+                "required": ["command"]
+            }),
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let (command, timeout) = match parse_args(&args) {
+                Ok(parsed) => parsed,
+                Err(output) => return output,
+            };
+            run(&command, timeout, ctx).await
+        })
+    }
+}
+
+fn parse_args(args: &Value) -> Result<(String, Option<u64>), ToolOutput> {
+    let obj = args_object(args)?;
+    let command = required_str(obj, "command")?;
+    if command.trim().is_empty() {
+        return Err(ToolOutput::error("argument `command` is empty"));
+    }
+    let timeout = optional_positive_int(obj, "timeout")?;
+    Ok((command.to_owned(), timeout))
+}
+
+/// Why the command stopped.
+enum End {
+    Exited(ExitStatus),
+    TimedOut(u64),
+    Aborted,
+    WaitFailed(io::Error),
+}
+
+async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutput {
+    if ctx.cancel.is_cancelled() {
+        return ToolOutput::error(format!("$ {command}\n\n(not started)\n\n[aborted]"));
+    }
+    let spawned = Command::new(SHELL)
+        .arg("-c")
+        .arg(command)
+        .current_dir(&ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            return ToolOutput::error(format!("cannot run {SHELL} in {}: {e}", ctx.cwd.display()));
+        }
+    };
+    // process_group(0) makes the shell a group leader: its pid is the group id.
+    let Some(pgid) = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw)
+    else {
+        return ToolOutput::error("the shell exited before it could be tracked");
+    };
+    let mut guard = GroupGuard { pgid, armed: true };
+
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out_buf = [0u8; READ_CHUNK];
+    let mut err_buf = [0u8; READ_CHUNK];
+    let mut output = Output::default();
+    let timeout_at = timeout.map(|secs| Instant::now() + Duration::from_secs(secs));
+    let mut exited: Option<(Instant, ExitStatus)> = None;
+
+    let end = loop {
+        if let Some((_, status)) = exited
+            && stdout.is_none()
+            && stderr.is_none()
+        {
+            break End::Exited(status);
+        }
+        // Unbiased on purpose: with a fixed order, a pipe that is always
+        // ready (a background `yes`) would starve the other pipe and the
+        // exit and drain branches, and the call would never end.
+        tokio::select! {
+            () = ctx.cancel.cancelled() => break End::Aborted,
+            () = sleep_until(timeout_at), if exited.is_none() => {
+                break End::TimedOut(timeout.unwrap_or_default());
+            }
+            () = sleep_until(exited.map(|(at, _)| at)) => {
+                if let Some((_, status)) = exited {
+                    break End::Exited(status);
+                }
+            }
+            status = child.wait(), if exited.is_none() => match status {
+                Ok(status) => exited = Some((Instant::now() + DRAIN_AFTER_EXIT, status)),
+                Err(e) => break End::WaitFailed(e),
+            },
+            read = read_some(&mut stdout, &mut out_buf) => match read {
+                Ok(n) if n > 0 => output.push(&out_buf[..n], ctx).await,
+                _ => stdout = None,
+            },
+            read = read_some(&mut stderr, &mut err_buf) => match read {
+                Ok(n) if n > 0 => output.push(&err_buf[..n], ctx).await,
+                _ => stderr = None,
+            },
+        }
+    };
+    // Close our pipe ends first so survivors writing to them die of
+    // SIGPIPE rather than block on a full pipe during the grace period.
+    drop((stdout, stderr));
+    terminate_group(pgid, &mut child).await;
+    guard.armed = false;
+    output.finish(ctx).await;
+
+    let (status, is_error) = match &end {
+        End::Exited(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => (format!("[exit {code}]"), code != 0),
+            (None, Some(signal)) => (format!("[killed by signal {signal}]"), true),
+            (None, None) => ("[exit unknown]".to_owned(), true),
+        },
+        End::TimedOut(secs) => (format!("[timed out after {secs}s]"), true),
+        End::Aborted => ("[aborted]".to_owned(), true),
+        End::WaitFailed(e) => (format!("[could not wait for the shell: {e}]"), true),
+    };
+    let text = output.render(command, &status);
+    ToolOutput {
+        is_error,
+        ..ToolOutput::text(text)
+    }
+}
+
+async fn read_some<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGTERM to the whole group, then SIGKILL to whatever is still there
+/// after [`KILL_GRACE`]. Also reaps the shell, whose zombie would otherwise
+/// keep the group looking alive.
+async fn terminate_group(pgid: Pid, child: &mut Child) {
+    if killpg(pgid, Signal::SIGTERM).is_err() {
+        // ESRCH: nobody left in the group.
+        let _ = child.try_wait();
+        return;
+    }
+    let deadline = Instant::now() + KILL_GRACE;
+    loop {
+        let _ = child.try_wait();
+        if !group_has_live_members(pgid) {
+            return;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    let _ = child.try_wait();
+}
+
+/// Whether any process of the group is still running. Zombies do not
+/// count: they run nothing, but `kill(-pgid, 0)` succeeds on them until
+/// their new parent reaps them, which some inits do only every second or so.
+fn group_has_live_members(pgid: Pid) -> bool {
+    if killpg(pgid, None).is_err() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // No procfs to tell zombies apart: trust kill(2).
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // After the parenthesised command name: state, ppid, pgrp.
+        let mut fields = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        pgrp == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X"))
+    })
+}
+
+/// Kills the group if the call is dropped mid-run (the agent loop giving
+/// up on the future), so no command outlives its turn.
+struct GroupGuard {
+    pgid: Pid,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// The merged output: all of it while it fits the caps, then its end in
+/// memory and all of it in a log file.
+#[derive(Default)]
+struct Output {
+    /// All bytes until the caps are exceeded; after that at least the last
+    /// `MAX_OUTPUT_BYTES + 1` (the extra byte tells whether the kept end
+    /// starts on a line boundary).
+    buf: Vec<u8>,
+    total_bytes: usize,
+    newlines: usize,
+    log: Option<(PathBuf, tokio::fs::File)>,
+    log_path: Option<PathBuf>,
+    log_error: Option<String>,
+    /// The start of a UTF-8 sequence split across reads, held back so
+    /// progress text never shows a replacement character for it.
+    pending_utf8: Vec<u8>,
+}
+
+impl Output {
+    fn truncated(&self) -> bool {
+        self.total_bytes > MAX_OUTPUT_BYTES || self.total_lines() > MAX_OUTPUT_LINES
+    }
+
+    fn total_lines(&self) -> usize {
+        let unterminated = self.buf.last().is_some_and(|&b| b != b'\n');
+        self.newlines + usize::from(unterminated)
+    }
+
+    async fn push(&mut self, chunk: &[u8], ctx: &ToolContext) {
+        self.report(chunk, ctx);
+        self.total_bytes += chunk.len();
+        self.newlines += chunk.iter().filter(|&&b| b == b'\n').count();
+        let was_truncated = self.log.is_some() || self.log_error.is_some();
+        self.buf.extend_from_slice(chunk);
+        if !was_truncated && self.truncated() {
+            self.open_log().await;
+        } else if let Some((_, file)) = &mut self.log
+            && let Err(e) = file.write_all(chunk).await
+        {
+            self.log = None;
+            self.log_error = Some(e.to_string());
+        }
+        // Trimming only once the buffer is twice the cap keeps the copying
+        // amortised.
+        if self.truncated() && self.buf.len() > 2 * MAX_OUTPUT_BYTES {
+            let cut = self.buf.len() - (MAX_OUTPUT_BYTES + 1);
+            self.buf.drain(..cut);
+        }
+    }
+
+    /// Called when the output first exceeds the caps: the log gets
+    /// everything so far (still all in `buf`), then each later chunk.
+    async fn open_log(&mut self) {
+        let path = std::env::temp_dir().join(format!("zot-bash-{}.log", random_hex()));
+        let opened = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await;
+        let result = match opened {
+            Ok(mut file) => match file.write_all(&self.buf).await {
+                Ok(()) => Ok(file),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(file) => {
+                self.log_path = Some(path.clone());
+                self.log = Some((path, file));
+            }
+            Err(e) => self.log_error = Some(format!("{}: {e}", path.display())),
+        }
+    }
+
+    fn report(&mut self, chunk: &[u8], ctx: &ToolContext) {
+        if ctx.progress.is_none() {
+            return;
+        }
+        self.pending_utf8.extend_from_slice(chunk);
+        let keep = match std::str::from_utf8(&self.pending_utf8) {
+            Err(e) if e.error_len().is_none() => self.pending_utf8.len() - e.valid_up_to(),
+            _ => 0,
+        };
+        let ready = self.pending_utf8.len() - keep;
+        if ready > 0 {
+            ctx.report(String::from_utf8_lossy(&self.pending_utf8[..ready]).into_owned());
+            self.pending_utf8.drain(..ready);
+        }
+    }
+
+    async fn finish(&mut self, ctx: &ToolContext) {
+        if !self.pending_utf8.is_empty() {
+            ctx.report(String::from_utf8_lossy(&self.pending_utf8).into_owned());
+            self.pending_utf8.clear();
+        }
+        if let Some((path, mut file)) = self.log.take()
+            && let Err(e) = file.flush().await
+        {
+            self.log_error = Some(format!("{}: {e}", path.display()));
+        }
+    }
+
+    /// `$ command`, the output (its end when cut), and the status line.
+    fn render(&self, command: &str, status: &str) -> String {
+        let mut text = format!("$ {command}\n\n");
+        if self.total_bytes == 0 {
+            text.push_str("(no output)");
+        } else if !self.truncated() {
+            let body = String::from_utf8_lossy(&self.buf);
+            text.push_str(body.strip_suffix('\n').unwrap_or(&body));
+        } else {
+            let tail = self.tail();
+            let shown_lines = tail.lines().count();
+            text.push_str(&format!(
+                "... [output truncated; showing the last {shown_lines} of {} lines]\n",
+                self.total_lines()
+            ));
+            text.push_str(tail.strip_suffix('\n').unwrap_or(&tail));
+        }
+        text.push_str("\n\n");
+        text.push_str(status);
+        if self.truncated() {
+            match (&self.log_path, &self.log_error) {
+                (_, Some(error)) => {
+                    text.push_str(&format!(" (full output could not be saved: {error})"));
+                }
+                (Some(path), None) => text.push_str(&format!(" (full output: {})", path.display())),
+                (None, None) => {}
+            }
+        }
+        text
+    }
+
+    /// The end of the output within both caps, starting on a line boundary
+    /// when there is one to start on.
+    fn tail(&self) -> String {
+        let start = self.buf.len().saturating_sub(MAX_OUTPUT_BYTES);
+        let mut tail = &self.buf[start..];
+        let mid_line = start > 0 && self.buf[start - 1] != b'\n';
+        if mid_line
+            && let Some(i) = tail.iter().position(|&b| b == b'\n')
+            && i + 1 < tail.len()
+        {
+            tail = &tail[i + 1..];
+        }
+        // A cut inside a UTF-8 sequence leaves continuation bytes first.
+        let skip = tail
+            .iter()
+            .take(3)
+            .take_while(|&&b| (0x80..0xC0).contains(&b))
+            .count();
+        tail = &tail[skip..];
+
+        let newlines = tail.iter().filter(|&&b| b == b'\n').count();
+        let lines = newlines + usize::from(tail.last().is_some_and(|&b| b != b'\n'));
+        if lines > MAX_OUTPUT_LINES {
+            let mut to_skip = lines - MAX_OUTPUT_LINES;
+            if let Some(i) = tail.iter().position(|&b| {
+                if b == b'\n' {
+                    to_skip -= 1;
+                }
+                to_skip == 0
+            }) {
+                tail = &tail[i + 1..];
+            }
+        }
+        String::from_utf8_lossy(tail).into_owned()
+    }
+}

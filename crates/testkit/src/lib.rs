@@ -1,0 +1,464 @@
+//! The shared loopback model server for tests: `MockModel` answers real HTTP
+//! on 127.0.0.1 with scripted responses in the real Anthropic and OpenAI wire
+//! formats, records every request, and rejects invalid ones like the real APIs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod anthropic;
+mod http;
+pub mod openai;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub struct Response {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Stream {
+        events: Vec<SseEvent>,
+        stall: bool,
+    },
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+}
+
+/// One server-sent event, already in wire form.
+#[derive(Debug, Clone)]
+struct SseEvent {
+    text: String,
+    /// OpenAI sends the usage chunk only when `stream_options.include_usage` asks for it.
+    needs_include_usage: bool,
+}
+
+impl Response {
+    /// A `200 text/event-stream` response sending `events` verbatim, one
+    /// write each (each should end with a blank line: "data: x\n\n").
+    pub fn sse<S: Into<String>>(events: impl IntoIterator<Item = S>) -> Self {
+        let events = events
+            .into_iter()
+            .map(|text| SseEvent {
+                text: text.into(),
+                needs_include_usage: false,
+            })
+            .collect();
+        Self {
+            kind: Kind::Stream {
+                events,
+                stall: false,
+            },
+        }
+    }
+
+    /// After its events, the stream stays open, sending nothing, until the
+    /// client goes away (see [`MockModel::wait_hangups`]). For abort tests.
+    pub fn stall(mut self) -> Self {
+        if let Kind::Stream { stall, .. } = &mut self.kind {
+            *stall = true;
+        }
+        self
+    }
+
+    fn stream(events: Vec<SseEvent>) -> Self {
+        Self {
+            kind: Kind::Stream {
+                events,
+                stall: false,
+            },
+        }
+    }
+}
+
+/// An error (or any other) status with `body` (JSON bodies are sent as
+/// `application/json`).
+pub fn status(code: u16, body: impl Into<String>) -> Response {
+    Response {
+        kind: Kind::Status {
+            code,
+            headers: Vec::new(),
+            body: body.into(),
+        },
+    }
+}
+
+/// Like [`status`], with one extra header, e.g. a 429 with `retry-after`.
+pub fn status_with_header(
+    code: u16,
+    header: &str,
+    value: &str,
+    body: impl Into<String>,
+) -> Response {
+    Response {
+        kind: Kind::Status {
+            code,
+            headers: vec![(header.to_owned(), value.to_owned())],
+            body: body.into(),
+        },
+    }
+}
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// With any query string.
+    pub path: String,
+    /// In arrival order, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The parsed JSON body; `Value::Null` when empty or not JSON.
+    pub body: Value,
+    pub raw_body: String,
+}
+
+impl Recorded {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<VecDeque<Response>>,
+    requests: Mutex<Vec<Recorded>>,
+    hangups: watch::Sender<usize>,
+}
+
+/// A real HTTP/1.1 server on 127.0.0.1 serving scripted responses in order,
+/// one per valid request. Stops when dropped.
+#[derive(Debug)]
+pub struct MockModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: JoinHandle<()>,
+}
+
+impl MockModel {
+    /// Starts serving `responses` on a fresh port. Needs a tokio runtime.
+    pub async fn start(responses: impl IntoIterator<Item = Response>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(responses.into_iter().collect()),
+            requests: Mutex::new(Vec::new()),
+            hangups: watch::Sender::new(0),
+        });
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Self { addr, shared, task }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash (a provider base URL).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far, invalid ones included, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Queues one more response after those already queued.
+    pub fn push(&self, response: Response) {
+        self.shared.queue.lock().unwrap().push_back(response);
+    }
+
+    /// How many stalled streams saw their client go away.
+    pub fn hangups(&self) -> usize {
+        *self.shared.hangups.borrow()
+    }
+
+    /// Waits until `count` stalled streams saw their client go away.
+    pub async fn wait_hangups(&self, count: usize) {
+        let mut rx = self.shared.hangups.subscribe();
+        let _ = rx.wait_for(|n| *n >= count).await;
+    }
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    while let Ok((socket, _)) = listener.accept().await {
+        tokio::spawn(serve(socket, Arc::clone(&shared)));
+    }
+}
+
+/// The wire format a path belongs to, by the endpoints the real APIs use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
+    let request = match http::read_request(&mut socket).await {
+        Ok(Some(request)) => request,
+        Ok(None) => return,
+        Err(message) => {
+            let body = openai::error_body(&message);
+            let _ = http::write_plain(&mut socket, 400, &[], &body).await;
+            return;
+        }
+    };
+    let raw_body = String::from_utf8_lossy(&request.body).into_owned();
+    let recorded = Recorded {
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+        raw_body,
+    };
+    shared.requests.lock().unwrap().push(recorded.clone());
+
+    let route = recorded.path.split('?').next().unwrap_or_default();
+    let api = if route == "/v1/messages" {
+        Api::Anthropic
+    } else if route.ends_with("/chat/completions") {
+        Api::OpenAi
+    } else {
+        let body = openai::error_body(&format!("no such endpoint: {route}"));
+        let _ = http::write_plain(&mut socket, 404, &[], &body).await;
+        return;
+    };
+    let verdict = if recorded.method != "POST" {
+        Err((405, format!("method {} not allowed", recorded.method)))
+    } else {
+        match api {
+            Api::Anthropic => anthropic::validate(&recorded),
+            Api::OpenAi => openai::validate(&recorded),
+        }
+    };
+    if let Err((code, message)) = verdict {
+        let body = match api {
+            Api::Anthropic => anthropic::error_body(code, &message),
+            Api::OpenAi => openai::error_body(&message),
+        };
+        let _ = http::write_plain(&mut socket, code, &[], &body).await;
+        return;
+    }
+
+    let next = shared.queue.lock().unwrap().pop_front();
+    let Some(response) = next else {
+        let _ = http::write_plain(&mut socket, 500, &[], "no scripted response left").await;
+        return;
+    };
+    match response.kind {
+        Kind::Status {
+            code,
+            headers,
+            body,
+        } => {
+            let _ = http::write_plain(&mut socket, code, &headers, &body).await;
+        }
+        Kind::Stream { events, stall } => {
+            let include_usage =
+                recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+            if stream(&mut socket, &events, include_usage).await.is_err() {
+                return;
+            }
+            if stall {
+                http::wait_for_close(&mut socket).await;
+                shared.hangups.send_modify(|n| *n += 1);
+            } else {
+                let _ = http::finish_chunked(&mut socket).await;
+            }
+        }
+    }
+}
+
+async fn stream(
+    socket: &mut TcpStream,
+    events: &[SseEvent],
+    include_usage: bool,
+) -> std::io::Result<()> {
+    http::write_stream_head(socket).await?;
+    for event in events {
+        if event.needs_include_usage && !include_usage {
+            continue;
+        }
+        http::write_chunk(socket, &event.text).await?;
+    }
+    Ok(())
+}
+
+/// Splits `text` into up to `pieces` non-empty fragments at char
+/// boundaries, the way the APIs stream text and arguments in deltas.
+fn fragments(text: &str, pieces: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    let size = chars.len().div_ceil(pieces.max(1));
+    chars
+        .chunks(size)
+        .map(|chunk| chunk.iter().collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn raw(url: &str, request: &str) -> String {
+        let addr = url.trim_start_matches("http://");
+        let mut socket = TcpStream::connect(addr).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    fn post(path: &str, headers: &str, body: &str) -> String {
+        format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    const VALID_ANTHROPIC: &str = r#"{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+
+    #[tokio::test]
+    async fn an_empty_queue_answers_500() {
+        let mock = MockModel::start([]).await;
+        let answer = raw(
+            &mock.url(),
+            &post(
+                "/v1/messages",
+                "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n",
+                VALID_ANTHROPIC,
+            ),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+        assert!(answer.ends_with("no scripted response left"), "{answer}");
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].method, "POST");
+        assert_eq!(requests[0].path, "/v1/messages");
+        assert_eq!(requests[0].header("Anthropic-Version"), Some("2023-06-01"));
+        assert_eq!(requests[0].body["model"], "m");
+    }
+
+    #[tokio::test]
+    async fn invalid_requests_get_400_and_keep_the_queue() {
+        let mock = MockModel::start([anthropic::text("hi")]).await;
+        let answer = raw(
+            &mock.url(),
+            &post("/v1/messages", "x-api-key: k\r\n", VALID_ANTHROPIC),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(answer.contains("anthropic-version"), "{answer}");
+        assert!(
+            answer.contains(r#""type":"invalid_request_error""#),
+            "{answer}"
+        );
+
+        let answer = raw(
+            &mock.url(),
+            &post(
+                "/v1/messages",
+                "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n",
+                VALID_ANTHROPIC,
+            ),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.contains("transfer-encoding: chunked"), "{answer}");
+        assert!(answer.contains("event: message_stop"), "{answer}");
+        assert!(answer.ends_with("0\r\n\r\n"), "{answer}");
+        assert_eq!(mock.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn pushed_responses_and_statuses_are_served_in_order() {
+        let mock =
+            MockModel::start([status_with_header(429, "retry-after", "7", "slow down")]).await;
+        mock.push(status(418, r#"{"error":{"message":"teapot"}}"#));
+        let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+        let request = post("/v1/chat/completions", "", body);
+        let first = raw(&mock.url(), &request).await;
+        assert!(first.starts_with("HTTP/1.1 429"), "{first}");
+        assert!(first.contains("retry-after: 7\r\n"), "{first}");
+        assert!(first.ends_with("slow down"), "{first}");
+        let second = raw(&mock.url(), &request).await;
+        assert!(second.starts_with("HTTP/1.1 418"), "{second}");
+        assert!(
+            second.contains("content-type: application/json"),
+            "{second}"
+        );
+        let third = raw(&mock.url(), &request).await;
+        assert!(third.starts_with("HTTP/1.1 500"), "{third}");
+    }
+
+    #[tokio::test]
+    async fn usage_chunks_only_when_asked_for() {
+        let body_with = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#;
+        let body_without =
+            r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+        let mock = MockModel::start([openai::text("hi"), openai::text("hi")]).await;
+        let with = raw(&mock.url(), &post("/v1/chat/completions", "", body_with)).await;
+        let without = raw(&mock.url(), &post("/v1/chat/completions", "", body_without)).await;
+        assert!(with.contains(r#""prompt_tokens""#), "{with}");
+        assert!(!without.contains(r#""prompt_tokens""#), "{without}");
+        assert!(without.contains("data: [DONE]"), "{without}");
+    }
+
+    #[tokio::test]
+    async fn stalled_streams_count_hangups() {
+        let mock = MockModel::start([anthropic::Script::new()
+            .text("partial")
+            .build_partial()
+            .stall()])
+        .await;
+        let mut socket = TcpStream::connect(mock.url().trim_start_matches("http://"))
+            .await
+            .unwrap();
+        let request = post(
+            "/v1/messages",
+            "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n",
+            VALID_ANTHROPIC,
+        );
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        while !String::from_utf8_lossy(&seen).contains("text_delta") {
+            let mut buf = [0u8; 4096];
+            let n = socket.read(&mut buf).await.unwrap();
+            assert_ne!(n, 0, "stream closed early");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(mock.hangups(), 0);
+        drop(socket);
+        mock.wait_hangups(1).await;
+        assert_eq!(mock.hangups(), 1);
+    }
+
+    #[test]
+    fn fragments_split_at_char_boundaries() {
+        assert_eq!(fragments("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(fragments("éé", 3), ["é", "é"]);
+        assert!(fragments("", 3).is_empty());
+    }
+}
