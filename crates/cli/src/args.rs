@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "zot",
     version,
-    about = "A terminal coding agent whose heart is its extension system."
+    about = "A terminal coding agent whose heart is its extension system.",
+    after_help = "`zot rpc [OPTIONS]` serves the agent over JSON lines on stdin/stdout (same as --mode rpc)."
 )]
 pub struct Cli {
     /// Load an extension directory for this run only (repeatable); wins over an
@@ -28,7 +29,7 @@ pub struct Cli {
     pub agent: AgentArgs,
 
     /// The prompt (print and JSON modes read stdin when it is empty).
-    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
 
     #[command(subcommand)]
@@ -130,8 +131,6 @@ pub enum Command {
     },
     /// Trust this project's extensions (./.zot/extensions) so they may run.
     Trust(TrustArgs),
-    /// Serve the agent over JSON lines on stdin/stdout.
-    Rpc,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,7 +18,7 @@ use clap::Parser;
 use crate::args::{Cli, Command, Mode};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(rewrite_rpc(std::env::args_os().collect()));
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -33,7 +33,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return agent_mode(&cli, cli.agent.mode());
     };
     match command {
-        Command::Rpc => agent_mode(&cli, Mode::Rpc),
         Command::Ext { command } => {
             let ctx = context::Context::new(&cli)?;
             ext_cmd::run(&ctx, command)
@@ -58,4 +57,12 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
             "the interactive TUI is not available yet; use -p (print), --json, or `zot rpc`"
         ),
     }
+}
+
+/// `zot rpc …` is `zot --mode rpc …`, so every agent option works after it.
+fn rewrite_rpc(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).is_some_and(|a| a == "rpc") {
+        args.splice(1..2, ["--mode".into(), "rpc".into()]);
+    }
+    args
 }

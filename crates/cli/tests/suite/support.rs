@@ -116,6 +116,9 @@ impl World {
             .env("ZOT_HOME", &self.home)
             .env("HOME", &self.scratch)
             .env_remove("XDG_STATE_HOME")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ZOTCORE_RPC_TOKEN")
             .stdin(std::process::Stdio::null())
     }
 
@@ -131,4 +134,35 @@ impl World {
 
 pub fn json(run: &Run) -> serde_json::Value {
     serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"))
+}
+
+/// A python3 prelude for test extensions: `emit`, `frames()`, `handshake(name)`.
+pub const PY_PRELUDE: &str = r#"#!/usr/bin/env python3
+import json, os, sys, time
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+def frames():
+    for line in sys.stdin:
+        if line.strip():
+            yield json.loads(line)
+def handshake(name):
+    emit({"type": "hello", "name": name, "version": "1.0.0"})
+    for msg in frames():
+        if msg["type"] == "hello_ack":
+            return msg
+"#;
+
+impl World {
+    /// A python extension `<scratch>/<name>` (prelude + `body`) for `--ext`.
+    pub fn py_ext(&self, name: &str, body: &str) -> PathBuf {
+        let manifest = format!(r#"{{"name":"{name}","version":"1.0.0","exec":"./ext.py"}}"#);
+        let dir = self.scratch.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("extension.json"), manifest).unwrap();
+        let path = dir.join("ext.py");
+        std::fs::write(&path, format!("{PY_PRELUDE}\nNAME = {name:?}\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
 }

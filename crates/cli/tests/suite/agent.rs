@@ -1,0 +1,694 @@
+//! The agent through the built binary in print and JSON modes, against the
+//! loopback model server (zot-testkit), with real extensions.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, anthropic, openai, status};
+
+use super::support::{Run, World};
+
+/// Runs `zot` against `model` as `provider` with `args`, without a session unless asked.
+fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
+    let mut cmd = w.cmd(&[
+        "--provider",
+        provider,
+        "--api-key",
+        "test-key",
+        "--base-url",
+        &model.url(),
+    ]);
+    cmd.args(args);
+    cmd.output().unwrap().into()
+}
+
+fn with_ext<'a>(args: &[&'a str], exts: &'a [&'a Path]) -> Vec<&'a str> {
+    let mut all: Vec<&str> = args.to_vec();
+    for dir in exts {
+        all.push("--ext");
+        all.push(dir.to_str().unwrap());
+    }
+    all
+}
+
+fn events(run: &Run) -> Vec<Value> {
+    run.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn tool_names(body: &Value, provider: &str) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| match provider {
+                    "openai" => t["function"]["name"].as_str().unwrap().to_owned(),
+                    _ => t["name"].as_str().unwrap().to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn print_mode_answers_and_sends_a_proper_request() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("Hello there!")]).await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "say", "hi"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "Hello there!\n");
+    let request = &model.requests()[0];
+    assert_eq!(request.path, "/v1/messages");
+    assert_eq!(request.header("x-api-key"), Some("test-key"));
+    assert_eq!(request.body["model"], "claude-sonnet-4-5");
+    assert_eq!(request.body["messages"][0]["content"][0]["text"], "say hi");
+    assert!(
+        request.body["system"].to_string().contains("You are zot"),
+        "{}",
+        request.body["system"]
+    );
+    assert_eq!(
+        tool_names(&request.body, "anthropic"),
+        ["read", "write", "edit", "bash"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_from_stdin_and_no_credentials_error() {
+    let w = World::new();
+    let model = MockModel::start([openai::text("from stdin")]).await;
+    let mut cmd = w.cmd(&[
+        "-p",
+        "--no-session",
+        "--provider",
+        "openai",
+        "--api-key",
+        "k",
+        "--base-url",
+        &model.url(),
+    ]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"question on stdin")
+        .unwrap();
+    let run: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(run.stdout, "from stdin\n", "{run:?}");
+    assert_eq!(
+        model.requests()[0].body["messages"][1]["content"],
+        "question on stdin"
+    );
+
+    let run = w.zot(&["-p", "hi"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    for needle in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "--provider ollama"] {
+        assert!(run.stderr.contains(needle), "{run:?}");
+    }
+    let run = w.zot(&["hi"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("interactive TUI"), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_loop_with_built_in_tools_both_providers() {
+    for provider in ["anthropic", "openai"] {
+        let w = World::new();
+        let (call, done) = match provider {
+            "anthropic" => (
+                anthropic::tool_call(
+                    "t1",
+                    "bash",
+                    r#"{"command":"echo made > out.txt && cat out.txt"}"#,
+                ),
+                anthropic::text("all done"),
+            ),
+            _ => (
+                openai::tool_call(
+                    "t1",
+                    "bash",
+                    r#"{"command":"echo made > out.txt && cat out.txt"}"#,
+                ),
+                openai::text("all done"),
+            ),
+        };
+        let model = MockModel::start([call, done]).await;
+        let run = zot(
+            &w,
+            &model,
+            provider,
+            &["--json", "--no-session", "make a file"],
+        );
+        assert_eq!(run.code, 0, "{provider}: {run:?}");
+        assert_eq!(
+            std::fs::read_to_string(w.project.join("out.txt")).unwrap(),
+            "made\n"
+        );
+        let evs = events(&run);
+        let kinds: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let order = [
+            "user_message",
+            "turn_start",
+            "assistant_message",
+            "tool_call",
+            "tool_result",
+            "turn_end",
+            "turn_start",
+            "done",
+        ];
+        let mut at = 0;
+        for kind in &kinds {
+            if at < order.len() && *kind == order[at] {
+                at += 1;
+            }
+        }
+        assert_eq!(at, order.len(), "{provider}: event order {kinds:?}");
+        let result = evs.iter().find(|e| e["type"] == "tool_result").unwrap();
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("made"),
+            "{result}"
+        );
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e["type"] == "turn_end")
+                .map(|e| e["stop"].clone())
+                .collect::<Vec<_>>(),
+            [json!("tool_use"), json!("end_turn")]
+        );
+        let second = &model.requests()[1].body;
+        let text = second.to_string();
+        assert!(
+            text.contains("[exit 0]") && text.contains("made"),
+            "{provider}: {text}"
+        );
+    }
+}
+
+const WEATHER: &str = r#"
+handshake(NAME)
+emit({"type":"register_tool","name":"weather","description":"Weather for a city.",
+      "schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "tool_call":
+        emit({"type":"tool_result","id":msg["id"],"content":[{"type":"text","text":msg["args"]["city"] + ": 16C, fog"}]})
+    elif msg["type"] == "shutdown":
+        break
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_tool_schema_call_and_result_both_providers() {
+    for provider in ["anthropic", "openai"] {
+        let w = World::new();
+        let ext = w.py_ext("weather", WEATHER);
+        let (call, bad_call, done) = match provider {
+            "anthropic" => (
+                anthropic::tool_call("w1", "weather", r#"{"city":"Berlin"}"#),
+                anthropic::tool_call("w2", "weather", r#"{"town":"Paris"}"#),
+                anthropic::text("It is foggy."),
+            ),
+            _ => (
+                openai::tool_call("w1", "weather", r#"{"city":"Berlin"}"#),
+                openai::tool_call("w2", "weather", r#"{"town":"Paris"}"#),
+                openai::text("It is foggy."),
+            ),
+        };
+        let model = MockModel::start([call, bad_call, done]).await;
+        let run = zot(
+            &w,
+            &model,
+            provider,
+            &with_ext(&["-p", "--no-session", "weather?"], &[&ext]),
+        );
+        assert_eq!(run.code, 0, "{provider}: {run:?}");
+        assert_eq!(run.stdout, "It is foggy.\n");
+        let requests = model.requests();
+        let first = &requests[0].body;
+        assert!(
+            tool_names(first, provider).contains(&"weather".to_owned()),
+            "{first}"
+        );
+        let schema = if provider == "openai" {
+            first["tools"][4]["function"]["parameters"].clone()
+        } else {
+            first["tools"][4]["input_schema"].clone()
+        };
+        assert_eq!(schema["required"], json!(["city"]), "{provider}: {first}");
+        assert!(
+            requests[1].body.to_string().contains("Berlin: 16C, fog"),
+            "{provider}"
+        );
+        // A schema violation is an error result the model sees; the extension never got it.
+        let third = requests[2].body.to_string();
+        assert!(
+            third.contains("invalid arguments for weather"),
+            "{provider}: {third}"
+        );
+    }
+}
+
+const GUARD: &str = r#"
+handshake(NAME)
+emit({"type":"subscribe","intercept":["tool_call"]})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "event_intercept":
+        cmd = msg.get("tool_args", {}).get("command", "")
+        reply = {"type":"event_intercept_response","id":msg["id"]}
+        if "rm -rf" in cmd:
+            reply.update({"block": True, "reason": "refused: dangerous"})
+        elif cmd.startswith("echo original"):
+            reply["modified_args"] = {"command": "echo rewritten > which.txt"}
+        emit(reply)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn guard_blocks_and_rewrites_while_the_transcript_keeps_the_original() {
+    let w = World::new();
+    let guard = w.py_ext("guard", GUARD);
+    std::fs::write(w.project.join("precious.txt"), "keep me").unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", r#"{"command":"rm -rf precious.txt"}"#),
+        anthropic::tool_call("b2", "bash", r#"{"command":"echo original > which.txt"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["--json", "--no-session", "clean up"], &[&guard]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        w.project.join("precious.txt").exists(),
+        "the guard did not block"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("which.txt")).unwrap(),
+        "rewritten\n"
+    );
+    let requests = model.requests();
+    let blocked = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(blocked["content"][0]["is_error"], true, "{blocked}");
+    assert!(
+        blocked.to_string().contains("refused: dangerous"),
+        "{blocked}"
+    );
+    // The transcript sent back keeps the original args of the rewritten call.
+    let third = requests[2].body.to_string();
+    assert!(third.contains("echo original > which.txt"), "{third}");
+    let evs = events(&run);
+    let call = evs
+        .iter()
+        .find(|e| e["type"] == "tool_call" && e["id"] == "b2")
+        .unwrap();
+    assert_eq!(call["args"]["command"], "echo original > which.txt");
+}
+
+const REDACT: &str = r#"
+handshake(NAME)
+emit({"type":"subscribe","intercept":["assistant_message","turn_start","before_agent_start"]})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] != "event_intercept":
+        continue
+    reply = {"type":"event_intercept_response","id":msg["id"]}
+    if msg["event"] == "assistant_message":
+        if "forbidden" in msg["text"]:
+            reply.update({"block": True, "reason": "not for you"})
+        else:
+            reply["replace_text"] = msg["text"].replace("SECRET", "[redacted]")
+    elif msg["event"] == "turn_start" and os.path.exists(os.path.join(os.environ["GATE_DIR"], "closed")):
+        reply.update({"block": True, "reason": "outside business hours"})
+    elif msg["event"] == "before_agent_start":
+        reply["system_prompt"] = "REPLACED PROMPT for " + msg["model"]
+    emit(reply)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
+    let w = World::new();
+    let ext = w.py_ext("redact", REDACT);
+    let model = MockModel::start([
+        anthropic::text("the key is SECRET"),
+        anthropic::text("forbidden words"),
+    ])
+    .await;
+    let mut cmd = w.cmd(&[
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &model.url(),
+        "--ext",
+        ext.to_str().unwrap(),
+    ]);
+    cmd.env("GATE_DIR", &w.scratch);
+    let run: Run = cmd
+        .args(["--json", "--no-session", "tell me"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let evs = events(&run);
+    let shown = evs
+        .iter()
+        .find(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(shown["content"][0]["text"], "the key is [redacted]");
+    let request = &model.requests()[0].body;
+    assert_eq!(
+        request["system"]
+            .to_string()
+            .contains("REPLACED PROMPT for claude-sonnet-4-5"),
+        true,
+        "{request}"
+    );
+
+    // Blocked: nothing on stdout in print mode, the reason on stderr.
+    let mut cmd = w.cmd(&[
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &model.url(),
+        "--ext",
+        ext.to_str().unwrap(),
+    ]);
+    cmd.env("GATE_DIR", &w.scratch);
+    let run: Run = cmd
+        .args(["-p", "--no-session", "again"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("not for you"), "{run:?}");
+
+    // turn_start gate closed: no model call at all, the reason reaches the user.
+    std::fs::write(w.scratch.join("closed"), "").unwrap();
+    let before = model.requests().len();
+    let mut cmd = w.cmd(&[
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &model.url(),
+        "--ext",
+        ext.to_str().unwrap(),
+    ]);
+    cmd.env("GATE_DIR", &w.scratch);
+    let run: Run = cmd
+        .args(["--json", "--no-session", "now"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(model.requests().len(), before);
+    let end = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap();
+    assert_eq!(end["stop"], "error");
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap()
+            .contains("outside business hours"),
+        "{end}"
+    );
+}
+
+const LOADER: &str = r#"
+handshake(NAME)
+emit({"type":"register_tool","name":"load_weather","schema":{"type":"object"}})
+emit({"type":"register_tool","name":"weather","schema":{"type":"object"},"deferred":True})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "tool_call":
+        emit({"type":"tool_result","id":msg["id"],"content":[{"type":"text","text":"loaded"}],
+              "activate_tools":["weather"]})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deferred_tool_appears_after_activation() {
+    let w = World::new();
+    let ext = w.py_ext("loader", LOADER);
+    let model = MockModel::start([
+        openai::tool_call("l1", "load_weather", "{}"),
+        openai::text("ready"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "openai",
+        &with_ext(&["-p", "--no-session", "go"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    assert!(!tool_names(&requests[0].body, "openai").contains(&"weather".to_owned()));
+    assert!(tool_names(&requests[1].body, "openai").contains(&"weather".to_owned()));
+}
+
+const COMMANDS: &str = r#"
+handshake(NAME)
+emit({"type":"register_command","name":"Greet","description":"greet"})
+emit({"type":"register_command","name":"show"})
+emit({"type":"register_command","name":"ins"})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "command_invoked":
+        if msg["name"] == "Greet":
+            emit({"type":"command_response","id":msg["id"],"action":"prompt","prompt":"Greet " + msg.get("args","")})
+        elif msg["name"] == "show":
+            emit({"type":"notify","level":"success","message":"shown"})
+            emit({"type":"command_response","id":msg["id"],"action":"display","display":"a note"})
+        else:
+            emit({"type":"command_response","id":msg["id"],"action":"insert","insert":"x"})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slash_commands_in_print_and_json_modes() {
+    let w = World::new();
+    let ext = w.py_ext("cmds", COMMANDS);
+    let model = MockModel::start([anthropic::text("Hi Bob")]).await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "/greet Bob"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "Hi Bob\n");
+    assert_eq!(
+        model.requests()[0].body["messages"][0]["content"][0]["text"],
+        "Greet Bob"
+    );
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "/show"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "a note\n");
+    assert!(run.stderr.contains("[cmds] success: shown"), "{run:?}");
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["--json", "--no-session", "/show"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let evs = events(&run);
+    assert!(
+        evs.iter().any(|e| *e
+            == json!({"type":"ext_display","extension":"cmds","command":"show","text":"a note"})),
+        "{evs:?}"
+    );
+    assert!(
+        evs.iter()
+            .any(|e| e["type"] == "ext_notify" && e["message"] == "shown"),
+        "{evs:?}"
+    );
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "/ins"], &[&ext]),
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("needs the interactive TUI"), "{run:?}");
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "/nope"], &[&ext]),
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("unknown command /nope"), "{run:?}");
+    assert_eq!(model.requests().len(), 1, "no command reached the model");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_load_failures_are_reported_and_the_run_goes_on() {
+    let w = World::new();
+    let broken = w.py_ext("broken", "sys.exit(5)\n");
+    let model = MockModel::start([anthropic::text("fine"), anthropic::text("fine")]).await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "hi"], &[&broken]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "fine\n");
+    assert!(
+        run.stderr.contains("extension broken")
+            && run.stderr.contains("exit status: 5")
+            && run.stderr.contains("ext-broken.log"),
+        "{run:?}"
+    );
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["--json", "--no-session", "hi"], &[&broken]),
+    );
+    let warning = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "ext_warning")
+        .unwrap();
+    assert_eq!(warning["extension"], "broken");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_errors_and_retries() {
+    let w = World::new();
+    let model = MockModel::start([status(503, "busy"), anthropic::text("after retry")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "after retry\n");
+    assert_eq!(model.requests().len(), 2);
+
+    let model = MockModel::start([status(
+        400,
+        &anthropic::error_body(400, "max_tokens: too large"),
+    )])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("400") && run.stderr.contains("max_tokens: too large"),
+        "{run:?}"
+    );
+    let run = zot(
+        &w,
+        &MockModel::start([status(400, &openai::error_body("bad model"))]).await,
+        "openai",
+        &["--json", "--no-session", "hi"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let evs = events(&run);
+    assert_eq!(evs.last().unwrap()["type"], "error", "{evs:?}");
+    assert!(
+        evs.iter()
+            .any(|e| e["type"] == "turn_end" && e["stop"] == "error")
+    );
+    assert!(!evs.iter().any(|e| e["type"] == "done"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_are_written_and_continued() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("first answer"),
+        anthropic::text("second answer"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "remember 42"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = zot(&w, &model, "anthropic", &["-p", "-c", "what number?"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let second = &model.requests()[1].body["messages"];
+    assert_eq!(second[0]["content"][0]["text"], "remember 42");
+    assert_eq!(second[1]["content"][0]["text"], "first answer");
+    assert_eq!(second[2]["content"][0]["text"], "what number?");
+    // One session file, holding all four messages.
+    let sessions = w.home.join("sessions");
+    let dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"type\":\"message\""))
+            .count(),
+        4
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_closes_tool_calls_that_never_got_a_result_and_survives_a_torn_line() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("resumed")]).await;
+    let session = w.scratch.join("old.jsonl");
+    let lines = [
+        json!({"type":"meta","meta":{"id":"old","cwd":w.project,"provider":"anthropic","model":"m","started":"2026-01-01T00:00:00Z","version":"0"}}).to_string(),
+        json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":"run it"}]}}).to_string(),
+        json!({"type":"message","message":{"role":"assistant","content":[{"type":"tool_call","id":"c1","name":"bash","args":{"command":"sleep 100"}}]}}).to_string(),
+    ];
+    std::fs::write(
+        &session,
+        format!("{}\n{{\"type\":\"message\",\"mess", lines.join("\n")),
+    )
+    .unwrap();
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--session", session.to_str().unwrap(), "go on"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = &model.requests()[0].body["messages"];
+    let result = &body[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "c1");
+    assert_eq!(result["is_error"], true);
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(text.contains("tool call was aborted"), "{text}");
+    assert!(text.lines().last().unwrap().contains("resumed"));
+}

@@ -1,0 +1,241 @@
+//! `zot rpc`: commands, events, abort, extension commands, auth.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, Response, anthropic, openai};
+
+use super::support::World;
+
+struct Rpc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Rpc {
+    fn start(
+        w: &World,
+        model: &MockModel,
+        provider: &str,
+        extra: &[&str],
+        token: Option<&str>,
+    ) -> Self {
+        let mut cmd = w.cmd(&[
+            "rpc",
+            "--provider",
+            provider,
+            "--api-key",
+            "k",
+            "--base-url",
+            &model.url(),
+        ]);
+        cmd.args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(token) = token {
+            cmd.env("ZOTCORE_RPC_TOKEN", token);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let _ =
+                    tx.send(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next output line matching `pred`, skipping others, within 10 s.
+    fn until(&self, mut pred: impl FnMut(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) if pred(&v) => return v,
+                Ok(_) => continue,
+                Err(e) => panic!("no matching rpc output: {e}"),
+            }
+        }
+    }
+
+    fn response(&self, command: &str) -> Value {
+        self.until(|v| v["type"] == "response" && v["command"] == command)
+    }
+
+    fn close(mut self) -> i32 {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_events_and_malformed_lines() {
+    let w = World::new();
+    let model = MockModel::start([openai::text("hello from rpc")]).await;
+    let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
+    rpc.send(r#"{"id":1,"type":"ping"}"#);
+    assert_eq!(
+        rpc.response("ping"),
+        json!({"type":"response","command":"ping","success":true,"data":{"pong":true},"id":1})
+    );
+    rpc.send("{not json");
+    let bad = rpc.response("");
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["error"].as_str().unwrap().starts_with("malformed json"),
+        "{bad}"
+    );
+    rpc.send(r#"{"type":"teleport"}"#);
+    assert_eq!(rpc.response("teleport")["error"], "unknown command");
+    rpc.send(r#"{"type":"hello"}"#);
+    assert_eq!(rpc.response("hello")["data"]["model"], "gpt-4.1");
+
+    rpc.send(r#"{"id":"p","type":"prompt","message":"hi"}"#);
+    assert_eq!(rpc.response("prompt")["data"], json!({"started": true}));
+    let answer = rpc.until(|v| v["type"] == "assistant_message");
+    assert_eq!(answer["content"][0]["text"], "hello from rpc");
+    rpc.until(|v| v["type"] == "done");
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state")["data"].clone();
+    assert_eq!(state["message_count"], 2);
+    assert_eq!(state["busy"], false);
+    assert_eq!(state["provider"], "openai");
+    rpc.send(r#"{"type":"get_messages"}"#);
+    assert_eq!(
+        rpc.response("get_messages")["data"]["messages"][1]["content"][0]["text"],
+        "hello from rpc"
+    );
+    rpc.send(r#"{"type":"get_models"}"#);
+    assert!(
+        rpc.response("get_models")["data"]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["id"] == "gpt-4.1")
+    );
+    rpc.send(r#"{"type":"set_model","model":"no-such-model"}"#);
+    assert_eq!(rpc.response("set_model")["success"], false);
+    rpc.send(r#"{"type":"set_model","model":"gpt-4.1-mini"}"#);
+    assert_eq!(rpc.response("set_model")["success"], true);
+    rpc.send(r#"{"type":"clear"}"#);
+    rpc.response("clear");
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state")["data"].clone();
+    assert_eq!(state["message_count"], 0);
+    assert_eq!(state["model"], "gpt-4.1-mini");
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abort_mid_stream_ends_the_turn() {
+    let w = World::new();
+    let stalled: Response = anthropic::Script::new()
+        .text("partial")
+        .build_partial()
+        .stall();
+    let model = MockModel::start([stalled, anthropic::text("after abort")]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"long answer please"}"#);
+    rpc.until(|v| v["type"] == "text_delta");
+    rpc.send(r#"{"type":"abort"}"#);
+    let end = rpc.until(|v| v["type"] == "turn_end");
+    assert_eq!(end["stop"], "aborted");
+    rpc.until(|v| v["type"] == "done");
+    model.wait_hangups(1).await;
+    // The conversation stays valid: the next prompt works.
+    rpc.send(r#"{"type":"prompt","message":"again"}"#);
+    let answer = rpc.until(|v| v["type"] == "assistant_message");
+    assert_eq!(answer["content"][0]["text"], "after abort");
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_commands_reload_and_auth() {
+    let w = World::new();
+    let ext = w.py_ext(
+        "cmds",
+        r#"
+handshake(NAME)
+emit({"type":"register_command","name":"show","description":"show a note"})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "command_invoked":
+        emit({"type":"command_response","id":msg["id"],"action":"display","display":"a note"})
+"#,
+    );
+    let model = MockModel::start([]).await;
+    let mut rpc = Rpc::start(
+        &w,
+        &model,
+        "anthropic",
+        &["--ext", ext.to_str().unwrap()],
+        Some("s3cret"),
+    );
+    rpc.send(r#"{"type":"ping"}"#);
+    assert_eq!(
+        rpc.response("ping")["error"],
+        "auth required: send hello with token first"
+    );
+    rpc.send(r#"{"type":"hello","token":"s3cret"}"#);
+    assert_eq!(rpc.response("hello")["success"], true);
+    rpc.send(r#"{"type":"get_commands"}"#);
+    let commands = rpc.response("get_commands")["data"]["commands"].clone();
+    assert!(
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "show" && c["source"] == "extension"),
+        "{commands}"
+    );
+    assert!(
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "help" && c["source"] == "builtin")
+    );
+    rpc.send(r#"{"type":"prompt","message":"/show"}"#);
+    let display = rpc.until(|v| v["type"] == "ext_display");
+    assert_eq!(
+        display,
+        json!({"type":"ext_display","extension":"cmds","command":"show","text":"a note"})
+    );
+    rpc.until(|v| v["type"] == "done");
+    rpc.send(r#"{"type":"reload_extensions"}"#);
+    let stats = rpc.response("reload_extensions")["data"].clone();
+    assert_eq!(stats["stopped"], 1);
+    assert_eq!(stats["loaded"], 1);
+    assert!(model.requests().is_empty());
+    assert_eq!(rpc.close(), 0);
+
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], Some("s3cret"));
+    rpc.send(r#"{"type":"hello","token":"wrong"}"#);
+    assert_eq!(rpc.response("hello")["error"], "invalid token");
+    assert_eq!(rpc.close(), 1);
+}
