@@ -48,6 +48,11 @@ pub fn provider_and_model(
 
 pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
     let (provider, model) = provider_and_model(args, ctx)?;
+    if args.no_yolo && mode != Mode::Interactive {
+        eprintln!(
+            "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
+        );
+    }
     let mut host_config = ctx.config.clone();
     host_config.provider = provider.kind.name().to_owned();
     host_config.model = model.clone();

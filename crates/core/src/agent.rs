@@ -349,8 +349,9 @@ impl Agent {
     }
 
     /// Summarises all but the last `keep_tail` messages with the model and
-    /// replaces them with the summary. The tail starts at a user message, so
-    /// no tool call is separated from its result.
+    /// replaces them with the summary. The tail never starts with tool
+    /// results, so no tool call is separated from its result; it may start
+    /// inside a long tool loop, where compaction is needed most.
     pub async fn compact(
         &mut self,
         keep_tail: usize,
@@ -361,7 +362,7 @@ impl Agent {
             && self
                 .messages
                 .get(split)
-                .is_some_and(|m| m.role != Role::User)
+                .is_some_and(|m| m.role == Role::Tool)
         {
             split -= 1;
         }

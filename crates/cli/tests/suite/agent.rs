@@ -691,3 +691,166 @@ async fn resume_closes_tool_calls_that_never_got_a_result_and_survives_a_torn_li
     assert!(text.contains("tool call was aborted"), "{text}");
     assert!(text.lines().last().unwrap().contains("resumed"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn system_prompt_parts_skills_and_tool_filters() {
+    let w = World::new();
+    std::fs::write(w.home.join("SYSTEM.md"), "CUSTOM BASE PROMPT").unwrap();
+    std::fs::write(w.project.join("AGENTS.md"), "Project rule: use tabs.").unwrap();
+    let skill_dir = w.project.join(".zot/skills/deploy");
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: deploy\ndescription: how to ship\n---\nStep 1: run the tests.\n",
+    )
+    .unwrap();
+    let ext = w.py_ext("weather", WEATHER);
+    let model = MockModel::start([
+        anthropic::tool_call("s1", "skill", r#"{"name":"deploy"}"#),
+        anthropic::text("shipped"),
+        anthropic::text("filtered"),
+        anthropic::text("none"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(
+            &[
+                "-p",
+                "--no-session",
+                "--append-system-prompt",
+                "APPENDED ONE",
+                "ship it",
+            ],
+            &[&ext],
+        ),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let first = &model.requests()[0].body;
+    let system = first["system"].to_string();
+    for needle in [
+        "CUSTOM BASE PROMPT",
+        "APPENDED ONE",
+        "Project rule: use tabs.",
+        "deploy: how to ship",
+    ] {
+        assert!(system.contains(needle), "{needle} missing from {system}");
+    }
+    assert_eq!(
+        tool_names(first, "anthropic"),
+        ["read", "write", "edit", "bash", "skill", "weather"]
+    );
+    let second = model.requests()[1].body.to_string();
+    assert!(second.contains("Step 1: run the tests."), "{second}");
+
+    // --tools filters extension tools too; --no-tools leaves none; --system-prompt replaces.
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(
+            &[
+                "-p",
+                "--no-session",
+                "--tools",
+                "read,weather",
+                "--system-prompt",
+                "ONLY THIS",
+                "x",
+            ],
+            &[&ext],
+        ),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let third = &model.requests()[2].body;
+    assert_eq!(tool_names(third, "anthropic"), ["read", "weather"]);
+    assert!(third["system"].to_string().contains("ONLY THIS"));
+    assert!(!third["system"].to_string().contains("CUSTOM BASE PROMPT"));
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(
+            &["-p", "--no-session", "--no-tools", "--no-skills", "x"],
+            &[&ext],
+        ),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        model.requests()[3].body.get("tools").is_none(),
+        "{}",
+        model.requests()[3].body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_steps_stops_the_loop_and_list_models_lists() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::tool_call("a", "bash", r#"{"command":"true"}"#),
+        anthropic::tool_call("b", "bash", r#"{"command":"true"}"#),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["--json", "--no-session", "--max-steps", "1", "loop"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(events(&run).last().unwrap()["type"], "done");
+    let run = w.zot(&["--list-models", "--provider", "openai"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("gpt-4.1"), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_compaction_summarises_when_the_context_fills_up() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::tool_call("a", "bash", r#"{"command":"echo one"}"#),
+        anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
+        anthropic::Script::new()
+            .tool_call("c", "bash", r#"{"command":"echo three"}"#)
+            .usage(190_000, 10)
+            .build(),
+        anthropic::text("SUMMARY OF EARLIER WORK"),
+        anthropic::text("finished"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["--json", "--no-session", "big task"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let evs = events(&run);
+    let compact = evs
+        .iter()
+        .find(|e| e["type"] == "compact_done")
+        .unwrap_or_else(|| panic!("{evs:?}"));
+    assert_eq!(compact["summary"], "SUMMARY OF EARLIER WORK");
+    assert_eq!(compact["automatic"], true);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    let summarising = &requests[3].body;
+    assert!(
+        summarising["system"].to_string().contains("summarise"),
+        "{summarising}"
+    );
+    assert!(summarising.get("tools").is_none());
+    let last = requests[4].body["messages"].to_string();
+    assert!(
+        last.contains("Context Summary (compacted)") && last.contains("SUMMARY OF EARLIER WORK"),
+        "{last}"
+    );
+    assert!(
+        last.contains("echo three") && !last.contains("echo one"),
+        "{last}"
+    );
+    assert_eq!(evs.last().unwrap()["type"], "done");
+}

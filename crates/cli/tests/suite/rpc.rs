@@ -239,3 +239,39 @@ for msg in frames():
     assert_eq!(rpc.response("hello")["error"], "invalid token");
     assert_eq!(rpc.close(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compact_summarises_older_messages() {
+    let w = World::new();
+    let model = MockModel::start([
+        openai::text("one"),
+        openai::text("two"),
+        openai::text("three"),
+        openai::text("THE SUMMARY"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
+    for n in 1..=3 {
+        rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
+        rpc.until(|v| v["type"] == "done");
+    }
+    rpc.send(r#"{"type":"compact"}"#);
+    let done = rpc.until(|v| v["type"] == "compact_done" || v["type"] == "error");
+    assert_eq!(done["summary"], "THE SUMMARY", "{done}");
+    rpc.send(r#"{"type":"get_messages"}"#);
+    let messages = rpc.response("get_messages")["data"]["messages"].clone();
+    let first = messages[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        first.starts_with("## Context Summary (compacted)"),
+        "{first}"
+    );
+    assert_eq!(
+        messages.as_array().unwrap().len(),
+        5,
+        "summary + the last four messages"
+    );
+    assert_eq!(rpc.close(), 0);
+}
