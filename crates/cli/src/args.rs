@@ -131,6 +131,26 @@ pub enum Command {
     },
     /// Trust this project's extensions (./.zot/extensions) so they may run.
     Trust(TrustArgs),
+    /// Store or forget a provider's API key in $ZOT_HOME/auth.json (mode 0600).
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Read an API key from stdin and store it.
+    Login {
+        /// anthropic or openai.
+        provider: String,
+    },
+    /// Forget a stored API key.
+    Logout {
+        /// anthropic or openai.
+        provider: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

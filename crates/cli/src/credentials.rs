@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 use zot_core::provider::{ProviderConfig, ProviderKind};
 
-use crate::args::AgentArgs;
+use crate::args::{AgentArgs, AuthCommand};
 
 /// The env var that holds a provider's key.
 pub fn env_var(kind: ProviderKind) -> Option<&'static str> {
@@ -83,4 +83,80 @@ pub fn resolve(args: &AgentArgs, zot_home: &Path) -> anyhow::Result<ProviderConf
         "no API key: pass --api-key, set {wanted}, or add it to {}; for a local model use --provider ollama",
         zot_home.join("auth.json").display()
     )
+}
+
+/// `zot auth login|logout <provider>`: keys live in `$ZOT_HOME/auth.json`,
+/// written atomically with mode 0600 so no other user can read them.
+pub fn auth_command(
+    zot_home: &Path,
+    command: &AuthCommand,
+) -> anyhow::Result<std::process::ExitCode> {
+    let (AuthCommand::Login { provider } | AuthCommand::Logout { provider }) = command;
+    let kind = ProviderKind::parse(provider)
+        .filter(|k| *k != ProviderKind::Ollama)
+        .with_context(|| format!("unknown provider \"{provider}\" (use anthropic or openai)"))?;
+    let path = zot_home.join("auth.json");
+    let mut value: serde_json::Value = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("{}: invalid JSON", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let Some(map) = value.as_object_mut() else {
+        bail!("{}: must be a JSON object", path.display());
+    };
+    match command {
+        AuthCommand::Login { .. } => {
+            let mut key = String::new();
+            std::io::stdin()
+                .read_line(&mut key)
+                .context("cannot read the key from stdin")?;
+            let key = key.trim();
+            if key.is_empty() {
+                bail!(
+                    "no key on stdin (pipe it in: `echo $KEY | zot auth login {}`)",
+                    kind.name()
+                );
+            }
+            map.insert(kind.name().to_owned(), serde_json::json!({"api_key": key}));
+        }
+        AuthCommand::Logout { .. } => {
+            if map.remove(kind.name()).is_none() {
+                eprintln!("no stored key for {}", kind.name());
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
+        }
+    }
+    std::fs::create_dir_all(zot_home)
+        .with_context(|| format!("cannot create {}", zot_home.display()))?;
+    write_private(&path, &serde_json::to_vec_pretty(&value)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let verb = if matches!(command, AuthCommand::Login { .. }) {
+        "stored"
+    } else {
+        "removed"
+    };
+    eprintln!("{verb} the {} key in {}", kind.name(), path.display());
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Writes via a 0600 temp file and a rename: never readable by others, never half-written.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }

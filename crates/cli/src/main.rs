@@ -37,6 +37,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ctx = context::Context::new(&cli)?;
             ext_cmd::run(&ctx, command)
         }
+        Command::Auth { command } => {
+            let ctx = context::Context::new(&cli)?;
+            credentials::auth_command(&ctx.zot_home, command)
+        }
         Command::Trust(args) => {
             let ctx = context::Context::new(&cli)?;
             trust_cmd::run(&ctx, args)

@@ -854,3 +854,44 @@ async fn auto_compaction_summarises_when_the_context_fills_up() {
     );
     assert_eq!(evs.last().unwrap()["type"], "done");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stored_keys_are_private_and_used() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let mut child = w
+        .cmd(&["auth", "login", "openai"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"sk-stored\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let path = w.home.join("auth.json");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let model = MockModel::start([openai::text("keyed")]).await;
+    let run: Run = w
+        .cmd(&["-p", "--no-session", "--base-url", &model.url(), "hi"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.stdout, "keyed\n", "{run:?}");
+    assert_eq!(
+        model.requests()[0].header("authorization"),
+        Some("Bearer sk-stored")
+    );
+    let run = w.zot(&["auth", "logout", "openai"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = w.zot(&["-p", "hi"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let run = w.zot(&["auth", "login", "ollama"]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
