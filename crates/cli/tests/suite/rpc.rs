@@ -275,3 +275,109 @@ async fn compact_summarises_older_messages() {
     );
     assert_eq!(rpc.close(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hook_points_fire_in_order_and_prompt_preparation_reruns_after_a_model_change() {
+    let w = World::new();
+    let ext = w.py_ext(
+        "observer",
+        r#"
+handshake(NAME)
+emit({"type":"subscribe","events":["session_start","turn_start","turn_end","tool_call","assistant_message"],
+      "intercept":["before_agent_start"]})
+emit({"type":"ready"})
+log = open("seen.jsonl", "a")
+for msg in frames():
+    if msg["type"] in ("event", "event_intercept"):
+        log.write(json.dumps(msg) + "\n")
+        log.flush()
+    if msg["type"] == "event_intercept":
+        emit({"type":"event_intercept_response","id":msg["id"],"system_prompt":"prepared for " + msg["model"]})
+"#,
+    );
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .text("running it")
+            .tool_call("t1", "bash", r#"{"command":"true"}"#)
+            .build(),
+        anthropic::text("done"),
+        anthropic::text("second prompt"),
+        anthropic::text("after model change"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(
+        &w,
+        &model,
+        "anthropic",
+        &["--ext", ext.to_str().unwrap()],
+        None,
+    );
+    for message in ["first", "second"] {
+        rpc.send(&format!(r#"{{"type":"prompt","message":"{message}"}}"#));
+        rpc.until(|v| v["type"] == "done");
+    }
+    rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5"}"#);
+    rpc.response("set_model");
+    rpc.send(r#"{"type":"prompt","message":"third"}"#);
+    rpc.until(|v| v["type"] == "done");
+    assert_eq!(rpc.close(), 0);
+
+    let seen: Vec<Value> = std::fs::read_to_string(ext.join("seen.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<String> = seen
+        .iter()
+        .map(|m| m["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names[..7],
+        [
+            "session_start",
+            "before_agent_start",
+            "turn_start",
+            "assistant_message",
+            "tool_call",
+            "turn_end",
+            "turn_start"
+        ],
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "session_start").count(),
+        1,
+        "{names:?}"
+    );
+    let preparations: Vec<&Value> = seen
+        .iter()
+        .filter(|m| m["event"] == "before_agent_start")
+        .collect();
+    assert_eq!(
+        preparations.len(),
+        2,
+        "once, then again after the model change: {names:?}"
+    );
+    assert_eq!(preparations[1]["model"], "claude-haiku-4-5");
+    assert_ne!(
+        preparations[0]["agent_run_id"],
+        preparations[1]["agent_run_id"]
+    );
+    let requests = model.requests();
+    assert!(
+        requests[0].body["system"]
+            .to_string()
+            .contains("prepared for claude-sonnet-4-5")
+    );
+    assert!(
+        requests[3].body["system"]
+            .to_string()
+            .contains("prepared for claude-haiku-4-5")
+    );
+    let ends: Vec<&str> = seen
+        .iter()
+        .filter(|m| m["event"] == "turn_end")
+        .map(|m| m["stop"].as_str().unwrap())
+        .collect();
+    assert_eq!(ends, ["tool_use", "end_turn", "end_turn", "end_turn"]);
+}
