@@ -6,6 +6,7 @@ mod context;
 mod credentials;
 mod ext_cmd;
 mod ext_hooks;
+mod interactive;
 mod oneshot;
 mod rpc;
 mod run;
@@ -57,9 +58,7 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     match mode {
         Mode::Print | Mode::Json => oneshot::run(&cli.agent, &cli.prompt, &ctx, mode),
         Mode::Rpc => rpc::run(&cli.agent, &ctx),
-        Mode::Interactive => anyhow::bail!(
-            "the interactive TUI is not available yet; use -p (print), --json, or `zot rpc`"
-        ),
+        Mode::Interactive => interactive::run(&cli.agent, &ctx),
     }
 }
 

@@ -147,9 +147,18 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
         host,
         mut host_events,
         load_errors,
+        manifest_errors,
     } = running;
     for error in &load_errors {
         out.load_error(error);
+    }
+    for error in &manifest_errors {
+        match out.mode {
+            Mode::Json => {
+                out.json(json!({"type": "ext_warning", "extension": Value::Null, "message": error}))
+            }
+            _ => eprintln!("zot: warning: {error}"),
+        }
     }
     let cancel = CancellationToken::new();
     let ctrl_c = {

@@ -57,6 +57,10 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         for error in &running.load_errors {
             let _ = out.send(load_error_json(error));
         }
+        for error in &running.manifest_errors {
+            let _ = out
+                .send(json!({"type": "ext_warning", "extension": Value::Null, "message": error}));
+        }
         let mut host_events = running.host_events;
         let host_out = out.clone();
         let host_task = tokio::spawn(async move {

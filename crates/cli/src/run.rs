@@ -11,7 +11,7 @@ use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
 use zot_core::session::Session;
 use zot_core::skills::{self, SkillTool};
 use zot_core::system_prompt::{PromptParts, assemble};
-use zot_extensions::{ExtensionHost, FoundStatus, HostEvent, LoadError, discover};
+use zot_extensions::{ExtensionHost, Found, FoundStatus, HostEvent, LoadError, discover};
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
@@ -27,6 +27,8 @@ pub struct Running {
     pub host_events: mpsc::UnboundedReceiver<HostEvent>,
     /// Extensions that failed to load (the run goes on without them).
     pub load_errors: Vec<LoadError>,
+    /// Extension directories whose manifest is invalid.
+    pub manifest_errors: Vec<String>,
 }
 
 /// The provider config and model the arguments ask for.
@@ -46,21 +48,37 @@ pub fn provider_and_model(
     Ok((provider, model))
 }
 
-pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
-    let (provider, model) = provider_and_model(args, ctx)?;
-    if args.no_yolo && mode != Mode::Interactive {
-        eprintln!(
-            "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
-        );
+/// The extension host and what discovery found, before any agent exists.
+pub struct Loaded {
+    pub host: ExtensionHost,
+    pub host_events: mpsc::UnboundedReceiver<HostEvent>,
+    pub load_errors: Vec<LoadError>,
+    pub found: Vec<Found>,
+    pub skills: Vec<skills::Skill>,
+}
+
+impl Loaded {
+    /// Invalid manifests, reported beside load errors in every mode.
+    pub fn manifest_errors(&self) -> Vec<String> {
+        self.found
+            .iter()
+            .filter_map(|f| match &f.status {
+                FoundStatus::Invalid(e) => Some(format!("extension at {}: {e}", f.dir.display())),
+                _ => None,
+            })
+            .collect()
     }
+}
+
+/// Starts the extension host (telling it the provider and model) and finds skills.
+pub async fn load(args: &AgentArgs, ctx: &Context, provider: &str, model: &str) -> Loaded {
     let mut host_config = ctx.config.clone();
-    host_config.provider = provider.kind.name().to_owned();
-    host_config.model = model.clone();
+    host_config.provider = provider.to_owned();
+    host_config.model = model.to_owned();
     let found = discover(&host_config);
     ctx.warn_untrusted(&found);
     let (host, host_events) = ExtensionHost::start(host_config).await;
     let load_errors = host.errors();
-
     let skills = if args.no_skills {
         Vec::new()
     } else {
@@ -80,15 +98,32 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
             &bundled,
         ))
     };
+    Loaded {
+        host,
+        host_events,
+        load_errors,
+        found,
+        skills,
+    }
+}
+
+/// The agent for `provider`/`model`, wired to the host, with its session.
+pub fn agent(
+    args: &AgentArgs,
+    ctx: &Context,
+    loaded: &Loaded,
+    provider: ProviderConfig,
+    model: &str,
+    mode: Mode,
+) -> anyhow::Result<Agent> {
     let parts = PromptParts {
         system_prompt: args.system_prompt.clone(),
         append: args.append_system_prompt.clone(),
-        skills: skills.clone(),
+        skills: loaded.skills.clone(),
     };
     let base_prompt = assemble(&ctx.zot_home, &ctx.project, &parts);
-
-    let info = models::info(provider.kind, &model);
-    let mut config = AgentConfig::new(&ctx.project, &model);
+    let info = models::info(provider.kind, model);
+    let mut config = AgentConfig::new(&ctx.project, model);
     config.max_tokens = info.max_output.min(MAX_TOKENS_CAP);
     config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
     config.max_steps = args.max_steps;
@@ -99,21 +134,37 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
         (None, false) => ToolFilter::All,
     };
     let provider_name = provider.kind.name();
-    let hooks = Arc::new(ExtHooks { host: host.clone() });
+    let hooks = Arc::new(ExtHooks {
+        host: loaded.host.clone(),
+    });
     let mut agent = Agent::new(Provider::new(provider), config, hooks, base_prompt);
-    if !skills.is_empty() {
-        agent.add_tool(SkillTool::new(skills));
+    if !loaded.skills.is_empty() {
+        agent.add_tool(SkillTool::new(loaded.skills.clone()));
     }
     // RPC clients own their conversation; they get a session file only when they ask for one.
     let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
-    if wants_session && let Some(session) = open_session(args, ctx, provider_name, &model)? {
+    if wants_session && let Some(session) = open_session(args, ctx, provider_name, model)? {
         agent.set_session(session);
     }
+    Ok(agent)
+}
+
+pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
+    let (provider, model) = provider_and_model(args, ctx)?;
+    if args.no_yolo && mode != Mode::Interactive {
+        eprintln!(
+            "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
+        );
+    }
+    let loaded = load(args, ctx, provider.kind.name(), &model).await;
+    let agent = agent(args, ctx, &loaded, provider, &model, mode)?;
+    let manifest_errors = loaded.manifest_errors();
     Ok(Running {
         agent,
-        host,
-        host_events,
-        load_errors,
+        host: loaded.host,
+        host_events: loaded.host_events,
+        load_errors: loaded.load_errors,
+        manifest_errors,
     })
 }
 

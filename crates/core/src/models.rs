@@ -3,13 +3,15 @@
 
 use crate::provider::ProviderKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelInfo {
     pub id: &'static str,
     pub provider: ProviderKind,
     pub context_window: u32,
     pub max_output: u32,
     pub reasoning: bool,
+    /// USD per million input and output tokens (list prices), when known.
+    pub price: Option<(f64, f64)>,
 }
 
 /// Limits assumed for a model the catalogue does not know.
@@ -23,6 +25,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 200_000,
         max_output: 64_000,
         reasoning: true,
+        price: Some((3.0, 15.0)),
     },
     ModelInfo {
         id: "claude-opus-4-1",
@@ -30,6 +33,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 200_000,
         max_output: 32_000,
         reasoning: true,
+        price: Some((15.0, 75.0)),
     },
     ModelInfo {
         id: "claude-haiku-4-5",
@@ -37,6 +41,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 200_000,
         max_output: 64_000,
         reasoning: true,
+        price: Some((1.0, 5.0)),
     },
     ModelInfo {
         id: "gpt-4.1",
@@ -44,6 +49,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 1_047_576,
         max_output: 32_768,
         reasoning: false,
+        price: Some((2.0, 8.0)),
     },
     ModelInfo {
         id: "gpt-4.1-mini",
@@ -51,6 +57,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 1_047_576,
         max_output: 32_768,
         reasoning: false,
+        price: Some((0.4, 1.6)),
     },
     ModelInfo {
         id: "o4-mini",
@@ -58,6 +65,7 @@ const CATALOGUE: &[ModelInfo] = &[
         context_window: 200_000,
         max_output: 100_000,
         reasoning: true,
+        price: Some((1.1, 4.4)),
     },
 ];
 
@@ -91,5 +99,6 @@ pub fn info(provider: ProviderKind, id: &str) -> ModelInfo {
             context_window: UNKNOWN_CONTEXT_WINDOW,
             max_output: UNKNOWN_MAX_OUTPUT,
             reasoning: false,
+            price: None,
         })
 }

@@ -163,6 +163,8 @@ pub(crate) struct Inner {
     /// Serialises start, reload and shutdown.
     lifecycle: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
+    /// Starts as `config.project_trusted`; the user may trust the project later.
+    project_trusted: std::sync::atomic::AtomicBool,
 }
 
 type LoadOutcome = Result<Arc<Extension>, LoadError>;
@@ -186,6 +188,7 @@ impl ExtensionHost {
     /// whole: per-extension errors are in [`ExtensionHost::report`].
     pub async fn start(config: HostConfig) -> (Self, mpsc::UnboundedReceiver<HostEvent>) {
         let (events, rx) = mpsc::unbounded_channel();
+        let trusted = config.project_trusted;
         let state = HostState {
             provider: config.provider.clone(),
             model: config.model.clone(),
@@ -197,6 +200,7 @@ impl ExtensionHost {
             state: Mutex::new(state),
             lifecycle: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
+            project_trusted: std::sync::atomic::AtomicBool::new(trusted),
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -252,6 +256,11 @@ impl ExtensionHost {
             .into_iter()
             .map(|(_, t)| t)
             .collect()
+    }
+
+    /// Lets project extensions run from the next reload on (the user trusted the project).
+    pub fn set_project_trusted(&self, trusted: bool) {
+        self.inner.project_trusted.store(trusted, Ordering::SeqCst);
     }
 
     /// Tells extensions loaded from now on (and prompt preparation) about a model change.
@@ -331,7 +340,9 @@ impl Inner {
     }
 
     async fn load(self: &Arc<Self>) -> ReloadStats {
-        let found = discover(&self.config);
+        let mut config = self.config.clone();
+        config.project_trusted = self.project_trusted.load(Ordering::SeqCst);
+        let found = discover(&config);
         self.state().found = found.iter().map(|f| (f.clone(), None)).collect();
         let loads = found
             .iter()

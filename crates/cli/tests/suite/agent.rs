@@ -119,7 +119,10 @@ async fn prompt_from_stdin_and_no_credentials_error() {
     }
     let run = w.zot(&["hi"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("interactive TUI"), "{run:?}");
+    assert!(
+        run.stderr.contains("interactive TUI needs a terminal"),
+        "{run:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,0 +1,236 @@
+//! Plain `zot`: the TUI, with the extension host behind its `Extensions`
+//! trait. Starts without credentials too (commands work; prompts explain).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use zot_core::models;
+use zot_core::session::sessions_dir;
+use zot_core::tool::BoxFuture;
+use zot_extensions::zot_protocol::zot::Key;
+use zot_extensions::{CommandOutcome, ExtensionHost, FoundStatus, HostEvent, Launch, TrustStore};
+use zot_tui::app::AppConfig;
+use zot_tui::bridge::{self, CommandEntry, CommandReply, Extensions, HostUpdate, ReloadSummary};
+use zot_tui::theme::Theme;
+
+use crate::args::{AgentArgs, Mode};
+use crate::context::Context;
+use crate::run as setup;
+
+struct Bridge {
+    host: ExtensionHost,
+    zot_home: std::path::PathBuf,
+    project: std::path::PathBuf,
+}
+
+impl Extensions for Bridge {
+    fn commands(&self) -> Vec<CommandEntry> {
+        self.host
+            .commands()
+            .into_iter()
+            .map(|c| CommandEntry {
+                name: c.name,
+                description: c.description,
+                extension: c.extension,
+            })
+            .collect()
+    }
+
+    fn invoke<'a>(
+        &'a self,
+        name: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<CommandReply, String>> {
+        Box::pin(async move {
+            let reply = self
+                .host
+                .invoke_command(name, args)
+                .await
+                .map_err(|e| e.to_string())?;
+            let outcome = match reply.outcome {
+                CommandOutcome::Prompt(p) => bridge::CommandOutcome::Prompt(p),
+                CommandOutcome::Insert(i) => bridge::CommandOutcome::Insert(i),
+                CommandOutcome::Display(d) => bridge::CommandOutcome::Display(d),
+                CommandOutcome::OpenPanel(p) => bridge::CommandOutcome::OpenPanel(p),
+                CommandOutcome::Noop => bridge::CommandOutcome::Noop,
+            };
+            Ok(CommandReply {
+                extension: reply.extension,
+                command: reply.command,
+                outcome,
+                error: reply.error,
+            })
+        })
+    }
+
+    fn panel_key(&self, extension: &str, panel_id: &str, key: Key, text: Option<String>) {
+        self.host.panel_key(extension, panel_id, key, text);
+    }
+
+    fn panel_close(&self, extension: &str, panel_id: &str) {
+        self.host.panel_close(extension, panel_id);
+    }
+
+    fn reload(&self) -> BoxFuture<'_, ReloadSummary> {
+        Box::pin(async move {
+            let stats = self.host.reload().await;
+            ReloadSummary {
+                stopped: stats.stopped,
+                loaded: stats.loaded,
+                ready: stats.ready,
+                errors: stats.errors.iter().map(ToString::to_string).collect(),
+            }
+        })
+    }
+
+    fn trust_project(&self) -> Result<(), String> {
+        let mut store = TrustStore::load(&self.zot_home).map_err(|e| e.to_string())?;
+        store.trust(&self.project).map_err(|e| e.to_string())?;
+        self.host.set_project_trusted(true);
+        Ok(())
+    }
+}
+
+fn update(event: HostEvent) -> Option<HostUpdate> {
+    Some(match event {
+        HostEvent::Notify {
+            extension,
+            level,
+            message,
+        } => HostUpdate::Notify {
+            extension,
+            level,
+            message,
+        },
+        HostEvent::ClearNotes { extension } => HostUpdate::ClearNotes { extension },
+        HostEvent::Submit { extension, text } => HostUpdate::Submit { extension, text },
+        HostEvent::PanelRender { extension, panel } => HostUpdate::PanelRender { extension, panel },
+        HostEvent::PanelClose {
+            extension,
+            panel_id,
+        } => HostUpdate::PanelClose {
+            extension,
+            panel_id,
+        },
+        HostEvent::Warning { extension, message }
+        | HostEvent::Exited {
+            extension,
+            reason: message,
+        } => HostUpdate::Warning { extension, message },
+        HostEvent::CommandsChanged => HostUpdate::CommandsChanged,
+        HostEvent::ToolsChanged => return None,
+    })
+}
+
+pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!("the interactive TUI needs a terminal; use -p (print), --json, or `zot rpc`");
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let resolved = setup::provider_and_model(args, ctx);
+        let (provider_name, model) = match &resolved {
+            Ok((p, m)) => (p.kind.name().to_owned(), m.clone()),
+            Err(_) => (String::new(), String::new()),
+        };
+        let loaded = setup::load(args, ctx, &provider_name, &model).await;
+        let untrusted = loaded
+            .found
+            .iter()
+            .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
+            .count();
+        let theme = loaded
+            .found
+            .iter()
+            .filter_map(|f| match &f.status {
+                FoundStatus::Bundle(m) if m.launch == Launch::ThemeBundle => Some(m.dir.clone()),
+                _ => None,
+            })
+            .find_map(|dir| {
+                let file = [dir.join("theme.json"), dir.join("themes/theme.json")]
+                    .into_iter()
+                    .find(|p| p.is_file())?;
+                match Theme::load(&file) {
+                    Ok(theme) => Some(theme),
+                    Err(e) => {
+                        eprintln!("zot: warning: {e}");
+                        None
+                    }
+                }
+            })
+            .unwrap_or_default();
+        let (agent, missing, kind) = match resolved {
+            Ok((provider, model)) => {
+                let kind = provider.kind;
+                (
+                    Some(setup::agent(
+                        args,
+                        ctx,
+                        &loaded,
+                        provider,
+                        &model,
+                        Mode::Interactive,
+                    )?),
+                    None,
+                    Some(kind),
+                )
+            }
+            Err(e) => (None, Some(format!("{e:#}")), None),
+        };
+        let info = kind.map(|k| models::info(k, &model));
+        let config = AppConfig {
+            provider: provider_name,
+            model: model.clone(),
+            cwd: ctx.project.display().to_string(),
+            context_window: info.map_or(0, |i| i.context_window),
+            price: info.and_then(|i| i.price),
+            models: kind
+                .map(|k| models::models(k).iter().map(|m| m.id.to_owned()).collect())
+                .unwrap_or_default(),
+            skills: loaded
+                .skills
+                .iter()
+                .map(|s| (s.name.clone(), s.description.clone()))
+                .collect(),
+            sessions_dir: Some(sessions_dir(&ctx.zot_home, &ctx.project)),
+            missing_credentials: missing,
+            startup_errors: loaded
+                .load_errors
+                .iter()
+                .map(ToString::to_string)
+                .chain(loaded.manifest_errors())
+                .collect(),
+            untrusted_extensions: untrusted,
+            theme,
+        };
+        let (updates, host_updates) = mpsc::unbounded_channel();
+        let mut host_events = loaded.host_events;
+        let forward = tokio::spawn(async move {
+            while let Some(event) = host_events.recv().await {
+                if let Some(u) = update(event) {
+                    let _ = updates.send(u);
+                }
+            }
+        });
+        let host = loaded.host.clone();
+        let bridge = Arc::new(Bridge {
+            host: host.clone(),
+            zot_home: ctx.zot_home.clone(),
+            project: ctx.project.clone(),
+        });
+        let tui = zot_tui::Tui {
+            config,
+            agent,
+            ask_before_tools: args.no_yolo,
+            extensions: bridge,
+            host_updates,
+        };
+        let result = zot_tui::run(tui).await;
+        host.shutdown().await;
+        forward.abort();
+        result?;
+        Ok(ExitCode::SUCCESS)
+    })
+}

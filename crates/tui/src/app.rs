@@ -1,0 +1,1061 @@
+//! The TUI's state and how it changes: keys, agent events, extension
+//! updates, command replies. No terminal I/O here, so tests drive it directly.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::text::Line;
+use tokio::sync::mpsc;
+use zot_core::event::AgentEvent;
+use zot_core::message::{Block, Message, Role};
+use zot_protocol::zot::{Key, NotifyLevel, PanelContent};
+
+use crate::bridge::{
+    CommandEntry, CommandOutcome, CommandReply, Extensions, HostUpdate, ReloadSummary,
+};
+use crate::editor::Editor;
+use crate::theme::Theme;
+use crate::worker::{ConfirmRequest, Decision, Work, WorkerEvent, WorkerHandle};
+
+/// Two Ctrl+C within this time exit (the TUI issue).
+pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
+/// How long a status line stays (the reload status: 5 s, spec "Hot reload").
+pub const STATUS_TTL: Duration = Duration::from_secs(5);
+/// Rows the popup shows at most.
+pub const POPUP_ROWS: usize = 10;
+
+/// Built-in slash commands, with what they do.
+pub const BUILTINS: &[(&str, &str)] = &[
+    ("help", "show commands and keys"),
+    ("model", "show or switch the model: /model <id>"),
+    ("clear", "start a fresh conversation"),
+    ("compact", "summarise older messages to free context"),
+    ("sessions", "resume an earlier session of this directory"),
+    ("skills", "list the skills the agent can load"),
+    ("reload-ext", "restart every extension"),
+    ("yolo", "stop asking before tool calls"),
+    ("exit", "quit zot"),
+];
+
+/// Facts about the session the app shows.
+#[derive(Debug, Clone, Default)]
+pub struct AppConfig {
+    pub provider: String,
+    pub model: String,
+    pub cwd: String,
+    pub context_window: u32,
+    /// USD per million input and output tokens, when known.
+    pub price: Option<(f64, f64)>,
+    pub models: Vec<String>,
+    pub skills: Vec<(String, String)>,
+    /// Session files of this directory, for /sessions.
+    pub sessions_dir: Option<PathBuf>,
+    /// Set when there is no provider: what to tell the user.
+    pub missing_credentials: Option<String>,
+    /// Extension load errors from start-up.
+    pub startup_errors: Vec<String>,
+    /// Project extensions not loaded for lack of trust.
+    pub untrusted_extensions: usize,
+    pub theme: Theme,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    User(String),
+    Assistant(String),
+    Tool {
+        id: String,
+        name: String,
+        preview: String,
+        result: Option<(bool, String)>,
+        expanded: bool,
+    },
+    Error(String),
+    Info(String),
+    /// An extension that failed to load: stays until a clean reload or /clear.
+    ExtFailure(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub extension: String,
+    pub level: NotifyLevel,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    pub extension: String,
+    pub id: String,
+    pub title: String,
+    pub lines: Vec<String>,
+    pub footer: String,
+    pub scroll: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusKind {
+    Info,
+    Error,
+}
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub text: String,
+    pub kind: StatusKind,
+    pub until: Instant,
+}
+
+pub enum Overlay {
+    None,
+    Confirm {
+        request: ConfirmRequest,
+        selected: usize,
+    },
+    Sessions {
+        items: Vec<PathBuf>,
+        selected: usize,
+    },
+    Trust,
+}
+
+/// Results of async work the app started.
+#[derive(Debug)]
+pub enum AppMsg {
+    Command {
+        name: String,
+        result: Result<CommandReply, String>,
+    },
+    Reloaded(ReloadSummary),
+}
+
+pub struct App {
+    pub config: AppConfig,
+    pub entries: Vec<Entry>,
+    /// Rendered lines per entry, with the width they were wrapped for.
+    pub(crate) cache: Vec<Option<(u16, Vec<Line<'static>>)>>,
+    pub notes: Vec<Note>,
+    pub status: Option<Status>,
+    pub queue: VecDeque<String>,
+    pub editor: Editor,
+    pub popup_selected: usize,
+    pub panel: Option<Panel>,
+    pub overlay: Overlay,
+    pub busy: bool,
+    pub spinner: usize,
+    /// Rows scrolled up from the bottom of the chat.
+    pub scroll: usize,
+    pub last_input_tokens: u64,
+    pub cost: f64,
+    pub quit: bool,
+    last_ctrl_c: Option<Instant>,
+    commands: Vec<CommandEntry>,
+    worker: Option<WorkerHandle>,
+    ext: Arc<dyn Extensions>,
+    msgs: mpsc::UnboundedSender<AppMsg>,
+}
+
+/// `/name args` when the text names a command (a path like `/usr/bin` does not).
+pub fn parse_command(text: &str) -> Option<(&str, &str)> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let name = &rest[..end];
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    valid.then(|| (name, rest[end..].trim()))
+}
+
+impl App {
+    pub fn new(
+        config: AppConfig,
+        worker: Option<WorkerHandle>,
+        ext: Arc<dyn Extensions>,
+        msgs: mpsc::UnboundedSender<AppMsg>,
+    ) -> Self {
+        let mut app = Self {
+            entries: Vec::new(),
+            cache: Vec::new(),
+            notes: Vec::new(),
+            status: None,
+            queue: VecDeque::new(),
+            editor: Editor::new(),
+            popup_selected: 0,
+            panel: None,
+            overlay: Overlay::None,
+            busy: false,
+            spinner: 0,
+            scroll: 0,
+            last_input_tokens: 0,
+            cost: 0.0,
+            quit: false,
+            last_ctrl_c: None,
+            commands: ext.commands(),
+            worker,
+            ext,
+            msgs,
+            config,
+        };
+        for error in app.config.startup_errors.clone() {
+            app.push(Entry::ExtFailure(error));
+        }
+        if let Some(missing) = app.config.missing_credentials.clone() {
+            app.push(Entry::Info(missing));
+        }
+        if app.config.untrusted_extensions > 0 {
+            app.overlay = Overlay::Trust;
+        }
+        app
+    }
+
+    pub fn theme(&self) -> &Theme {
+        &self.config.theme
+    }
+
+    pub(crate) fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+        self.cache.push(None);
+        self.scroll = 0;
+    }
+
+    fn touch(&mut self, index: usize) {
+        if let Some(slot) = self.cache.get_mut(index) {
+            *slot = None;
+        }
+    }
+
+    fn set_status(&mut self, text: impl Into<String>, kind: StatusKind) {
+        self.status = Some(Status {
+            text: text.into(),
+            kind,
+            until: Instant::now() + STATUS_TTL,
+        });
+    }
+
+    /// Refreshes the list of extension commands (after a change).
+    pub fn refresh_commands(&mut self) {
+        self.commands = self.ext.commands();
+    }
+
+    /// Popup rows for the editor's `/prefix`: built-ins, then extension commands, sorted.
+    pub fn popup(&self) -> Option<Vec<(String, String, bool)>> {
+        let text = self.editor.text();
+        let typed = text.strip_prefix('/')?;
+        if typed.contains(char::is_whitespace) || self.panel.is_some() {
+            return None;
+        }
+        let typed = typed.to_lowercase();
+        let mut rows: Vec<(String, String, bool)> = BUILTINS
+            .iter()
+            .filter(|(name, _)| name.starts_with(&typed))
+            .map(|(name, desc)| ((*name).to_owned(), (*desc).to_owned(), false))
+            .collect();
+        let mut ext: Vec<&CommandEntry> = self
+            .commands
+            .iter()
+            .filter(|c| c.name.to_lowercase().starts_with(&typed))
+            .filter(|c| {
+                !BUILTINS
+                    .iter()
+                    .any(|(b, _)| b.eq_ignore_ascii_case(&c.name))
+            })
+            .collect();
+        ext.sort_by_key(|c| c.name.to_lowercase());
+        rows.extend(ext.into_iter().map(|c| {
+            let desc = c
+                .description
+                .clone()
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| format!("({})", c.extension));
+            (c.name.clone(), desc, true)
+        }));
+        (!rows.is_empty()).then_some(rows)
+    }
+
+    // ------------------------------------------------------------------ input
+
+    pub fn on_key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl
+            && key.code == KeyCode::Char('c')
+            && self.panel.is_none()
+            && matches!(self.overlay, Overlay::None)
+        {
+            return self.ctrl_c();
+        }
+        if !matches!(self.overlay, Overlay::None) {
+            return self.overlay_key(key);
+        }
+        if self.panel.is_some() {
+            return self.panel_key(key);
+        }
+        if let Some(rows) = self.popup() {
+            match key.code {
+                KeyCode::Up => {
+                    self.popup_selected =
+                        self.popup_selected.checked_sub(1).unwrap_or(rows.len() - 1);
+                    return;
+                }
+                KeyCode::Down => {
+                    self.popup_selected = (self.popup_selected + 1) % rows.len();
+                    return;
+                }
+                KeyCode::Tab | KeyCode::Enter => {
+                    let (name, _, _) = &rows[self.popup_selected.min(rows.len() - 1)];
+                    self.editor.set_text(&format!("/{name}"));
+                    self.popup_selected = 0;
+                    if key.code == KeyCode::Tab {
+                        self.editor.insert_char(' ');
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Enter if shift || alt => self.editor.newline(),
+            KeyCode::Char('j') if ctrl => self.editor.newline(),
+            KeyCode::Enter => {
+                let text = self.editor.take();
+                self.popup_selected = 0;
+                self.submit(&text);
+            }
+            KeyCode::Esc => self.escape(),
+            KeyCode::Backspace if alt => self.editor.delete_word(),
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left if ctrl || alt => self.editor.word_left(),
+            KeyCode::Right if ctrl || alt => self.editor.word_right(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Up => self.editor.up(),
+            KeyCode::Down => self.editor.down(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::PageUp => self.scroll += 10,
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::Char('u') if ctrl => self.editor.kill_line(),
+            KeyCode::Char('o') if ctrl => self.toggle_last_tool(),
+            KeyCode::Char('b') if alt => self.editor.word_left(),
+            KeyCode::Char('f') if alt => self.editor.word_right(),
+            KeyCode::Char(c) if !ctrl => {
+                self.editor.insert_char(c);
+                self.popup_selected = 0;
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        if self.panel.is_none() && matches!(self.overlay, Overlay::None) {
+            self.editor.insert_str(text);
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        let now = Instant::now();
+        if self
+            .last_ctrl_c
+            .is_some_and(|at| now.duration_since(at) <= DOUBLE_CTRL_C)
+        {
+            self.quit = true;
+            return;
+        }
+        self.last_ctrl_c = Some(now);
+        if self.busy {
+            self.abort();
+        }
+        self.editor.clear();
+        self.set_status("press Ctrl+C again to exit", StatusKind::Info);
+    }
+
+    fn escape(&mut self) {
+        if self.editor.text().starts_with('/') && self.popup().is_some() {
+            self.editor.clear();
+            return;
+        }
+        if self.busy {
+            self.abort();
+        }
+        self.queue.clear();
+        self.notes.clear();
+    }
+
+    fn abort(&mut self) {
+        if let Some(worker) = &self.worker {
+            worker.abort();
+        }
+    }
+
+    fn toggle_last_tool(&mut self) {
+        if let Some(index) = self
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Tool { .. }))
+        {
+            if let Entry::Tool { expanded, .. } = &mut self.entries[index] {
+                *expanded = !*expanded;
+            }
+            self.touch(index);
+        }
+    }
+
+    fn overlay_key(&mut self, key: KeyEvent) {
+        match std::mem::replace(&mut self.overlay, Overlay::None) {
+            Overlay::None => {}
+            Overlay::Confirm {
+                request,
+                mut selected,
+            } => {
+                const CHOICES: [Decision; 4] = [
+                    Decision::Yes,
+                    Decision::AlwaysThisTool,
+                    Decision::Always,
+                    Decision::No,
+                ];
+                let decision = match key.code {
+                    KeyCode::Char('y') => Some(Decision::Yes),
+                    KeyCode::Char('a') => Some(Decision::AlwaysThisTool),
+                    KeyCode::Char('A') => Some(Decision::Always),
+                    KeyCode::Char('n') | KeyCode::Esc => Some(Decision::No),
+                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                        Some(Decision::No)
+                    }
+                    KeyCode::Left | KeyCode::Up => {
+                        selected = selected.checked_sub(1).unwrap_or(CHOICES.len() - 1);
+                        None
+                    }
+                    KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
+                        selected = (selected + 1) % CHOICES.len();
+                        None
+                    }
+                    KeyCode::Enter => Some(CHOICES[selected.min(CHOICES.len() - 1)]),
+                    _ => None,
+                };
+                match decision {
+                    Some(decision) => {
+                        let _ = request.reply.send(decision);
+                    }
+                    None => self.overlay = Overlay::Confirm { request, selected },
+                }
+            }
+            Overlay::Sessions {
+                items,
+                mut selected,
+            } => match key.code {
+                KeyCode::Up => {
+                    selected = selected.saturating_sub(1);
+                    self.overlay = Overlay::Sessions { items, selected };
+                }
+                KeyCode::Down => {
+                    selected = (selected + 1).min(items.len().saturating_sub(1));
+                    self.overlay = Overlay::Sessions { items, selected };
+                }
+                KeyCode::Enter => {
+                    if let (Some(path), Some(worker)) = (items.get(selected), &self.worker) {
+                        worker.abort();
+                        worker.send(Work::OpenSession(path.clone()));
+                        self.busy = true;
+                    }
+                }
+                KeyCode::Esc => {}
+                _ => self.overlay = Overlay::Sessions { items, selected },
+            },
+            Overlay::Trust => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => match self.ext.trust_project() {
+                    Ok(()) => self.reload(),
+                    Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
+                },
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
+                    self.set_status(
+                        "project extensions not loaded (run `zot trust` to allow them)",
+                        StatusKind::Info,
+                    );
+                }
+                _ => self.overlay = Overlay::Trust,
+            },
+        }
+    }
+
+    fn panel_key(&mut self, key: KeyEvent) {
+        let Some(panel) = &mut self.panel else { return };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let (name, text) = match key.code {
+            KeyCode::Esc => return self.close_panel(true),
+            KeyCode::Char('c') if ctrl => return self.close_panel(true),
+            // Shift+arrows scroll a long panel locally.
+            KeyCode::Up if shift => {
+                panel.scroll = panel.scroll.saturating_sub(1);
+                return;
+            }
+            KeyCode::Down if shift => {
+                panel.scroll += 1;
+                return;
+            }
+            KeyCode::Up => (Key::Up, None),
+            KeyCode::Down => (Key::Down, None),
+            KeyCode::Left => (Key::Left, None),
+            KeyCode::Right => (Key::Right, None),
+            KeyCode::Enter => (Key::Enter, None),
+            KeyCode::Tab => (Key::Tab, None),
+            KeyCode::PageUp => (Key::PageUp, None),
+            KeyCode::PageDown => (Key::PageDown, None),
+            KeyCode::Home => (Key::Home, None),
+            KeyCode::End => (Key::End, None),
+            KeyCode::Backspace => (Key::Backspace, None),
+            KeyCode::Delete => (Key::Delete, None),
+            KeyCode::Char(c) if !ctrl => (Key::Rune, Some(c.to_string())),
+            _ => return,
+        };
+        let (extension, id) = (panel.extension.clone(), panel.id.clone());
+        self.ext.panel_key(&extension, &id, name, text);
+    }
+
+    fn close_panel(&mut self, tell_owner: bool) {
+        if let Some(panel) = self.panel.take()
+            && tell_owner
+        {
+            self.ext.panel_close(&panel.extension, &panel.id);
+        }
+    }
+
+    fn open_panel(&mut self, extension: &str, content: PanelContent) {
+        // One panel at a time: the previous owner learns its panel closed.
+        self.close_panel(true);
+        self.panel = Some(Panel {
+            extension: extension.to_owned(),
+            id: content.id,
+            title: content.title.unwrap_or_default(),
+            lines: content.lines,
+            footer: content.footer.unwrap_or_default(),
+            scroll: 0,
+        });
+    }
+
+    // ------------------------------------------------------------- submitting
+
+    /// Handles a line as typed: a built-in or extension command, or a prompt.
+    pub fn submit(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Some((name, args)) = parse_command(text) {
+            if let Some((builtin, _)) = BUILTINS.iter().find(|(b, _)| b.eq_ignore_ascii_case(name))
+            {
+                return self.builtin(builtin, args);
+            }
+            if let Some(cmd) = self
+                .commands
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(name))
+            {
+                let name = cmd.name.clone();
+                let ext = Arc::clone(&self.ext);
+                let msgs = self.msgs.clone();
+                let args = args.to_owned();
+                tokio::spawn(async move {
+                    let result = ext.invoke(&name, &args).await;
+                    let _ = msgs.send(AppMsg::Command { name, result });
+                });
+                return;
+            }
+            let path_like = text.trim_start()[1..]
+                .split_whitespace()
+                .next()
+                .is_some_and(|w| w.contains('/'));
+            if !path_like {
+                return self.set_status(
+                    format!("unknown command /{name} (type /help)"),
+                    StatusKind::Error,
+                );
+            }
+        }
+        self.prompt(text.to_owned());
+    }
+
+    fn prompt(&mut self, text: String) {
+        if self.worker.is_none() || self.config.missing_credentials.is_some() {
+            let why = self
+                .config
+                .missing_credentials
+                .clone()
+                .unwrap_or_else(|| "no model configured".into());
+            return self.set_status(why, StatusKind::Error);
+        }
+        if self.busy {
+            self.queue.push_back(text);
+            return;
+        }
+        self.start(text);
+    }
+
+    fn start(&mut self, text: String) {
+        self.notes.clear();
+        self.push(Entry::User(text.clone()));
+        if let Some(worker) = &self.worker {
+            worker.send(Work::Prompt(text));
+            self.busy = true;
+        }
+    }
+
+    fn builtin(&mut self, name: &str, args: &str) {
+        match name {
+            "help" => {
+                let mut text = String::from("Commands:\n");
+                for (name, desc) in BUILTINS {
+                    text.push_str(&format!("  /{name:<12} {desc}\n"));
+                }
+                for cmd in &self.commands {
+                    let desc = cmd.description.clone().unwrap_or_default();
+                    text.push_str(&format!("  /{:<12} {desc} [{}]\n", cmd.name, cmd.extension));
+                }
+                text.push_str(
+                    "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
+                     Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result",
+                );
+                self.push(Entry::Info(text));
+            }
+            "model" => {
+                if args.is_empty() {
+                    let list = self.config.models.join(", ");
+                    self.push(Entry::Info(format!(
+                        "model: {} ({}); available: {list}",
+                        self.config.model, self.config.provider
+                    )));
+                } else if let Some(worker) = &self.worker {
+                    worker.abort();
+                    worker.send(Work::SetModel(args.to_owned()));
+                    self.config.model = args.to_owned();
+                }
+            }
+            "clear" => {
+                self.abort();
+                self.entries.clear();
+                self.cache.clear();
+                self.notes.clear();
+                self.queue.clear();
+                if let Some(worker) = &self.worker {
+                    worker.send(Work::Clear);
+                }
+            }
+            "compact" => {
+                if let Some(worker) = &self.worker {
+                    worker.abort();
+                    worker.send(Work::Compact);
+                    self.busy = true;
+                    self.set_status("compacting…", StatusKind::Info);
+                }
+            }
+            "sessions" => {
+                let mut items: Vec<(std::time::SystemTime, PathBuf)> = self
+                    .config
+                    .sessions_dir
+                    .as_ref()
+                    .and_then(|dir| std::fs::read_dir(dir).ok())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                    .collect();
+                items.sort_by_key(|item| std::cmp::Reverse(item.0));
+                if items.is_empty() {
+                    self.set_status("no earlier sessions in this directory", StatusKind::Info);
+                } else {
+                    self.overlay = Overlay::Sessions {
+                        items: items.into_iter().map(|(_, p)| p).collect(),
+                        selected: 0,
+                    };
+                }
+            }
+            "skills" => {
+                let text = if self.config.skills.is_empty() {
+                    "no skills (add SKILL.md files under ./.zot/skills or $ZOT_HOME/skills)"
+                        .to_owned()
+                } else {
+                    self.config
+                        .skills
+                        .iter()
+                        .map(|(n, d)| format!("  {n}: {d}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                self.push(Entry::Info(text));
+            }
+            "reload-ext" => {
+                self.abort();
+                self.reload();
+            }
+            "yolo" => {
+                if let Some(worker) = &self.worker {
+                    worker
+                        .confirm
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .ask = false;
+                }
+                self.set_status("yolo: tools run without asking", StatusKind::Info);
+            }
+            "exit" => self.quit = true,
+            _ => {}
+        }
+    }
+
+    fn reload(&mut self) {
+        self.set_status("reloading extensions…", StatusKind::Info);
+        let ext = Arc::clone(&self.ext);
+        let msgs = self.msgs.clone();
+        tokio::spawn(async move {
+            let summary = ext.reload().await;
+            let _ = msgs.send(AppMsg::Reloaded(summary));
+        });
+    }
+
+    // ---------------------------------------------------------------- updates
+
+    pub fn on_app(&mut self, msg: AppMsg) {
+        match msg {
+            AppMsg::Command { name, result } => match result {
+                Err(e) => self.set_status(format!("extension /{name}: {e}"), StatusKind::Error),
+                Ok(reply) => self.command_reply(reply),
+            },
+            AppMsg::Reloaded(summary) => {
+                self.refresh_commands();
+                let mut text = format!(
+                    "reloaded: {} stopped, {} loaded ({} ready)",
+                    summary.stopped, summary.loaded, summary.ready
+                );
+                let failed = !summary.errors.is_empty();
+                if failed {
+                    text.push_str(&format!(", {} error(s)", summary.errors.len()));
+                }
+                self.set_status(
+                    text,
+                    if failed {
+                        StatusKind::Error
+                    } else {
+                        StatusKind::Info
+                    },
+                );
+                let old: Vec<usize> = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| matches!(e, Entry::ExtFailure(_)))
+                    .map(|(i, _)| i)
+                    .collect();
+                for index in old.into_iter().rev() {
+                    self.entries.remove(index);
+                    self.cache.remove(index);
+                }
+                for error in summary.errors {
+                    self.push(Entry::ExtFailure(error));
+                }
+                if let Some(worker) = &self.worker {
+                    worker.send(Work::ResetPrompt);
+                }
+            }
+        }
+    }
+
+    fn command_reply(&mut self, reply: CommandReply) {
+        if let Some(error) = &reply.error {
+            self.set_status(
+                format!("extension /{}: {error}", reply.command),
+                StatusKind::Error,
+            );
+        }
+        match reply.outcome {
+            CommandOutcome::Prompt(text) if !text.trim().is_empty() => self.prompt(text),
+            CommandOutcome::Insert(text) => self.editor.insert_str(&text),
+            CommandOutcome::Display(text) if !text.is_empty() => {
+                self.notes.push(Note {
+                    extension: reply.extension,
+                    level: NotifyLevel::Info,
+                    text,
+                });
+            }
+            CommandOutcome::OpenPanel(content) => self.open_panel(&reply.extension, content),
+            _ => {}
+        }
+    }
+
+    pub fn on_host(&mut self, update: HostUpdate) {
+        match update {
+            HostUpdate::Notify {
+                extension,
+                level,
+                message,
+            } => {
+                self.notes.push(Note {
+                    extension,
+                    level,
+                    text: message,
+                });
+            }
+            HostUpdate::ClearNotes { extension } => self.notes.retain(|n| n.extension != extension),
+            HostUpdate::Submit { text, .. } => self.submit(&text),
+            HostUpdate::PanelRender {
+                extension,
+                panel: render,
+            } => {
+                if let Some(panel) = self
+                    .panel
+                    .as_mut()
+                    .filter(|p| p.extension == extension && p.id == render.panel_id)
+                {
+                    if let Some(title) = render.title.filter(|t| !t.is_empty()) {
+                        panel.title = title;
+                    }
+                    panel.lines = render.lines;
+                    if let Some(footer) = render.footer {
+                        panel.footer = footer;
+                    }
+                }
+            }
+            HostUpdate::PanelClose {
+                extension,
+                panel_id,
+            } => {
+                if self
+                    .panel
+                    .as_ref()
+                    .is_some_and(|p| p.extension == extension && p.id == panel_id)
+                {
+                    self.panel = None;
+                }
+            }
+            HostUpdate::Warning { extension, message } => {
+                self.notes.push(Note {
+                    extension,
+                    level: NotifyLevel::Warn,
+                    text: message,
+                });
+            }
+            HostUpdate::CommandsChanged => self.refresh_commands(),
+        }
+    }
+
+    pub fn on_worker(&mut self, event: WorkerEvent) {
+        match event {
+            WorkerEvent::Agent(event) => self.on_agent(event),
+            WorkerEvent::Idle => {
+                self.busy = false;
+                if let Some(next) = self.queue.pop_front() {
+                    self.start(next);
+                }
+            }
+            WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
+            WorkerEvent::Error(text) => {
+                if !matches!(self.entries.last(), Some(Entry::Error(last)) if *last == text) {
+                    self.push(Entry::Error(text));
+                }
+            }
+            WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
+            WorkerEvent::Confirm(request) => {
+                self.overlay = Overlay::Confirm {
+                    request,
+                    selected: 0,
+                }
+            }
+        }
+    }
+
+    fn load_transcript(&mut self, messages: &[Message]) {
+        let keep: Vec<Entry> = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::ExtFailure(_)))
+            .cloned()
+            .collect();
+        self.entries.clear();
+        self.cache.clear();
+        for entry in keep {
+            self.push(entry);
+        }
+        for message in messages {
+            match message.role {
+                Role::User => {
+                    let text = message.text();
+                    if !text.is_empty() {
+                        self.push(Entry::User(text));
+                    }
+                }
+                Role::Assistant => {
+                    let text = message.text();
+                    if !text.is_empty() {
+                        self.push(Entry::Assistant(text));
+                    }
+                    for (id, name, args) in message.tool_calls() {
+                        self.push(Entry::Tool {
+                            id: id.to_owned(),
+                            name: name.to_owned(),
+                            preview: zot_core::agent::preview(args),
+                            result: None,
+                            expanded: false,
+                        });
+                    }
+                }
+                Role::Tool => {
+                    for block in &message.content {
+                        if let Block::ToolResult {
+                            call_id,
+                            is_error,
+                            content,
+                        } = block
+                        {
+                            self.tool_result(call_id, *is_error, content);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn tool_result(&mut self, id: &str, is_error: bool, content: &[Block]) {
+        let text: Vec<String> = content
+            .iter()
+            .map(|b| match b {
+                Block::Text { text } => text.clone(),
+                Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
+                _ => String::new(),
+            })
+            .collect();
+        let position = self
+            .entries
+            .iter()
+            .rposition(|e| matches!(e, Entry::Tool { id: tid, .. } if tid == id));
+        if let Some(index) = position {
+            if let Entry::Tool { result, .. } = &mut self.entries[index] {
+                *result = Some((is_error, text.join("\n")));
+            }
+            self.touch(index);
+        }
+    }
+
+    fn on_agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::AssistantStart => self.push(Entry::Assistant(String::new())),
+            AgentEvent::TextDelta { delta } => {
+                if let Some(index) = self
+                    .entries
+                    .iter()
+                    .rposition(|e| matches!(e, Entry::Assistant(_)))
+                {
+                    if let Entry::Assistant(text) = &mut self.entries[index] {
+                        text.push_str(&delta);
+                    }
+                    self.touch(index);
+                }
+            }
+            AgentEvent::AssistantMessage { content, .. } => {
+                let text = Message {
+                    role: Role::Assistant,
+                    content,
+                    time: None,
+                }
+                .text();
+                if let Some(index) = self
+                    .entries
+                    .iter()
+                    .rposition(|e| matches!(e, Entry::Assistant(_)))
+                {
+                    if text.is_empty() {
+                        self.entries.remove(index);
+                        self.cache.remove(index);
+                    } else {
+                        self.entries[index] = Entry::Assistant(text);
+                        self.touch(index);
+                    }
+                }
+            }
+            AgentEvent::AssistantBlocked { extension, reason } => {
+                if let Some(index) = self
+                    .entries
+                    .iter()
+                    .rposition(|e| matches!(e, Entry::Assistant(_)))
+                {
+                    self.entries.remove(index);
+                    self.cache.remove(index);
+                }
+                self.push(Entry::Info(format!(
+                    "[{extension}] hid the answer: {reason}"
+                )));
+            }
+            AgentEvent::ToolCall { id, name, args } => {
+                let preview = zot_core::agent::preview(&args);
+                self.push(Entry::Tool {
+                    id,
+                    name,
+                    preview,
+                    result: None,
+                    expanded: false,
+                });
+            }
+            AgentEvent::ToolResult {
+                id,
+                is_error,
+                content,
+            } => self.tool_result(&id, is_error, &content),
+            AgentEvent::Usage { usage, cumulative } => {
+                self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
+                if let Some((input, output)) = self.config.price {
+                    self.cost =
+                        (cumulative.input as f64 * input + cumulative.output as f64 * output) / 1e6;
+                }
+            }
+            AgentEvent::TurnEnd {
+                stop: "error",
+                error: Some(error),
+            } => self.push(Entry::Error(error)),
+            AgentEvent::TurnEnd {
+                stop: "aborted", ..
+            } => self.push(Entry::Info("aborted".into())),
+            AgentEvent::CompactDone { automatic, .. } => {
+                let how = if automatic {
+                    "context was getting full: "
+                } else {
+                    ""
+                };
+                self.push(Entry::Info(format!("{how}older messages were summarised")));
+            }
+            AgentEvent::Error { message } if !matches!(self.entries.last(), Some(Entry::Error(last)) if *last == message) =>
+            {
+                self.push(Entry::Error(message));
+            }
+            _ => {}
+        }
+    }
+
+    /// Spinner, status expiry.
+    pub fn tick(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
+        if self
+            .status
+            .as_ref()
+            .is_some_and(|s| Instant::now() >= s.until)
+        {
+            self.status = None;
+        }
+    }
+
+    /// Context use as a percentage of the window.
+    pub fn context_percent(&self) -> u64 {
+        if self.config.context_window == 0 {
+            return 0;
+        }
+        self.last_input_tokens * 100 / u64::from(self.config.context_window)
+    }
+}

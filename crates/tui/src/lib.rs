@@ -1,0 +1,93 @@
+//! zot's interactive terminal front end: renders the agent's event stream
+//! and the extensions' notes and panels, and drives both. The state lives in
+//! [`app::App`] (testable without a terminal), drawing in [`view`].
+
+pub mod app;
+pub mod bridge;
+pub mod editor;
+pub mod markdown;
+pub mod theme;
+pub mod view;
+pub mod worker;
+mod wrap;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event, EventStream};
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use zot_core::agent::Agent;
+
+use crate::app::{App, AppConfig};
+use crate::bridge::{Extensions, HostUpdate};
+
+/// How often the spinner turns and status lines expire.
+pub const TICK: Duration = Duration::from_millis(100);
+/// Events handled between two frames at most, so a fast stream cannot starve drawing.
+pub const EVENTS_PER_FRAME: usize = 256;
+
+pub struct Tui {
+    pub config: AppConfig,
+    /// `None` without credentials: commands still work, prompts explain how to set a key.
+    pub agent: Option<Agent>,
+    /// `--no-yolo`.
+    pub ask_before_tools: bool,
+    pub extensions: Arc<dyn Extensions>,
+    pub host_updates: mpsc::UnboundedReceiver<HostUpdate>,
+}
+
+/// Runs the TUI until the user exits. The terminal is restored on every
+/// exit path, panics included.
+pub async fn run(tui: Tui) -> std::io::Result<()> {
+    let Tui {
+        config,
+        agent,
+        ask_before_tools,
+        extensions,
+        mut host_updates,
+    } = tui;
+    let missing = config.missing_credentials.clone().unwrap_or_default();
+    let (worker, mut worker_events) = worker::spawn(agent, missing, ask_before_tools);
+    let (msgs, mut app_msgs) = mpsc::unbounded_channel();
+    let mut app = App::new(config, Some(worker.clone()), extensions, msgs);
+
+    // ratatui::init installs a panic hook that restores the terminal first.
+    let mut terminal = ratatui::init();
+    crossterm::execute!(std::io::stdout(), EnableBracketedPaste)?;
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(TICK);
+    let result = loop {
+        if let Err(e) = terminal.draw(|frame| view::draw(frame, &mut app)) {
+            break Err(e);
+        }
+        if app.quit {
+            break Ok(());
+        }
+        tokio::select! {
+            event = input.next() => match event {
+                Some(Ok(Event::Key(key))) => app.on_key(key),
+                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break Err(e),
+                None => break Ok(()),
+            },
+            Some(event) = worker_events.recv() => {
+                app.on_worker(event);
+                for _ in 0..EVENTS_PER_FRAME {
+                    match worker_events.try_recv() {
+                        Ok(event) => app.on_worker(event),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Some(update) = host_updates.recv() => app.on_host(update),
+            Some(msg) = app_msgs.recv() => app.on_app(msg),
+            _ = tick.tick() => app.tick(),
+        }
+    };
+    worker.abort();
+    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste);
+    ratatui::restore();
+    result
+}

@@ -1,0 +1,95 @@
+//! Colours. The default theme, and `theme.json` from a theme-only extension
+//! bundle (schema in docs/themes.md): any subset of the colour slots, each a
+//! `#rrggbb` string or a named terminal colour.
+
+use std::path::Path;
+
+use ratatui::style::Color;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    pub accent: Color,
+    pub user: Color,
+    pub assistant: Color,
+    pub muted: Color,
+    pub error: Color,
+    pub warn: Color,
+    pub success: Color,
+    pub border: Color,
+    pub code: Color,
+    pub tool: Color,
+}
+
+impl Default for Theme {
+    fn default() -> Self {
+        Self {
+            accent: Color::Cyan,
+            user: Color::LightBlue,
+            assistant: Color::Reset,
+            muted: Color::DarkGray,
+            error: Color::Red,
+            warn: Color::Yellow,
+            success: Color::Green,
+            border: Color::DarkGray,
+            code: Color::LightYellow,
+            tool: Color::Magenta,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ThemeFile {
+    #[serde(default)]
+    colors: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ThemeError {
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Theme {
+    /// Loads `theme.json`; unknown slots and bad colours are errors naming them.
+    pub fn load(path: &Path) -> Result<Self, ThemeError> {
+        let invalid = |message: String| ThemeError::Invalid {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
+        let file: ThemeFile =
+            serde_json::from_str(&text).map_err(|e| invalid(format!("invalid JSON: {e}")))?;
+        let mut theme = Self::default();
+        for (slot, value) in &file.colors {
+            let color = parse_color(value)
+                .ok_or_else(|| invalid(format!("colors.{slot}: not a colour: {value:?}")))?;
+            let target = match slot.as_str() {
+                "accent" => &mut theme.accent,
+                "user" => &mut theme.user,
+                "assistant" => &mut theme.assistant,
+                "muted" => &mut theme.muted,
+                "error" => &mut theme.error,
+                "warn" => &mut theme.warn,
+                "success" => &mut theme.success,
+                "border" => &mut theme.border,
+                "code" => &mut theme.code,
+                "tool" => &mut theme.tool,
+                other => return Err(invalid(format!("colors.{other}: unknown colour slot"))),
+            };
+            *target = color;
+        }
+        Ok(theme)
+    }
+}
+
+fn parse_color(value: &str) -> Option<Color> {
+    if let Some(hex) = value.strip_prefix('#') {
+        if hex.len() != 6 {
+            return None;
+        }
+        let byte = |i: usize| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok();
+        return Some(Color::Rgb(byte(0)?, byte(2)?, byte(4)?));
+    }
+    value.parse().ok()
+}

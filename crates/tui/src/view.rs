@@ -1,0 +1,502 @@
+//! Drawing the app: the chat (bottom-anchored, scrollable by rows), queued
+//! prompts, notes, the status line, the editor, the status bar, and the
+//! overlays (command popup, extension panel, dialogs). Works at any size.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use zot_protocol::zot::NotifyLevel;
+
+use crate::app::{App, Entry, Overlay, POPUP_ROWS, StatusKind};
+use crate::markdown;
+use crate::theme::Theme;
+use crate::wrap::wrap;
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+/// Most rows the editor grows to.
+const EDITOR_MAX_ROWS: usize = 8;
+/// Tool result lines shown when collapsed.
+const COLLAPSED_RESULT_LINES: usize = 3;
+
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    if area.width < 4 || area.height < 4 {
+        return;
+    }
+    let theme = *app.theme();
+    let editor_rows = app.editor.lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
+    let queue_rows = app.queue.len().min(3) as u16;
+    let note_lines = notes(app, &theme);
+    let note_rows = (note_lines.len() as u16).min(area.height / 3);
+    let status_rows = u16::from(app.status.is_some());
+    let [chat, queue, notes_area, status, editor, bar] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(queue_rows),
+        Constraint::Length(note_rows),
+        Constraint::Length(status_rows),
+        Constraint::Length(editor_rows),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+
+    draw_chat(frame, app, chat, &theme);
+    let queued: Vec<Line> = app
+        .queue
+        .iter()
+        .take(3)
+        .map(|q| {
+            Line::styled(
+                format!("queued: {}", first_line(q)),
+                Style::default().fg(theme.muted),
+            )
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(queued), queue);
+    let skip = note_lines.len().saturating_sub(note_rows as usize);
+    frame.render_widget(
+        Paragraph::new(note_lines.into_iter().skip(skip).collect::<Vec<_>>()),
+        notes_area,
+    );
+    if let Some(s) = &app.status {
+        let color = if s.kind == StatusKind::Error {
+            theme.error
+        } else {
+            theme.accent
+        };
+        frame.render_widget(
+            Paragraph::new(Line::styled(s.text.clone(), Style::default().fg(color))),
+            status,
+        );
+    }
+    draw_editor(frame, app, editor, &theme);
+    draw_bar(frame, app, bar, &theme);
+
+    if let Some(rows) = app.popup() {
+        draw_popup(frame, app, &rows, editor, &theme);
+    }
+    if app.panel.is_some() {
+        draw_panel(frame, app, area, &theme);
+    }
+    match &app.overlay {
+        Overlay::None => {}
+        Overlay::Confirm { request, selected } => {
+            let choices = ["yes", "always this tool", "always", "no"];
+            let mut spans = Vec::new();
+            for (i, choice) in choices.iter().enumerate() {
+                let style = if i == *selected {
+                    Style::default()
+                        .fg(theme.accent)
+                        .add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                spans.push(Span::styled(format!(" {choice} "), style));
+                spans.push(Span::raw(" "));
+            }
+            let body = vec![
+                Line::from(vec![
+                    Span::styled(
+                        request.name.clone(),
+                        Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(format!(" {}", request.preview)),
+                ]),
+                Line::default(),
+                Line::from(spans),
+                Line::styled(
+                    "y yes · a always this tool · A always · n no",
+                    Style::default().fg(theme.muted),
+                ),
+            ];
+            dialog(frame, area, " Run this tool? ", body, &theme);
+        }
+        Overlay::Sessions { items, selected } => {
+            let body: Vec<Line> = items
+                .iter()
+                .enumerate()
+                .map(|(i, path)| {
+                    let name = path
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let style = if i == *selected {
+                        Style::default().add_modifier(Modifier::REVERSED)
+                    } else {
+                        Style::default()
+                    };
+                    Line::styled(name, style)
+                })
+                .collect();
+            dialog(frame, area, " Resume a session (Enter, Esc) ", body, &theme);
+        }
+        Overlay::Trust => {
+            let n = app.config.untrusted_extensions;
+            let body = vec![
+                Line::raw(format!(
+                    "This project ships {n} extension(s) in .zot/extensions."
+                )),
+                Line::raw("They run with your permissions. Trust this project?"),
+                Line::default(),
+                Line::styled(
+                    "y trust (remembered by `zot trust`) · n not now",
+                    Style::default().fg(theme.muted),
+                ),
+            ];
+            dialog(frame, area, " Untrusted project ", body, &theme);
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn notes(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    app.notes
+        .iter()
+        .flat_map(|note| {
+            let color = match note.level {
+                NotifyLevel::Info => theme.muted,
+                NotifyLevel::Success => theme.success,
+                NotifyLevel::Warn => theme.warn,
+                NotifyLevel::Error => theme.error,
+            };
+            let ext = note.extension.clone();
+            note.text
+                .lines()
+                .map(move |line| {
+                    Line::from(vec![
+                        Span::styled(format!("[{ext}] "), Style::default().fg(theme.accent)),
+                        Span::styled(line.to_owned(), Style::default().fg(color)),
+                    ])
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The lines of one entry, unwrapped.
+fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+    match entry {
+        Entry::User(text) => text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| {
+                let lead = if i == 0 { "› " } else { "  " };
+                Line::styled(
+                    format!("{lead}{line}"),
+                    Style::default().fg(theme.user).add_modifier(Modifier::BOLD),
+                )
+            })
+            .collect(),
+        Entry::Assistant(text) => markdown::render(text, theme),
+        Entry::Tool {
+            name,
+            preview,
+            result,
+            expanded,
+            ..
+        } => {
+            let mut lines = vec![Line::from(vec![
+                Span::styled(
+                    format!("⚙ {name} "),
+                    Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(preview.clone(), Style::default().fg(theme.muted)),
+            ])];
+            if let Some((is_error, text)) = result {
+                let (mark, color) = if *is_error {
+                    ("✗", theme.error)
+                } else {
+                    ("✓", theme.success)
+                };
+                let all: Vec<&str> = text.lines().collect();
+                let shown = if *expanded {
+                    all.len()
+                } else {
+                    all.len().min(COLLAPSED_RESULT_LINES)
+                };
+                for (i, line) in all.iter().take(shown).enumerate() {
+                    let lead = if i == 0 {
+                        format!("  {mark} ")
+                    } else {
+                        "    ".to_owned()
+                    };
+                    lines.push(Line::from(vec![
+                        Span::styled(lead, Style::default().fg(color)),
+                        Span::styled((*line).to_owned(), Style::default().fg(theme.muted)),
+                    ]));
+                }
+                if all.is_empty() {
+                    lines.push(Line::styled(
+                        format!("  {mark} (no output)"),
+                        Style::default().fg(color),
+                    ));
+                }
+                if all.len() > shown {
+                    lines.push(Line::styled(
+                        format!("    … {} more lines (ctrl+o to expand)", all.len() - shown),
+                        Style::default().fg(theme.muted),
+                    ));
+                }
+            }
+            lines
+        }
+        Entry::Error(text) => text
+            .lines()
+            .map(|l| Line::styled(format!("✗ {l}"), Style::default().fg(theme.error)))
+            .collect(),
+        Entry::Info(text) => text
+            .lines()
+            .map(|l| Line::styled(l.to_owned(), Style::default().fg(theme.muted)))
+            .collect(),
+        Entry::ExtFailure(text) => text
+            .lines()
+            .map(|l| Line::styled(format!("⚠ {l}"), Style::default().fg(theme.error)))
+            .collect(),
+    }
+}
+
+/// The chat, bottom-anchored: only the entries that can be seen are wrapped.
+fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
+    let width = area.width;
+    let needed = area.height as usize + app.scroll;
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    for index in (0..app.entries.len()).rev() {
+        let cached = app
+            .cache
+            .get(index)
+            .and_then(|c| c.as_ref())
+            .filter(|(w, _)| *w == width)
+            .map(|(_, l)| l.clone());
+        let lines = match cached {
+            Some(lines) => lines,
+            None => {
+                let lines: Vec<Line<'static>> = entry_lines(&app.entries[index], theme)
+                    .iter()
+                    .flat_map(|l| wrap(l, width as usize))
+                    .collect();
+                if let Some(slot) = app.cache.get_mut(index) {
+                    *slot = Some((width, lines.clone()));
+                }
+                lines
+            }
+        };
+        let mut block = lines;
+        block.push(Line::default());
+        block.extend(rows);
+        rows = block;
+        if rows.len() >= needed {
+            break;
+        }
+    }
+    app.scroll = app
+        .scroll
+        .min(rows.len().saturating_sub(area.height as usize));
+    let end = rows.len().saturating_sub(app.scroll);
+    let start = end.saturating_sub(area.height as usize);
+    let visible: Vec<Line<'static>> = rows[start..end].to_vec();
+    frame.render_widget(Paragraph::new(visible), area);
+}
+
+fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
+    let title = if app.busy {
+        " working… Enter queues, Esc cancels "
+    } else {
+        " Enter send · Shift+Enter newline "
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.border))
+        .title(Span::styled(title, Style::default().fg(theme.muted)));
+    let inner = block.inner(area);
+    let (row, col) = app.editor.cursor();
+    let height = inner.height as usize;
+    let top = row.saturating_sub(height.saturating_sub(1));
+    let lines: Vec<Line> = app
+        .editor
+        .lines()
+        .iter()
+        .skip(top)
+        .take(height)
+        .map(|l| Line::raw(l.clone()))
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+    if app.panel.is_none() && matches!(app.overlay, Overlay::None) {
+        let line = &app.editor.lines()[row];
+        let x: usize = line
+            .chars()
+            .take(col)
+            .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+            .sum();
+        let x =
+            (inner.x as usize + x).min((inner.x + inner.width).saturating_sub(1) as usize) as u16;
+        let y = inner.y + (row - top) as u16;
+        frame.set_cursor_position((x, y));
+    }
+}
+
+fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
+    let spinner = if app.busy {
+        SPINNER[app.spinner % SPINNER.len()]
+    } else {
+        " "
+    };
+    let model = if app.config.missing_credentials.is_some() {
+        "no model (set a key)".to_owned()
+    } else {
+        format!("{}/{}", app.config.provider, app.config.model)
+    };
+    let text = format!(
+        "{spinner} {model} · {} · ctx {}% · ${:.4}",
+        app.config.cwd,
+        app.context_percent(),
+        app.cost
+    );
+    frame.render_widget(
+        Paragraph::new(Line::styled(text, Style::default().fg(theme.muted))),
+        area,
+    );
+}
+
+fn draw_popup(
+    frame: &mut Frame,
+    app: &App,
+    rows: &[(String, String, bool)],
+    editor: Rect,
+    theme: &Theme,
+) {
+    let mut lines = Vec::new();
+    let mut divider_done = false;
+    let selected = app.popup_selected.min(rows.len().saturating_sub(1));
+    let first = selected.saturating_sub(POPUP_ROWS - 1);
+    for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
+        if *from_ext && !divider_done {
+            divider_done = true;
+            if i > first || rows.iter().any(|r| !r.2) {
+                lines.push(Line::styled(
+                    "── extensions ──",
+                    Style::default().fg(theme.muted),
+                ));
+            }
+        }
+        let style = if i == selected {
+            Style::default()
+                .fg(theme.accent)
+                .add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("/{name:<14}"), style),
+            Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
+        ]));
+    }
+    let height = (lines.len() as u16 + 2).min(editor.y);
+    if height < 3 {
+        return;
+    }
+    let area = Rect {
+        x: editor.x,
+        y: editor.y - height,
+        width: editor.width,
+        height,
+    };
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.border));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn draw_panel(frame: &mut Frame, app: &mut App, screen: Rect, theme: &Theme) {
+    let Some(panel) = app.panel.as_mut() else {
+        return;
+    };
+    let area = centered(screen, 90, 80);
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.accent))
+        .title(Span::styled(
+            format!(" {} ", panel.title),
+            Style::default().add_modifier(Modifier::BOLD),
+        ))
+        .title_bottom(Span::styled(
+            format!(" {} ", panel.footer),
+            Style::default().fg(theme.muted),
+        ));
+    let inner = block.inner(area);
+    let lines: Vec<Line> = panel
+        .lines
+        .iter()
+        .flat_map(|l| wrap(&Line::raw(l.clone()), inner.width as usize))
+        .collect();
+    panel.scroll = panel
+        .scroll
+        .min(lines.len().saturating_sub(inner.height as usize));
+    let visible: Vec<Line> = lines
+        .into_iter()
+        .skip(panel.scroll)
+        .take(inner.height as usize)
+        .collect();
+    frame.render_widget(Paragraph::new(visible).block(block), area);
+}
+
+fn dialog(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {
+    let width = screen.width.min(72).max(screen.width.min(20));
+    let height = (body.len() as u16 + 2).min(screen.height);
+    let area = Rect {
+        x: screen.x + (screen.width - width) / 2,
+        y: screen.y + (screen.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.accent))
+        .title(Span::styled(
+            title.to_owned(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+    let lines: Vec<Line> = body
+        .iter()
+        .flat_map(|l| {
+            wrap(
+                &l.clone().into_owned_line(),
+                width.saturating_sub(2) as usize,
+            )
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+trait IntoOwnedLine {
+    fn into_owned_line(self) -> Line<'static>;
+}
+
+impl IntoOwnedLine for Line<'_> {
+    fn into_owned_line(self) -> Line<'static> {
+        Line::from(
+            self.spans
+                .into_iter()
+                .map(|s| Span::styled(s.content.into_owned(), s.style))
+                .collect::<Vec<_>>(),
+        )
+        .style(self.style)
+    }
+}
+
+fn centered(screen: Rect, width_pct: u16, height_pct: u16) -> Rect {
+    let width = (screen.width * width_pct / 100).max(screen.width.min(10));
+    let height = (screen.height * height_pct / 100).max(screen.height.min(5));
+    Rect {
+        x: screen.x + (screen.width - width) / 2,
+        y: screen.y + (screen.height - height) / 2,
+        width,
+        height,
+    }
+}

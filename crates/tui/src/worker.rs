@@ -1,0 +1,232 @@
+//! The agent runs in its own task so the screen stays live: the app sends
+//! work, the worker streams events back. Abort cancels the current work.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use zot_core::agent::{Agent, COMPACT_KEEP_TAIL, Confirm};
+use zot_core::event::AgentEvent;
+use zot_core::message::{Block, Message};
+use zot_core::provider::Provider;
+use zot_core::session::Session;
+use zot_core::tool::BoxFuture;
+
+/// Work for the agent.
+#[derive(Debug)]
+pub enum Work {
+    Prompt(String),
+    Compact,
+    Clear,
+    SetModel(String),
+    /// Extensions were reloaded: prepare the system prompt again.
+    ResetPrompt,
+    OpenSession(PathBuf),
+}
+
+/// What the worker reports.
+#[derive(Debug)]
+pub enum WorkerEvent {
+    Agent(AgentEvent),
+    /// A piece of work finished; the agent is idle unless more is queued.
+    Idle,
+    Status(String),
+    Error(String),
+    /// The conversation was replaced (session opened, compacted, cleared).
+    Transcript(Vec<Message>),
+    Confirm(ConfirmRequest),
+}
+
+/// A tool call waiting for the user (`--no-yolo`).
+#[derive(Debug)]
+pub struct ConfirmRequest {
+    pub id: String,
+    pub name: String,
+    pub preview: String,
+    pub reply: oneshot::Sender<Decision>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Yes,
+    AlwaysThisTool,
+    Always,
+    No,
+}
+
+/// Who is asked before tools run; `/yolo` turns asking off.
+#[derive(Debug, Default)]
+pub struct ConfirmState {
+    pub ask: bool,
+    pub always_all: bool,
+    pub always: HashSet<String>,
+}
+
+struct TuiConfirm {
+    state: Arc<Mutex<ConfirmState>>,
+    events: mpsc::UnboundedSender<WorkerEvent>,
+}
+
+impl Confirm for TuiConfirm {
+    fn needed(&self, name: &str) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.ask && !state.always_all && !state.always.contains(name)
+    }
+
+    fn confirm<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        preview: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let request = ConfirmRequest {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                preview: preview.to_owned(),
+                reply,
+            };
+            if self.events.send(WorkerEvent::Confirm(request)).is_err() {
+                return Err("tool call refused: nobody to ask".to_owned());
+            }
+            let decision = answer.await.unwrap_or(Decision::No);
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            match decision {
+                Decision::Yes => Ok(()),
+                Decision::AlwaysThisTool => {
+                    state.always.insert(name.to_owned());
+                    Ok(())
+                }
+                Decision::Always => {
+                    state.always_all = true;
+                    Ok(())
+                }
+                Decision::No => Err("tool call refused by user".to_owned()),
+            }
+        })
+    }
+}
+
+/// The app's handle on the worker.
+#[derive(Clone)]
+pub struct WorkerHandle {
+    work: mpsc::UnboundedSender<Work>,
+    cancel: Arc<Mutex<CancellationToken>>,
+    pub confirm: Arc<Mutex<ConfirmState>>,
+}
+
+impl WorkerHandle {
+    pub fn send(&self, work: Work) {
+        let _ = self.work.send(work);
+    }
+
+    /// Cancels the running prompt or compaction (bash process groups die with it).
+    pub fn abort(&self) {
+        self.cancel
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancel();
+    }
+}
+
+/// Starts the worker. Without an agent (no credentials) every prompt answers `missing`.
+pub fn spawn(
+    agent: Option<Agent>,
+    missing: String,
+    ask_before_tools: bool,
+) -> (WorkerHandle, mpsc::UnboundedReceiver<WorkerEvent>) {
+    let (work_tx, mut work_rx) = mpsc::unbounded_channel::<Work>();
+    let (events, rx) = mpsc::unbounded_channel();
+    let cancel = Arc::new(Mutex::new(CancellationToken::new()));
+    let confirm = Arc::new(Mutex::new(ConfirmState {
+        ask: ask_before_tools,
+        ..ConfirmState::default()
+    }));
+    let handle = WorkerHandle {
+        work: work_tx,
+        cancel: Arc::clone(&cancel),
+        confirm: Arc::clone(&confirm),
+    };
+    let mut agent = agent;
+    if let Some(agent) = &mut agent {
+        agent.set_confirm(Arc::new(TuiConfirm {
+            state: confirm,
+            events: events.clone(),
+        }));
+    }
+    tokio::spawn(async move {
+        while let Some(work) = work_rx.recv().await {
+            let token = CancellationToken::new();
+            *cancel.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+            match agent.as_mut() {
+                None => {
+                    let _ = events.send(WorkerEvent::Error(missing.clone()));
+                }
+                Some(agent) => run(agent, work, &events, &token).await,
+            }
+            let _ = events.send(WorkerEvent::Idle);
+        }
+    });
+    (handle, rx)
+}
+
+async fn run(
+    agent: &mut Agent,
+    work: Work,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+    cancel: &CancellationToken,
+) {
+    match work {
+        Work::Prompt(text) => {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let forward = async {
+                while let Some(event) = rx.recv().await {
+                    let _ = events.send(WorkerEvent::Agent(event));
+                }
+            };
+            let run = async {
+                let result = agent.prompt(vec![Block::Text { text }], &tx, cancel).await;
+                drop(tx);
+                result
+            };
+            let (result, ()) = tokio::join!(run, forward);
+            if let Err(e) = result {
+                let _ = events.send(WorkerEvent::Error(e.to_string()));
+            }
+        }
+        Work::Compact => match agent.compact(COMPACT_KEEP_TAIL, cancel).await {
+            Ok(_) => {
+                let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                let _ = events.send(WorkerEvent::Status(
+                    "compacted: older messages summarised".into(),
+                ));
+            }
+            Err(e) => {
+                let _ = events.send(WorkerEvent::Error(format!("compact: {e}")));
+            }
+        },
+        Work::Clear => {
+            agent.clear();
+            let _ = events.send(WorkerEvent::Transcript(Vec::new()));
+        }
+        Work::SetModel(model) => {
+            let provider = Provider::new(agent.provider().config().clone());
+            agent.set_model(provider, model.clone());
+            let _ = events.send(WorkerEvent::Status(format!("model: {model}")));
+        }
+        Work::ResetPrompt => agent.reset_system_prompt(),
+        Work::OpenSession(path) => match Session::open(&path) {
+            Ok(session) => {
+                agent.set_session(session);
+                let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                let _ = events.send(WorkerEvent::Status(format!("resumed {}", path.display())));
+            }
+            Err(e) => {
+                let _ = events.send(WorkerEvent::Error(e.to_string()));
+            }
+        },
+    }
+}

@@ -1,0 +1,214 @@
+//! App behaviour: queueing, cancelling, notes, panels, commands, exits.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
+use zot_tui::app::{AppMsg, Entry, StatusKind};
+use zot_tui::bridge::{CommandOutcome, CommandReply, HostUpdate};
+
+use super::support::{app, app_with, config};
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn type_text(app: &mut zot_tui::app::App, text: &str) {
+    for c in text.chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+}
+
+fn reply(outcome: CommandOutcome, error: Option<&str>) -> AppMsg {
+    AppMsg::Command {
+        name: "todo".into(),
+        result: Ok(CommandReply {
+            extension: "todo".into(),
+            command: "todo".into(),
+            outcome,
+            error: error.map(str::to_owned),
+        }),
+    }
+}
+
+fn panel(id: &str) -> CommandOutcome {
+    CommandOutcome::OpenPanel(PanelContent { id: id.into(), title: Some("T".into()), lines: vec!["a".into()], footer: None })
+}
+
+#[tokio::test]
+async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
+    let (mut app, _, _) = app();
+    type_text(&mut app, "first");
+    app.on_key(key(KeyCode::Enter));
+    assert!(app.busy);
+    type_text(&mut app, "second");
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.queue, ["second"]);
+    app.on_host(HostUpdate::Notify { extension: "x".into(), level: NotifyLevel::Info, message: "hi".into() });
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.queue.is_empty());
+    assert!(app.notes.is_empty());
+}
+
+#[tokio::test]
+async fn queued_prompts_are_delivered_in_order_when_idle() {
+    let (mut app, _, _) = app();
+    app.submit("one");
+    app.submit("two");
+    app.submit("three");
+    app.on_worker(zot_tui::worker::WorkerEvent::Idle);
+    app.on_worker(zot_tui::worker::WorkerEvent::Idle);
+    let users: Vec<&Entry> = app.entries.iter().filter(|e| matches!(e, Entry::User(_))).collect();
+    assert_eq!(users, [&Entry::User("one".into()), &Entry::User("two".into()), &Entry::User("three".into())]);
+}
+
+#[tokio::test]
+async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_next_prompt() {
+    let (mut app, _, _) = app();
+    for ext in ["a", "b", "a"] {
+        app.on_host(HostUpdate::Notify { extension: ext.into(), level: NotifyLevel::Warn, message: "m".into() });
+    }
+    app.on_host(HostUpdate::ClearNotes { extension: "a".into() });
+    assert_eq!(app.notes.len(), 1);
+    assert_eq!(app.notes[0].extension, "b");
+    app.submit("go");
+    assert!(app.notes.is_empty());
+}
+
+#[tokio::test]
+async fn unknown_commands_and_path_like_text() {
+    let (mut app, _, _) = app();
+    app.submit("/nonsense arg");
+    let status = app.status.clone().unwrap();
+    assert_eq!(status.kind, StatusKind::Error);
+    assert!(status.text.contains("unknown command /nonsense"));
+    assert!(app.entries.is_empty(), "nothing was sent");
+    app.submit("/usr/bin/env is where?");
+    assert_eq!(app.entries, [Entry::User("/usr/bin/env is where?".into())]);
+}
+
+#[tokio::test]
+async fn extension_commands_run_case_insensitively_and_replies_act() {
+    let (mut app, _, mut msgs) = app();
+    app.submit("/DEPLOY now");
+    let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv()).await.unwrap().unwrap();
+    match &msg {
+        AppMsg::Command { name, result } => {
+            assert_eq!(name, "Deploy");
+            assert_eq!(result.as_ref().unwrap().outcome, CommandOutcome::Display("ran Deploy now".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    app.on_app(msg);
+    assert_eq!(app.notes.len(), 1);
+    assert_eq!(app.notes[0].text, "ran Deploy now");
+
+    app.on_app(reply(CommandOutcome::Insert("inserted".into()), None));
+    assert_eq!(app.editor.text(), "inserted");
+    app.on_app(reply(CommandOutcome::Noop, Some("went wrong")));
+    let status = app.status.clone().unwrap();
+    assert_eq!(status.kind, StatusKind::Error);
+    assert_eq!(status.text, "extension /todo: went wrong");
+    app.on_app(reply(CommandOutcome::Prompt("do it".into()), None));
+    assert!(app.entries.contains(&Entry::User("do it".into())));
+    app.on_app(AppMsg::Command { name: "slow".into(), result: Err("timeout waiting for x/slow".into()) });
+    assert!(app.status.clone().unwrap().text.contains("timeout"));
+}
+
+#[tokio::test]
+async fn popup_filters_case_insensitively_with_builtins_first() {
+    let (mut app, _, _) = app();
+    type_text(&mut app, "/");
+    let rows = app.popup().unwrap();
+    assert_eq!(rows[0].0, "help");
+    let ext: Vec<&str> = rows.iter().filter(|r| r.2).map(|r| r.0.as_str()).collect();
+    assert_eq!(ext, ["Deploy", "todo", "weather"]);
+    type_text(&mut app, "WE");
+    let rows = app.popup().unwrap();
+    assert_eq!(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["weather"]);
+    app.on_key(key(KeyCode::Tab));
+    assert_eq!(app.editor.text(), "/weather ");
+    assert!(app.popup().is_none());
+}
+
+#[tokio::test]
+async fn panels_take_the_keyboard_and_close_cleanly() {
+    let (mut app, host, _) = app();
+    app.on_app(reply(panel("p1"), None));
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Char('x')));
+    app.on_key(key(KeyCode::PageDown));
+    {
+        let keys = host.keys.lock().unwrap();
+        assert_eq!(keys[0], ("todo".into(), "p1".into(), Key::Down, None));
+        assert_eq!(keys[1], ("todo".into(), "p1".into(), Key::Rune, Some("x".into())));
+        assert_eq!(keys[2].2, Key::PageDown);
+    }
+    assert!(app.editor.is_empty(), "keys went to the panel, not the editor");
+
+    // Renders for another panel id or extension are ignored.
+    let render = |id: &str| PanelRender { panel_id: id.into(), title: None, lines: vec!["new".into()], footer: None };
+    app.on_host(HostUpdate::PanelRender { extension: "other".into(), panel: render("p1") });
+    app.on_host(HostUpdate::PanelRender { extension: "todo".into(), panel: render("p2") });
+    assert_eq!(app.panel.as_ref().unwrap().lines, ["a"]);
+    app.on_host(HostUpdate::PanelRender { extension: "todo".into(), panel: render("p1") });
+    assert_eq!(app.panel.as_ref().unwrap().lines, ["new"]);
+    assert_eq!(app.panel.as_ref().unwrap().title, "T", "an empty title keeps the old one");
+
+    // A second panel closes the first and tells its owner.
+    app.on_app(reply(panel("p2"), None));
+    assert_eq!(host.closed.lock().unwrap().as_slice(), [("todo".to_owned(), "p1".to_owned())]);
+    // Esc closes it and tells the owner; Ctrl+C too.
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.panel.is_none());
+    assert_eq!(host.closed.lock().unwrap().len(), 2);
+    app.on_app(reply(panel("p3"), None));
+    app.on_key(ctrl('c'));
+    assert!(app.panel.is_none());
+    assert!(!app.quit);
+    // The extension closing its own panel sends nothing back.
+    app.on_app(reply(panel("p4"), None));
+    app.on_host(HostUpdate::PanelClose { extension: "todo".into(), panel_id: "p4".into() });
+    assert!(app.panel.is_none());
+    assert_eq!(host.closed.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn ctrl_c_twice_exits() {
+    let (mut app, _, _) = app();
+    type_text(&mut app, "draft");
+    app.on_key(ctrl('c'));
+    assert!(!app.quit);
+    assert!(app.editor.is_empty());
+    app.on_key(ctrl('c'));
+    assert!(app.quit);
+}
+
+#[tokio::test]
+async fn without_credentials_commands_work_and_prompts_explain() {
+    let mut cfg = config();
+    cfg.missing_credentials = Some("no API key: set ANTHROPIC_API_KEY or use --provider ollama".into());
+    let (mut app, _, _) = app_with(cfg);
+    assert!(matches!(&app.entries[0], Entry::Info(text) if text.contains("--provider ollama")));
+    app.submit("hello");
+    assert!(app.status.clone().unwrap().text.contains("ANTHROPIC_API_KEY"));
+    assert!(!app.busy);
+    app.submit("/help");
+    assert!(matches!(app.entries.last(), Some(Entry::Info(text)) if text.contains("/reload-ext")));
+}
+
+#[tokio::test]
+async fn editor_keys_and_paste() {
+    let (mut app, _, _) = app();
+    app.on_paste("line one\r\nline two");
+    assert_eq!(app.editor.text(), "line one\nline two");
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT));
+    type_text(&mut app, "three");
+    assert_eq!(app.editor.lines().len(), 3);
+    app.on_key(KeyEvent::new(KeyCode::Left, KeyModifiers::CONTROL));
+    assert_eq!(app.editor.cursor(), (2, 0));
+}

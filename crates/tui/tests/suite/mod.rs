@@ -1,0 +1,3 @@
+mod behaviour;
+mod snapshots;
+mod support;

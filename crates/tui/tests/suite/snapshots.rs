@@ -1,0 +1,164 @@
+//! One snapshot per screen state the TUI issue lists.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use insta::assert_snapshot;
+use serde_json::json;
+use tokio::sync::oneshot;
+use zot_core::event::AgentEvent;
+use zot_core::message::Block;
+use zot_protocol::zot::{NotifyLevel, PanelContent};
+use zot_tui::app::{AppMsg, Entry};
+use zot_tui::bridge::{CommandOutcome, CommandReply, HostUpdate, ReloadSummary};
+use zot_tui::worker::{ConfirmRequest, WorkerEvent};
+
+use super::support::{app, render};
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn agent(app: &mut zot_tui::app::App, event: AgentEvent) {
+    app.on_worker(WorkerEvent::Agent(event));
+}
+
+#[tokio::test]
+async fn empty_chat() {
+    let (mut app, _, _) = app();
+    assert_snapshot!(render(&mut app, 80, 12));
+}
+
+#[tokio::test]
+async fn streaming_text() {
+    let (mut app, _, _) = app();
+    app.on_key(key(KeyCode::Char('h')));
+    app.on_key(key(KeyCode::Char('i')));
+    app.on_key(key(KeyCode::Enter));
+    app.busy = true;
+    agent(&mut app, AgentEvent::AssistantStart);
+    for delta in ["Hello! ", "I am streaming ", "this answer word by word"] {
+        agent(&mut app, AgentEvent::TextDelta { delta: delta.into() });
+    }
+    assert_snapshot!(render(&mut app, 80, 12));
+}
+
+#[tokio::test]
+async fn markdown() {
+    let (mut app, _, _) = app();
+    let text = "# Plan\n\nSome **bold** and `inline code`.\n\n- first item\n- second item\n\n1. one\n2. two\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n> a quote";
+    agent(&mut app, AgentEvent::AssistantStart);
+    agent(&mut app, AgentEvent::AssistantMessage { content: vec![Block::Text { text: text.into() }], time: None });
+    assert_snapshot!(render(&mut app, 60, 24));
+}
+
+#[tokio::test]
+async fn tool_call_and_result() {
+    let (mut app, _, _) = app();
+    agent(&mut app, AgentEvent::ToolCall { id: "t1".into(), name: "bash".into(), args: json!({"command": "cargo test"}) });
+    let output = "$ cargo test\n\nrunning 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n\n[exit 0]";
+    agent(
+        &mut app,
+        AgentEvent::ToolResult { id: "t1".into(), is_error: false, content: vec![Block::Text { text: output.into() }] },
+    );
+    agent(&mut app, AgentEvent::ToolCall { id: "t2".into(), name: "read".into(), args: json!({"path": "missing.rs"}) });
+    agent(
+        &mut app,
+        AgentEvent::ToolResult { id: "t2".into(), is_error: true, content: vec![Block::Text { text: "no such file: missing.rs".into() }] },
+    );
+    assert_snapshot!("tool_collapsed", render(&mut app, 70, 14));
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    assert_eq!(app.entries.iter().filter(|e| matches!(e, Entry::Tool { expanded: true, .. })).count(), 1);
+}
+
+#[tokio::test]
+async fn queued_messages() {
+    let (mut app, _, _) = app();
+    app.busy = true;
+    for text in ["first follow-up", "second follow-up"] {
+        app.submit(text);
+    }
+    assert_eq!(app.queue.len(), 2);
+    assert_snapshot!(render(&mut app, 70, 12));
+}
+
+#[tokio::test]
+async fn every_note_level() {
+    let (mut app, _, _) = app();
+    for (level, text) in [
+        (NotifyLevel::Info, "cache refreshed"),
+        (NotifyLevel::Success, "deployed"),
+        (NotifyLevel::Warn, "disk almost full"),
+        (NotifyLevel::Error, "build failed"),
+    ] {
+        app.on_host(HostUpdate::Notify { extension: "ops".into(), level, message: text.into() });
+    }
+    assert_snapshot!(render(&mut app, 60, 14));
+}
+
+#[tokio::test]
+async fn popup_with_extension_commands() {
+    let (mut app, _, _) = app();
+    app.on_key(key(KeyCode::Char('/')));
+    assert_snapshot!("popup_all", render(&mut app, 80, 24));
+    app.on_key(key(KeyCode::Char('D')));
+    assert_snapshot!("popup_filtered", render(&mut app, 80, 12));
+}
+
+#[tokio::test]
+async fn open_panel() {
+    let (mut app, _, _) = app();
+    app.on_app(AppMsg::Command {
+        name: "todo".into(),
+        result: Ok(CommandReply {
+            extension: "todo".into(),
+            command: "todo".into(),
+            outcome: CommandOutcome::OpenPanel(PanelContent {
+                id: "todos-main".into(),
+                title: Some("Todos".into()),
+                lines: vec!["□ ship panel api".into(), "✓ persist state".into()],
+                footer: Some("↑/↓ navigate · a add · x complete · esc close".into()),
+            }),
+            error: None,
+        }),
+    });
+    assert_snapshot!(render(&mut app, 70, 16));
+}
+
+#[tokio::test]
+async fn confirmation_dialog() {
+    let (mut app, _, _) = app();
+    let (reply, _answer) = oneshot::channel();
+    app.on_worker(WorkerEvent::Confirm(ConfirmRequest {
+        id: "t1".into(),
+        name: "bash".into(),
+        preview: "rm -rf target".into(),
+        reply,
+    }));
+    assert_snapshot!(render(&mut app, 80, 14));
+}
+
+#[tokio::test]
+async fn reload_status_with_an_error() {
+    let (mut app, _, _) = app();
+    app.on_app(AppMsg::Reloaded(ReloadSummary {
+        stopped: 2,
+        loaded: 1,
+        ready: 1,
+        errors: vec!["extension broken: exited before hello (process: exit status: 3); log: /home/pat/.local/state/zot/logs/ext-broken.log".into()],
+    }));
+    assert_snapshot!(render(&mut app, 80, 12));
+}
+
+#[tokio::test]
+async fn narrow_and_wide_terminals() {
+    let (mut app, _, _) = app();
+    app.submit("explain the borrow checker");
+    agent(&mut app, AgentEvent::AssistantStart);
+    agent(&mut app, AgentEvent::TextDelta { delta: "The borrow checker makes sure references never outlive the data they point to, and that mutation is exclusive.".into() });
+    app.on_host(HostUpdate::Notify { extension: "ops".into(), level: NotifyLevel::Info, message: "note".into() });
+    assert_snapshot!("narrow_40", render(&mut app, 40, 16));
+    assert_snapshot!("wide_160", render(&mut app, 160, 10));
+    // Tiny sizes never panic.
+    for (w, h) in [(1, 1), (3, 3), (10, 4), (20, 5), (200, 2)] {
+        render(&mut app, w, h);
+    }
+}

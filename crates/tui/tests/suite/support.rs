@@ -1,0 +1,83 @@
+//! A fake extension host that records what the TUI sends it, and an app wired to it.
+
+use std::sync::{Arc, Mutex};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio::sync::mpsc;
+use zot_core::tool::BoxFuture;
+use zot_protocol::zot::Key;
+use zot_tui::app::{App, AppConfig, AppMsg};
+use zot_tui::bridge::{CommandEntry, CommandOutcome, CommandReply, Extensions, ReloadSummary};
+use zot_tui::view;
+use zot_tui::worker;
+
+#[derive(Default)]
+pub struct FakeHost {
+    pub keys: Mutex<Vec<(String, String, Key, Option<String>)>>,
+    pub closed: Mutex<Vec<(String, String)>>,
+}
+
+impl Extensions for FakeHost {
+    fn commands(&self) -> Vec<CommandEntry> {
+        vec![
+            CommandEntry { name: "todo".into(), description: Some("open the todo panel".into()), extension: "todo".into() },
+            CommandEntry { name: "Deploy".into(), description: None, extension: "shipit".into() },
+            CommandEntry { name: "weather".into(), description: Some("weather for a city".into()), extension: "weather".into() },
+        ]
+    }
+    fn invoke<'a>(&'a self, name: &'a str, args: &'a str) -> BoxFuture<'a, Result<CommandReply, String>> {
+        Box::pin(async move {
+            Ok(CommandReply {
+                extension: "todo".into(),
+                command: name.into(),
+                outcome: CommandOutcome::Display(format!("ran {name} {args}")),
+                error: None,
+            })
+        })
+    }
+    fn panel_key(&self, extension: &str, panel_id: &str, key: Key, text: Option<String>) {
+        self.keys.lock().unwrap().push((extension.into(), panel_id.into(), key, text));
+    }
+    fn panel_close(&self, extension: &str, panel_id: &str) {
+        self.closed.lock().unwrap().push((extension.into(), panel_id.into()));
+    }
+    fn reload(&self) -> BoxFuture<'_, ReloadSummary> {
+        Box::pin(async { ReloadSummary::default() })
+    }
+    fn trust_project(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+pub fn config() -> AppConfig {
+    AppConfig {
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        cwd: "/home/pat/project".into(),
+        context_window: 200_000,
+        price: Some((3.0, 15.0)),
+        models: vec!["claude-sonnet-4-5".into(), "claude-haiku-4-5".into()],
+        ..AppConfig::default()
+    }
+}
+
+/// An app with a real worker that has no agent (prompts only report that).
+pub fn app_with(config: AppConfig) -> (App, Arc<FakeHost>, mpsc::UnboundedReceiver<AppMsg>) {
+    let host = Arc::new(FakeHost::default());
+    let (worker, _events) = worker::spawn(None, "no model".into(), false);
+    let (msgs, rx) = mpsc::unbounded_channel();
+    let app = App::new(config, Some(worker), host.clone(), msgs);
+    (app, host, rx)
+}
+
+pub fn app() -> (App, Arc<FakeHost>, mpsc::UnboundedReceiver<AppMsg>) {
+    app_with(config())
+}
+
+/// The screen as text, `width` x `height`.
+pub fn render(app: &mut App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| view::draw(frame, app)).unwrap();
+    terminal.backend().to_string()
+}
