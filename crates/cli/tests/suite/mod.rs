@@ -8,3 +8,4 @@ mod logs;
 mod manage;
 mod rpc;
 mod trust;
+mod tui;

@@ -36,7 +36,12 @@ fn reply(outcome: CommandOutcome, error: Option<&str>) -> AppMsg {
 }
 
 fn panel(id: &str) -> CommandOutcome {
-    CommandOutcome::OpenPanel(PanelContent { id: id.into(), title: Some("T".into()), lines: vec!["a".into()], footer: None })
+    CommandOutcome::OpenPanel(PanelContent {
+        id: id.into(),
+        title: Some("T".into()),
+        lines: vec!["a".into()],
+        footer: None,
+    })
 }
 
 #[tokio::test]
@@ -48,7 +53,11 @@ async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
     type_text(&mut app, "second");
     app.on_key(key(KeyCode::Enter));
     assert_eq!(app.queue, ["second"]);
-    app.on_host(HostUpdate::Notify { extension: "x".into(), level: NotifyLevel::Info, message: "hi".into() });
+    app.on_host(HostUpdate::Notify {
+        extension: "x".into(),
+        level: NotifyLevel::Info,
+        message: "hi".into(),
+    });
     app.on_key(key(KeyCode::Esc));
     assert!(app.queue.is_empty());
     assert!(app.notes.is_empty());
@@ -62,17 +71,34 @@ async fn queued_prompts_are_delivered_in_order_when_idle() {
     app.submit("three");
     app.on_worker(zot_tui::worker::WorkerEvent::Idle);
     app.on_worker(zot_tui::worker::WorkerEvent::Idle);
-    let users: Vec<&Entry> = app.entries.iter().filter(|e| matches!(e, Entry::User(_))).collect();
-    assert_eq!(users, [&Entry::User("one".into()), &Entry::User("two".into()), &Entry::User("three".into())]);
+    let users: Vec<&Entry> = app
+        .entries
+        .iter()
+        .filter(|e| matches!(e, Entry::User(_)))
+        .collect();
+    assert_eq!(
+        users,
+        [
+            &Entry::User("one".into()),
+            &Entry::User("two".into()),
+            &Entry::User("three".into())
+        ]
+    );
 }
 
 #[tokio::test]
 async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_next_prompt() {
     let (mut app, _, _) = app();
     for ext in ["a", "b", "a"] {
-        app.on_host(HostUpdate::Notify { extension: ext.into(), level: NotifyLevel::Warn, message: "m".into() });
+        app.on_host(HostUpdate::Notify {
+            extension: ext.into(),
+            level: NotifyLevel::Warn,
+            message: "m".into(),
+        });
     }
-    app.on_host(HostUpdate::ClearNotes { extension: "a".into() });
+    app.on_host(HostUpdate::ClearNotes {
+        extension: "a".into(),
+    });
     assert_eq!(app.notes.len(), 1);
     assert_eq!(app.notes[0].extension, "b");
     app.submit("go");
@@ -95,11 +121,17 @@ async fn unknown_commands_and_path_like_text() {
 async fn extension_commands_run_case_insensitively_and_replies_act() {
     let (mut app, _, mut msgs) = app();
     app.submit("/DEPLOY now");
-    let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv()).await.unwrap().unwrap();
+    let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv())
+        .await
+        .unwrap()
+        .unwrap();
     match &msg {
         AppMsg::Command { name, result } => {
             assert_eq!(name, "Deploy");
-            assert_eq!(result.as_ref().unwrap().outcome, CommandOutcome::Display("ran Deploy now".into()));
+            assert_eq!(
+                result.as_ref().unwrap().outcome,
+                CommandOutcome::Display("ran Deploy now".into())
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -115,7 +147,10 @@ async fn extension_commands_run_case_insensitively_and_replies_act() {
     assert_eq!(status.text, "extension /todo: went wrong");
     app.on_app(reply(CommandOutcome::Prompt("do it".into()), None));
     assert!(app.entries.contains(&Entry::User("do it".into())));
-    app.on_app(AppMsg::Command { name: "slow".into(), result: Err("timeout waiting for x/slow".into()) });
+    app.on_app(AppMsg::Command {
+        name: "slow".into(),
+        result: Err("timeout waiting for x/slow".into()),
+    });
     assert!(app.status.clone().unwrap().text.contains("timeout"));
 }
 
@@ -129,7 +164,10 @@ async fn popup_filters_case_insensitively_with_builtins_first() {
     assert_eq!(ext, ["Deploy", "todo", "weather"]);
     type_text(&mut app, "WE");
     let rows = app.popup().unwrap();
-    assert_eq!(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["weather"]);
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["weather"]
+    );
     app.on_key(key(KeyCode::Tab));
     assert_eq!(app.editor.text(), "/weather ");
     assert!(app.popup().is_none());
@@ -145,23 +183,50 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
     {
         let keys = host.keys.lock().unwrap();
         assert_eq!(keys[0], ("todo".into(), "p1".into(), Key::Down, None));
-        assert_eq!(keys[1], ("todo".into(), "p1".into(), Key::Rune, Some("x".into())));
+        assert_eq!(
+            keys[1],
+            ("todo".into(), "p1".into(), Key::Rune, Some("x".into()))
+        );
         assert_eq!(keys[2].2, Key::PageDown);
     }
-    assert!(app.editor.is_empty(), "keys went to the panel, not the editor");
+    assert!(
+        app.editor.is_empty(),
+        "keys went to the panel, not the editor"
+    );
 
     // Renders for another panel id or extension are ignored.
-    let render = |id: &str| PanelRender { panel_id: id.into(), title: None, lines: vec!["new".into()], footer: None };
-    app.on_host(HostUpdate::PanelRender { extension: "other".into(), panel: render("p1") });
-    app.on_host(HostUpdate::PanelRender { extension: "todo".into(), panel: render("p2") });
+    let render = |id: &str| PanelRender {
+        panel_id: id.into(),
+        title: None,
+        lines: vec!["new".into()],
+        footer: None,
+    };
+    app.on_host(HostUpdate::PanelRender {
+        extension: "other".into(),
+        panel: render("p1"),
+    });
+    app.on_host(HostUpdate::PanelRender {
+        extension: "todo".into(),
+        panel: render("p2"),
+    });
     assert_eq!(app.panel.as_ref().unwrap().lines, ["a"]);
-    app.on_host(HostUpdate::PanelRender { extension: "todo".into(), panel: render("p1") });
+    app.on_host(HostUpdate::PanelRender {
+        extension: "todo".into(),
+        panel: render("p1"),
+    });
     assert_eq!(app.panel.as_ref().unwrap().lines, ["new"]);
-    assert_eq!(app.panel.as_ref().unwrap().title, "T", "an empty title keeps the old one");
+    assert_eq!(
+        app.panel.as_ref().unwrap().title,
+        "T",
+        "an empty title keeps the old one"
+    );
 
     // A second panel closes the first and tells its owner.
     app.on_app(reply(panel("p2"), None));
-    assert_eq!(host.closed.lock().unwrap().as_slice(), [("todo".to_owned(), "p1".to_owned())]);
+    assert_eq!(
+        host.closed.lock().unwrap().as_slice(),
+        [("todo".to_owned(), "p1".to_owned())]
+    );
     // Esc closes it and tells the owner; Ctrl+C too.
     app.on_key(key(KeyCode::Esc));
     assert!(app.panel.is_none());
@@ -172,7 +237,10 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
     assert!(!app.quit);
     // The extension closing its own panel sends nothing back.
     app.on_app(reply(panel("p4"), None));
-    app.on_host(HostUpdate::PanelClose { extension: "todo".into(), panel_id: "p4".into() });
+    app.on_host(HostUpdate::PanelClose {
+        extension: "todo".into(),
+        panel_id: "p4".into(),
+    });
     assert!(app.panel.is_none());
     assert_eq!(host.closed.lock().unwrap().len(), 3);
 }
@@ -191,11 +259,18 @@ async fn ctrl_c_twice_exits() {
 #[tokio::test]
 async fn without_credentials_commands_work_and_prompts_explain() {
     let mut cfg = config();
-    cfg.missing_credentials = Some("no API key: set ANTHROPIC_API_KEY or use --provider ollama".into());
+    cfg.missing_credentials =
+        Some("no API key: set ANTHROPIC_API_KEY or use --provider ollama".into());
     let (mut app, _, _) = app_with(cfg);
     assert!(matches!(&app.entries[0], Entry::Info(text) if text.contains("--provider ollama")));
     app.submit("hello");
-    assert!(app.status.clone().unwrap().text.contains("ANTHROPIC_API_KEY"));
+    assert!(
+        app.status
+            .clone()
+            .unwrap()
+            .text
+            .contains("ANTHROPIC_API_KEY")
+    );
     assert!(!app.busy);
     app.submit("/help");
     assert!(matches!(app.entries.last(), Some(Entry::Info(text)) if text.contains("/reload-ext")));

@@ -36,7 +36,12 @@ async fn streaming_text() {
     app.busy = true;
     agent(&mut app, AgentEvent::AssistantStart);
     for delta in ["Hello! ", "I am streaming ", "this answer word by word"] {
-        agent(&mut app, AgentEvent::TextDelta { delta: delta.into() });
+        agent(
+            &mut app,
+            AgentEvent::TextDelta {
+                delta: delta.into(),
+            },
+        );
     }
     assert_snapshot!(render(&mut app, 80, 12));
 }
@@ -46,27 +51,66 @@ async fn markdown() {
     let (mut app, _, _) = app();
     let text = "# Plan\n\nSome **bold** and `inline code`.\n\n- first item\n- second item\n\n1. one\n2. two\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n> a quote";
     agent(&mut app, AgentEvent::AssistantStart);
-    agent(&mut app, AgentEvent::AssistantMessage { content: vec![Block::Text { text: text.into() }], time: None });
+    agent(
+        &mut app,
+        AgentEvent::AssistantMessage {
+            content: vec![Block::Text { text: text.into() }],
+            time: None,
+        },
+    );
     assert_snapshot!(render(&mut app, 60, 24));
 }
 
 #[tokio::test]
 async fn tool_call_and_result() {
     let (mut app, _, _) = app();
-    agent(&mut app, AgentEvent::ToolCall { id: "t1".into(), name: "bash".into(), args: json!({"command": "cargo test"}) });
-    let output = "$ cargo test\n\nrunning 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n\n[exit 0]";
     agent(
         &mut app,
-        AgentEvent::ToolResult { id: "t1".into(), is_error: false, content: vec![Block::Text { text: output.into() }] },
+        AgentEvent::ToolCall {
+            id: "t1".into(),
+            name: "bash".into(),
+            args: json!({"command": "cargo test"}),
+        },
     );
-    agent(&mut app, AgentEvent::ToolCall { id: "t2".into(), name: "read".into(), args: json!({"path": "missing.rs"}) });
+    let output =
+        "$ cargo test\n\nrunning 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n\n[exit 0]";
     agent(
         &mut app,
-        AgentEvent::ToolResult { id: "t2".into(), is_error: true, content: vec![Block::Text { text: "no such file: missing.rs".into() }] },
+        AgentEvent::ToolResult {
+            id: "t1".into(),
+            is_error: false,
+            content: vec![Block::Text {
+                text: output.into(),
+            }],
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::ToolCall {
+            id: "t2".into(),
+            name: "read".into(),
+            args: json!({"path": "missing.rs"}),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::ToolResult {
+            id: "t2".into(),
+            is_error: true,
+            content: vec![Block::Text {
+                text: "no such file: missing.rs".into(),
+            }],
+        },
     );
     assert_snapshot!("tool_collapsed", render(&mut app, 70, 14));
     app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
-    assert_eq!(app.entries.iter().filter(|e| matches!(e, Entry::Tool { expanded: true, .. })).count(), 1);
+    assert_eq!(
+        app.entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Tool { expanded: true, .. }))
+            .count(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -89,7 +133,11 @@ async fn every_note_level() {
         (NotifyLevel::Warn, "disk almost full"),
         (NotifyLevel::Error, "build failed"),
     ] {
-        app.on_host(HostUpdate::Notify { extension: "ops".into(), level, message: text.into() });
+        app.on_host(HostUpdate::Notify {
+            extension: "ops".into(),
+            level,
+            message: text.into(),
+        });
     }
     assert_snapshot!(render(&mut app, 60, 14));
 }
@@ -154,7 +202,11 @@ async fn narrow_and_wide_terminals() {
     app.submit("explain the borrow checker");
     agent(&mut app, AgentEvent::AssistantStart);
     agent(&mut app, AgentEvent::TextDelta { delta: "The borrow checker makes sure references never outlive the data they point to, and that mutation is exclusive.".into() });
-    app.on_host(HostUpdate::Notify { extension: "ops".into(), level: NotifyLevel::Info, message: "note".into() });
+    app.on_host(HostUpdate::Notify {
+        extension: "ops".into(),
+        level: NotifyLevel::Info,
+        message: "note".into(),
+    });
     assert_snapshot!("narrow_40", render(&mut app, 40, 16));
     assert_snapshot!("wide_160", render(&mut app, 160, 10));
     // Tiny sizes never panic.

@@ -21,12 +21,28 @@ pub struct FakeHost {
 impl Extensions for FakeHost {
     fn commands(&self) -> Vec<CommandEntry> {
         vec![
-            CommandEntry { name: "todo".into(), description: Some("open the todo panel".into()), extension: "todo".into() },
-            CommandEntry { name: "Deploy".into(), description: None, extension: "shipit".into() },
-            CommandEntry { name: "weather".into(), description: Some("weather for a city".into()), extension: "weather".into() },
+            CommandEntry {
+                name: "todo".into(),
+                description: Some("open the todo panel".into()),
+                extension: "todo".into(),
+            },
+            CommandEntry {
+                name: "Deploy".into(),
+                description: None,
+                extension: "shipit".into(),
+            },
+            CommandEntry {
+                name: "weather".into(),
+                description: Some("weather for a city".into()),
+                extension: "weather".into(),
+            },
         ]
     }
-    fn invoke<'a>(&'a self, name: &'a str, args: &'a str) -> BoxFuture<'a, Result<CommandReply, String>> {
+    fn invoke<'a>(
+        &'a self,
+        name: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<CommandReply, String>> {
         Box::pin(async move {
             Ok(CommandReply {
                 extension: "todo".into(),
@@ -37,10 +53,16 @@ impl Extensions for FakeHost {
         })
     }
     fn panel_key(&self, extension: &str, panel_id: &str, key: Key, text: Option<String>) {
-        self.keys.lock().unwrap().push((extension.into(), panel_id.into(), key, text));
+        self.keys
+            .lock()
+            .unwrap()
+            .push((extension.into(), panel_id.into(), key, text));
     }
     fn panel_close(&self, extension: &str, panel_id: &str) {
-        self.closed.lock().unwrap().push((extension.into(), panel_id.into()));
+        self.closed
+            .lock()
+            .unwrap()
+            .push((extension.into(), panel_id.into()));
     }
     fn reload(&self) -> BoxFuture<'_, ReloadSummary> {
         Box::pin(async { ReloadSummary::default() })

@@ -1,0 +1,292 @@
+//! End-to-end TUI runs in tmux (send-keys, capture-pane) against the
+//! loopback model server and real extensions.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use zot_testkit::{MockModel, anthropic};
+
+use super::support::{World, ZOT};
+
+struct Tmux {
+    socket: String,
+    dir: PathBuf,
+}
+
+impl Tmux {
+    /// Starts `zot args…` in a 100x30 tmux session; when it exits, the
+    /// terminal settings are saved to `<scratch>/stty.txt`.
+    fn start(w: &World, name: &str, args: &[&str], env: &[(&str, String)]) -> Self {
+        let socket = format!("zot-test-{name}-{}", std::process::id());
+        let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        let mut vars: Vec<String> = vec![
+            format!("ZOT_HOME={}", shell_quote(w.home.to_str().unwrap())),
+            format!("HOME={}", shell_quote(w.scratch.to_str().unwrap())),
+            "TERM=xterm-256color".into(),
+        ];
+        vars.extend(env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v))));
+        let stty = w.scratch.join("stty.txt");
+        let script = format!(
+            "cd {} && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY {} {} {}; stty -a > {}; sleep 30",
+            shell_quote(w.project.to_str().unwrap()),
+            vars.join(" "),
+            shell_quote(ZOT),
+            quoted.join(" "),
+            shell_quote(stty.to_str().unwrap()),
+        );
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "30",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .status()
+            .expect("tmux is needed for the TUI end-to-end tests");
+        assert!(status.success());
+        Self {
+            socket,
+            dir: w.scratch.clone(),
+        }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {text:?}; the screen is:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Types text literally (no key-name interpretation).
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn stty_after_exit(&self) -> String {
+        let path = self.dir.join("stty.txt");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !path.exists()
+            || std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .is_empty()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "zot did not exit; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::fs::read_to_string(path).unwrap()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+const HELLO: &str = r#"
+handshake(NAME)
+emit({"type":"register_command","name":"hello","description":"say hello"})
+emit({"type":"register_command","name":"note","description":"show a note"})
+emit({"type":"register_command","name":"panel","description":"open a panel"})
+emit({"type":"ready"})
+cursor = 0
+items = ["alpha", "beta", "gamma"]
+def render():
+    return ["> " + it if i == cursor else "  " + it for i, it in enumerate(items)]
+log = open("panel.log", "a")
+for msg in frames():
+    t = msg["type"]
+    if t == "command_invoked":
+        if msg["name"] == "hello":
+            emit({"type":"command_response","id":msg["id"],"action":"prompt","prompt":"Say hello to the TUI"})
+        elif msg["name"] == "note":
+            emit({"type":"command_response","id":msg["id"],"action":"display","display":"NOTE_FROM_EXTENSION_V1"})
+        else:
+            emit({"type":"command_response","id":msg["id"],"action":"open_panel",
+                  "open_panel":{"id":"list","title":"Pick one","lines":render(),"footer":"arrows move, esc closes"}})
+    elif t == "panel_key":
+        log.write(json.dumps(msg) + "\n"); log.flush()
+        if msg["key"] == "down":
+            cursor = min(cursor + 1, len(items) - 1)
+        elif msg["key"] == "up":
+            cursor = max(cursor - 1, 0)
+        emit({"type":"panel_render","panel_id":"list","lines":render()})
+    elif t == "panel_close":
+        log.write(json.dumps(msg) + "\n"); log.flush()
+"#;
+
+fn sane(stty: &str) {
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(
+            stty.split_whitespace().any(|w| w == flag),
+            "terminal left without {flag}:\n{stty}"
+        );
+    }
+}
+
+fn panel_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("panel.log")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_notes_panels_and_a_clean_exit() {
+    let w = World::new();
+    let ext = w.py_ext("hello", HELLO);
+    let model = MockModel::start([anthropic::text("Hello, TUI user!")]).await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+        "--ext",
+        ext.to_str().unwrap(),
+    ];
+    let tmux = Tmux::start(&w, "main", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+
+    // The popup lists the extension's commands under the divider.
+    tmux.type_text("/");
+    let screen = tmux.wait_for("── extensions ──");
+    assert!(
+        screen.contains("/hello") && screen.contains("say hello"),
+        "{screen}"
+    );
+    tmux.keys(&["BSpace"]);
+
+    // A prompt action reaches the model; the answer streams into the chat.
+    tmux.type_text("/hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Hello, TUI user!");
+    assert_eq!(
+        model.requests()[0].body["messages"][0]["content"][0]["text"],
+        "Say hello to the TUI"
+    );
+
+    // A display action shows a note, never sent to the model.
+    tmux.type_text("/note");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("[hello] NOTE_FROM_EXTENSION_V1");
+    assert_eq!(model.requests().len(), 1);
+
+    // A panel takes the arrow keys and closes with Esc.
+    tmux.type_text("/panel");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Pick one");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("> beta");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("> gamma");
+    tmux.keys(&["Escape"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !panel_log(&ext).contains("panel_close") {
+        assert!(
+            Instant::now() < deadline,
+            "no panel_close: {}",
+            panel_log(&ext)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = panel_log(&ext);
+    assert_eq!(log.matches(r#""key": "down""#).count(), 2, "{log}");
+    assert!(!tmux.screen().contains("Pick one"));
+
+    // Ctrl+C twice exits and the terminal is sane again.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("press Ctrl+C again to exit");
+    tmux.keys(&["C-c"]);
+    sane(&tmux.stty_after_exit());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_ext_picks_up_an_edited_extension() {
+    let w = World::new();
+    let ext = w.py_ext("hello", HELLO);
+    let tmux = Tmux::start(
+        &w,
+        "reload",
+        &["--no-session", "--ext", ext.to_str().unwrap()],
+        &[],
+    );
+    tmux.wait_for("no model");
+    tmux.type_text("/note");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("NOTE_FROM_EXTENSION_V1");
+
+    let script = ext.join("ext.py");
+    let text = std::fs::read_to_string(&script)
+        .unwrap()
+        .replace("NOTE_FROM_EXTENSION_V1", "NOTE_FROM_EXTENSION_V2");
+    std::fs::write(&script, text).unwrap();
+    tmux.type_text("/reload-ext");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("reloaded: 1 stopped, 1 loaded (1 ready)");
+    tmux.type_text("/note");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("NOTE_FROM_EXTENSION_V2");
+
+    // A broken edit: the error stays in the chat, in red, with the log path.
+    std::fs::write(&script, "#!/bin/sh\nexit 4\n").unwrap();
+    tmux.type_text("/reload-ext");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("1 error(s)");
+    assert!(
+        screen.contains("exit status: 4") && screen.contains("ext-hello.log"),
+        "{screen}"
+    );
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
