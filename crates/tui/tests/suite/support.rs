@@ -12,9 +12,12 @@ use zot_tui::bridge::{CommandEntry, CommandOutcome, CommandReply, Extensions, Re
 use zot_tui::view;
 use zot_tui::worker;
 
+/// (extension, panel id, key, text) of one panel_key.
+pub type SentKey = (String, String, Key, Option<String>);
+
 #[derive(Default)]
 pub struct FakeHost {
-    pub keys: Mutex<Vec<(String, String, Key, Option<String>)>>,
+    pub keys: Mutex<Vec<SentKey>>,
     pub closed: Mutex<Vec<(String, String)>>,
 }
 
