@@ -109,6 +109,15 @@ pub struct Status {
     pub until: Instant,
 }
 
+/// Rendered lines of a streaming message's settled prefix: everything up to
+/// its last paragraph break outside a code fence, which later text cannot change.
+pub(crate) struct StreamCache {
+    pub(crate) index: usize,
+    pub(crate) width: u16,
+    pub(crate) prefix: String,
+    pub(crate) lines: Vec<Line<'static>>,
+}
+
 pub enum Overlay {
     None,
     Confirm {
@@ -137,6 +146,8 @@ pub struct App {
     pub entries: Vec<Entry>,
     /// Rendered lines per entry, with the width they were wrapped for.
     pub(crate) cache: Vec<Option<(u16, Vec<Line<'static>>)>>,
+    /// The settled part of the message being streamed, rendered once.
+    pub(crate) stream: Option<StreamCache>,
     pub notes: Vec<Note>,
     pub status: Option<Status>,
     pub queue: VecDeque<String>,
@@ -180,6 +191,7 @@ impl App {
         let mut app = Self {
             entries: Vec::new(),
             cache: Vec::new(),
+            stream: None,
             notes: Vec::new(),
             status: None,
             queue: VecDeque::new(),

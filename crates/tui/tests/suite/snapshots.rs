@@ -214,3 +214,28 @@ async fn narrow_and_wide_terminals() {
         render(&mut app, w, h);
     }
 }
+
+/// The incremental renderer used while streaming draws exactly what the
+/// full renderer draws once the message is complete.
+#[tokio::test]
+async fn streaming_renders_like_the_finished_message() {
+    let (mut app, _, _) = app();
+    app.busy = true;
+    agent(&mut app, AgentEvent::AssistantStart);
+    let text = "First paragraph with `code`.\n\n```sh\necho one\n\necho two\n```\n\n- a list\n- of items\n\nLast words here.";
+    let mut screens = Vec::new();
+    for piece in text.split_inclusive(' ') {
+        agent(
+            &mut app,
+            AgentEvent::TextDelta {
+                delta: piece.into(),
+            },
+        );
+        screens.push(render(&mut app, 50, 20));
+    }
+    let streamed = screens.pop().unwrap();
+    app.busy = false;
+    let finished = render(&mut app, 50, 20);
+    let strip = |s: &str| s.lines().take(15).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&streamed), strip(&finished));
+}
