@@ -93,3 +93,42 @@ fn parse_color(value: &str) -> Option<Color> {
     }
     value.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Theme, ThemeError> {
+        let dir =
+            std::env::temp_dir().join(format!("zot-theme-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("theme.json");
+        std::fs::write(&path, text).unwrap();
+        let theme = Theme::load(&path);
+        std::fs::remove_dir_all(&dir).unwrap();
+        theme
+    }
+
+    #[test]
+    fn colours_override_slots() {
+        let theme =
+            load(r##"{"name":"dusk","colors":{"accent":"#ff8800","error":"lightred"}}"##).unwrap();
+        assert_eq!(theme.accent, Color::Rgb(0xff, 0x88, 0x00));
+        assert_eq!(theme.error, Color::LightRed);
+        assert_eq!(theme.user, Theme::default().user);
+    }
+
+    #[test]
+    fn bad_themes_name_the_problem() {
+        let err = load(r##"{"colors":{"accent":"#ff88"}}"##)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("colors.accent: not a colour"), "{err}");
+        let err = load(r##"{"colors":{"sparkle":"red"}}"##)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("colors.sparkle: unknown colour slot"), "{err}");
+        let err = load("{oops").unwrap_err().to_string();
+        assert!(err.contains("invalid JSON"), "{err}");
+    }
+}

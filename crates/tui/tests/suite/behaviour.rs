@@ -287,3 +287,98 @@ async fn editor_keys_and_paste() {
     app.on_key(KeyEvent::new(KeyCode::Left, KeyModifiers::CONTROL));
     assert_eq!(app.editor.cursor(), (2, 0));
 }
+
+#[tokio::test]
+async fn untrusted_project_asks_once_and_trusting_reloads() {
+    let mut cfg = config();
+    cfg.untrusted_extensions = 2;
+    let (mut app, host, mut msgs) = app_with(cfg.clone());
+    assert!(matches!(app.overlay, zot_tui::app::Overlay::Trust));
+    app.on_key(key(KeyCode::Char('y')));
+    assert!(*host.trusted.lock().unwrap());
+    let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(msg, AppMsg::Reloaded(_)), "{msg:?}");
+
+    let (mut app, host, _) = app_with(cfg);
+    app.on_key(key(KeyCode::Char('n')));
+    assert!(matches!(app.overlay, zot_tui::app::Overlay::None));
+    assert!(!*host.trusted.lock().unwrap());
+    assert!(app.status.clone().unwrap().text.contains("zot trust"));
+}
+
+#[tokio::test]
+async fn confirmation_keys_answer_the_agent() {
+    use zot_tui::worker::{ConfirmRequest, Decision, WorkerEvent};
+    for (code, want) in [
+        (KeyCode::Char('y'), Decision::Yes),
+        (KeyCode::Char('a'), Decision::AlwaysThisTool),
+        (KeyCode::Char('A'), Decision::Always),
+        (KeyCode::Char('n'), Decision::No),
+        (KeyCode::Esc, Decision::No),
+    ] {
+        let (mut app, _, _) = app();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        app.on_worker(WorkerEvent::Confirm(ConfirmRequest {
+            id: "t".into(),
+            name: "bash".into(),
+            preview: "ls".into(),
+            reply,
+        }));
+        app.on_key(key(KeyCode::Char('z')));
+        app.on_key(key(code));
+        assert_eq!(answer.await.unwrap(), want);
+        assert!(matches!(app.overlay, zot_tui::app::Overlay::None));
+    }
+    // Arrows and Enter pick too.
+    let (mut app, _, _) = app();
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    app.on_worker(WorkerEvent::Confirm(ConfirmRequest {
+        id: "t".into(),
+        name: "bash".into(),
+        preview: "ls".into(),
+        reply,
+    }));
+    app.on_key(key(KeyCode::Right));
+    app.on_key(key(KeyCode::Right));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(answer.await.unwrap(), Decision::Always);
+}
+
+#[tokio::test]
+async fn built_in_commands() {
+    let dir = std::env::temp_dir().join(format!("zot-tui-sessions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("20260101-000000-aaaa.jsonl"), "{}").unwrap();
+    std::fs::write(dir.join("20260102-000000-bbbb.jsonl"), "{}").unwrap();
+    let mut cfg = config();
+    cfg.sessions_dir = Some(dir.clone());
+    cfg.skills = vec![("deploy".into(), "how to ship".into())];
+    let (mut app, _, _) = app_with(cfg);
+
+    app.submit("/skills");
+    assert!(
+        matches!(app.entries.last(), Some(Entry::Info(t)) if t.contains("deploy: how to ship"))
+    );
+    app.submit("/model");
+    assert!(matches!(app.entries.last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
+    app.submit("/model claude-haiku-4-5");
+    assert_eq!(app.config.model, "claude-haiku-4-5");
+    app.submit("/yolo");
+    assert!(app.status.clone().unwrap().text.contains("yolo"));
+    app.submit("/sessions");
+    match &app.overlay {
+        zot_tui::app::Overlay::Sessions { items, .. } => assert_eq!(items.len(), 2),
+        _ => panic!("no session picker"),
+    }
+    app.on_key(key(KeyCode::Esc));
+    app.submit("/compact");
+    assert!(app.busy);
+    app.submit("/clear");
+    assert!(app.entries.is_empty());
+    app.submit("/exit");
+    assert!(app.quit);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -19,6 +19,7 @@ pub type SentKey = (String, String, Key, Option<String>);
 pub struct FakeHost {
     pub keys: Mutex<Vec<SentKey>>,
     pub closed: Mutex<Vec<(String, String)>>,
+    pub trusted: Mutex<bool>,
 }
 
 impl Extensions for FakeHost {
@@ -71,6 +72,7 @@ impl Extensions for FakeHost {
         Box::pin(async { ReloadSummary::default() })
     }
     fn trust_project(&self) -> Result<(), String> {
+        *self.trusted.lock().unwrap() = true;
         Ok(())
     }
 }
