@@ -5,26 +5,40 @@
 //! are tolerated everywhere; defaults are omitted when serialising so a frame
 //! round-trips to the exact JSON of the spec.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A frame sent by an extension to the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(title = "zot extension frame (extension → host)")]
 pub enum ExtFrame {
+    /// Required first frame.
     Hello(Hello),
     RegisterCommand(RegisterCommand),
     RegisterTool(RegisterTool),
+    /// All initial registrations are flushed.
     Ready,
+    /// Reply to `tool_call`.
     ToolResult(ToolResult),
+    /// Which lifecycle events to observe and which to intercept; once, before `ready`.
     Subscribe(Subscribe),
+    /// Reply to `event_intercept`.
     EventInterceptResponse(InterceptResponse),
+    /// Reply to `command_invoked`.
     CommandResponse(CommandResponse),
+    /// Submits text as a user prompt in the interactive host.
     Submit(Submit),
+    /// A fresh frame for an already-open panel.
     PanelRender(PanelRender),
+    /// Closes a previously-open panel.
     PanelClose(PanelClose),
+    /// A one-shot note shown below the transcript.
     Notify(Notify),
+    /// Removes every note this extension pushed.
     ClearNotes,
+    /// Reply to `shutdown`.
     ShutdownAck,
 }
 
@@ -70,16 +84,25 @@ impl ExtFrame {
 }
 
 /// A frame sent by the host to an extension.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[schemars(title = "zot host frame (host → extension)")]
 pub enum HostFrame {
+    /// Reply to `hello`: protocol version and host metadata.
     HelloAck(HelloAck),
+    /// The user ran a registered slash command; answer with `command_response`.
     CommandInvoked(CommandInvoked),
+    /// The model called a registered tool; answer with `tool_result`.
     ToolCall(ToolCall),
+    /// One-way lifecycle notification for a subscribed event.
     Event(Event),
+    /// Asks an interceptor to allow, block or rewrite; answer with `event_intercept_response`.
     EventIntercept(EventIntercept),
+    /// A key typed while the extension's panel is focused.
     PanelKey(PanelKey),
+    /// The user closed the extension's panel.
     PanelClose(PanelClose),
+    /// zot is exiting; answer with `shutdown_ack` and exit.
     Shutdown,
 }
 
@@ -94,9 +117,30 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// The host refuses a tool without an object schema, but `schema` has a
+/// serde default (so a bad frame gets a precise message), which would
+/// otherwise make the schema call it optional with a `null` default.
+fn require_tool_schema(schema: &mut schemars::Schema) {
+    let object = schema.ensure_object();
+    if let Some(Value::Object(field)) = object
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("schema"))
+    {
+        field.remove("default");
+    }
+    if let Some(required) = object
+        .entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+        && !required.iter().any(|r| r == "schema")
+    {
+        required.push(Value::String("schema".to_owned()));
+    }
+}
+
 // ---------------------------------------------------------------- extension → host
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hello {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,14 +149,15 @@ pub struct Hello {
     pub capabilities: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RegisterCommand {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = require_tool_schema)]
 pub struct RegisterTool {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,13 +165,17 @@ pub struct RegisterTool {
     /// A JSON Schema object for the tool's arguments. Kept as a raw value so
     /// the host can reject a non-object with a precise message.
     #[serde(default)]
+    #[schemars(
+        with = "serde_json::Map<String, Value>",
+        description = "JSON Schema object describing the tool's arguments."
+    )]
     pub schema: Value,
     /// Registered but not advertised until a `tool_result` activates it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub deferred: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolResult {
     pub id: String,
     #[serde(default)]
@@ -139,7 +188,7 @@ pub struct ToolResult {
 }
 
 /// One block of a tool result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     Text {
@@ -150,12 +199,14 @@ pub enum ContentBlock {
         /// Standard base64.
         data: String,
     },
-    /// A block type this protocol version does not know.
+    /// A block type this protocol version does not know. Tolerated when
+    /// reading, never valid to send, so the schema leaves it out.
     #[serde(other)]
+    #[schemars(skip)]
     Unsupported,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Subscribe {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<String>,
@@ -164,7 +215,7 @@ pub struct Subscribe {
 }
 
 /// Reply to `event_intercept`. Every field defaults to "allow, unchanged".
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InterceptResponse {
     pub id: String,
     #[serde(default, skip_serializing_if = "is_false")]
@@ -173,15 +224,22 @@ pub struct InterceptResponse {
     pub reason: Option<String>,
     /// Raw so the host can warn about (and ignore) a non-object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Option<serde_json::Map<String, Value>>",
+        description = "tool_call: the rewritten args the tool will see; ignored when blocking."
+    )]
     pub modified_args: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace_text: Option<String>,
     /// Exact replacement; `Some("")` removes the prompt, `None` keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "before_agent_start: exact replacement; \"\" removes the prompt, omission keeps it."
+    )]
     pub system_prompt: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CommandResponse {
     pub id: String,
     #[serde(default)]
@@ -198,7 +256,7 @@ pub struct CommandResponse {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandAction {
     Prompt,
@@ -212,7 +270,7 @@ pub enum CommandAction {
 }
 
 /// The content of a panel opened by `command_response`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PanelContent {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -223,12 +281,12 @@ pub struct PanelContent {
     pub footer: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Submit {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PanelRender {
     pub panel_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -240,19 +298,19 @@ pub struct PanelRender {
 }
 
 /// `panel_close`, in either direction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PanelClose {
     pub panel_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Notify {
     #[serde(default)]
     pub level: NotifyLevel,
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NotifyLevel {
     Success,
@@ -267,7 +325,7 @@ pub enum NotifyLevel {
 
 // ---------------------------------------------------------------- host → extension
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HelloAck {
     pub protocol_version: u32,
     pub zot_version: String,
@@ -279,7 +337,7 @@ pub struct HelloAck {
     pub data_dir: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CommandInvoked {
     pub id: String,
     /// The canonical spelling the extension registered.
@@ -289,7 +347,7 @@ pub struct CommandInvoked {
     pub args: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -297,7 +355,7 @@ pub struct ToolCall {
 }
 
 /// One-way lifecycle notification (`{"type":"event","event":…}`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     SessionStart,
@@ -348,7 +406,7 @@ impl Event {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EventIntercept {
     pub id: String,
     #[serde(flatten)]
@@ -356,7 +414,7 @@ pub struct EventIntercept {
 }
 
 /// What an `event_intercept` asks about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Intercept {
     ToolCall {
@@ -400,7 +458,7 @@ impl Intercept {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PanelKey {
     pub panel_id: String,
     pub key: Key,
@@ -410,7 +468,7 @@ pub struct PanelKey {
 }
 
 /// Normalised key names sent while a panel is focused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Key {
     Up,

@@ -1,0 +1,9 @@
+mod support;
+
+mod commands;
+mod events;
+mod examples;
+mod handshake;
+mod intercepts;
+mod stdio;
+mod tools;
