@@ -200,6 +200,18 @@ pub enum ExtCommand {
         #[command(flatten)]
         scope: ScopeArgs,
     },
+    /// Write a new extension that works as it is: manifest, code (one slash
+    /// command, one tool, shutdown handling) and a README.
+    New {
+        /// The extension's name; also its slash command and the start of its tool's name.
+        name: String,
+        /// The language (and SDK) to write it in.
+        #[arg(long, value_enum)]
+        lang: crate::scaffold::Lang,
+        /// Where to write it (default ./<name>); must not exist, or be an empty directory.
+        #[arg(long, value_name = "PATH")]
+        dir: Option<PathBuf>,
+    },
     /// Print an extension's log (its stderr and zot's notes about it).
     Logs {
         /// Manifest name or directory name.

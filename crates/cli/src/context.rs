@@ -28,6 +28,9 @@ impl Context {
             .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()))
             .collect();
         config.discover = !cli.no_ext;
+        config.user_home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
         let trust = TrustStore::load(&zot_home)?.status(&project)?;
         config.project_trusted = cli.trust || trust == TrustStatus::Trusted;
         Ok(Self {

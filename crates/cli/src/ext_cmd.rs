@@ -28,6 +28,9 @@ pub fn run(ctx: &Context, command: &ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Enable { name, scope } => set_enabled(ctx, name, scope, true),
         ExtCommand::Disable { name, scope } => set_enabled(ctx, name, scope, false),
         ExtCommand::Logs { name, follow } => logs(ctx, name, *follow),
+        ExtCommand::New { name, lang, dir } => {
+            crate::scaffold::run(ctx, name, *lang, dir.as_deref())
+        }
     }
 }
 
@@ -49,6 +52,8 @@ struct Row {
     state: &'static str,
     reason: Option<String>,
     dir: PathBuf,
+    /// zot or nimlet (a theme or skill bundle counts as zot).
+    protocol: &'static str,
 }
 
 fn row(found: &Found) -> Row {
@@ -73,6 +78,9 @@ fn row(found: &Found) -> Row {
         state,
         reason,
         dir: found.dir.clone(),
+        protocol: manifest
+            .and_then(|m| m.dialect())
+            .map_or_else(|| protocol(&found.dir), |d| d.as_str()),
     }
 }
 
@@ -86,7 +94,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
             .map(|r| {
                 json!({
                     "scope": r.scope, "name": r.name, "version": r.version, "enabled": r.enabled,
-                    "language": r.language, "protocol": "zot", "state": r.state,
+                    "language": r.language, "protocol": r.protocol, "state": r.state,
                     "reason": r.reason, "dir": display(&r.dir),
                 })
             })
@@ -117,7 +125,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                     .map_or("-", |e| if e { "yes" } else { "no" })
                     .to_owned(),
                 dash(&r.language),
-                "zot".to_owned(),
+                r.protocol.to_owned(),
                 state,
                 display(&r.dir),
             ]
@@ -226,7 +234,7 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
         "scope": r.scope.as_str(),
         "name": r.name,
         "version": r.version,
-        "protocol": "zot",
+        "protocol": protocol(&r.dir),
         "dir": display(&r.dir),
         "log": r.log.as_deref().map(display),
         "state": Value::Null,
@@ -469,4 +477,19 @@ fn copy_new(file: &mut std::fs::File, out: &mut impl Write) -> anyhow::Result<u6
         return Err(e.into());
     }
     Ok(buf.len() as u64)
+}
+
+/// The protocol an extension directory speaks, from its manifest (where it
+/// does not parse, the root decides: `.agents` is nimlet's).
+fn protocol(dir: &std::path::Path) -> &'static str {
+    let root = if dir.components().any(|c| c.as_os_str() == ".agents") {
+        zot_extensions::Dialect::Nimlet
+    } else {
+        zot_extensions::Dialect::Zot
+    };
+    zot_extensions::Manifest::load_in(dir, root)
+        .ok()
+        .and_then(|m| m.dialect())
+        .unwrap_or(root)
+        .as_str()
 }

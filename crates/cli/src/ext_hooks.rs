@@ -110,6 +110,60 @@ impl Hooks for ExtHooks {
             .collect()
     }
 
+    fn session_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.host.session_started())
+    }
+
+    fn prompt_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.host.prompt_started())
+    }
+
+    fn prompt_end(&self, interrupted: bool) -> BoxFuture<'_, ()> {
+        Box::pin(self.host.prompt_ended(interrupted))
+    }
+
+    fn tool_result<'a>(
+        &'a self,
+        name: &'a str,
+        args: &'a Value,
+        output: ToolOutput,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            if !self.host.wants_tool_results() {
+                return output;
+            }
+            let text: Vec<&str> = output
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let text = text.join("\n");
+            let (new_text, is_error) = self
+                .host
+                .after_tool(name, args, text.clone(), output.is_error)
+                .await;
+            if new_text == text {
+                return ToolOutput { is_error, ..output };
+            }
+            // The text is replaced; images stay.
+            let mut content = vec![Block::Text { text: new_text }];
+            content.extend(
+                output
+                    .content
+                    .into_iter()
+                    .filter(|b| matches!(b, Block::Image { .. })),
+            );
+            ToolOutput { content, is_error }
+        })
+    }
+
+    fn take_entries(&self) -> Vec<(String, Value)> {
+        self.host.take_entries()
+    }
+
     fn call_tool<'a>(&'a self, name: &'a str, args: Value) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             match self.host.call_tool(name, args).await {

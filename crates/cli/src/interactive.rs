@@ -119,7 +119,24 @@ fn update(event: HostEvent) -> Option<HostUpdate> {
             reason: message,
         } => HostUpdate::Warning { extension, message },
         HostEvent::CommandsChanged => HostUpdate::CommandsChanged,
-        HostEvent::ToolsChanged => return None,
+        HostEvent::Status { key, text, .. } => HostUpdate::Status { key, text },
+        HostEvent::Widget { key, lines, .. } => HostUpdate::Widget { key, lines },
+        HostEvent::Question {
+            extension,
+            prompt,
+            options,
+            reply,
+        } => HostUpdate::Question {
+            extension,
+            prompt,
+            options,
+            answer: bridge::Answer::new(move |answer| match answer {
+                Some(answer) => reply.answer(answer),
+                None => reply.cancel(),
+            }),
+        },
+        // Entries go to the session file through the agent's hooks.
+        HostEvent::ToolsChanged | HostEvent::Entry { .. } => return None,
     })
 }
 
@@ -228,6 +245,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             host_updates,
         };
         let result = zot_tui::run(tui).await;
+        host.session_ended().await;
         host.shutdown().await;
         forward.abort();
         result?;

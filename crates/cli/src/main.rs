@@ -10,6 +10,7 @@ mod interactive;
 mod oneshot;
 mod rpc;
 mod run;
+mod scaffold;
 mod trust_cmd;
 
 use std::process::ExitCode;

@@ -47,6 +47,28 @@ pub fn host_event_json(event: &HostEvent) -> Option<Value> {
         HostEvent::Exited { extension, reason } => {
             json!({"type": "ext_warning", "extension": extension, "message": reason})
         }
+        HostEvent::Status {
+            extension,
+            key,
+            text,
+        } => {
+            json!({"type": "ext_status", "extension": extension, "key": key, "text": text})
+        }
+        HostEvent::Widget {
+            extension,
+            key,
+            lines,
+        } => {
+            json!({"type": "ext_widget", "extension": extension, "key": key, "lines": lines})
+        }
+        HostEvent::Entry { extension, data } => {
+            json!({"type": "ext_entry", "extension": extension, "data": data})
+        }
+        // No one to ask outside the TUI: the answer is "" with cancelled (nimlet spec, ui_request).
+        HostEvent::Question { reply, .. } => {
+            reply.cancel();
+            return None;
+        }
         // `submit` is for the interactive editor only (spec, "submit"); panels are TUI-only.
         HostEvent::Submit { .. }
         | HostEvent::PanelRender { .. }
@@ -178,6 +200,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
 
     let result = run_prompt(&mut agent, &host, prompt, out, &cancel).await;
     ctrl_c.abort();
+    host.session_ended().await;
     host.shutdown().await;
     drop(agent);
     drop(host);

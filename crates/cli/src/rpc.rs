@@ -37,6 +37,9 @@ struct Server {
     busy: Arc<std::sync::atomic::AtomicUsize>,
     provider_name: String,
     cwd: String,
+    /// Releases the work a request just spawned, once its response is written,
+    /// so the response always comes before the work's events.
+    gate: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// Tasks still running (prompts, compactions), awaited before exit.
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -80,6 +83,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             provider_name,
             cwd: ctx.project.display().to_string(),
             tasks: std::sync::Mutex::new(Vec::new()),
+            gate: std::sync::Mutex::new(None),
         });
         let code = serve(&server).await;
         let tasks = std::mem::take(
@@ -91,6 +95,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         for task in tasks {
             let _ = task.await;
         }
+        server.host.session_ended().await;
         server.host.shutdown().await;
         drop(server);
         drop(out);
@@ -162,6 +167,14 @@ async fn serve(server: &Arc<Server>) -> ExitCode {
         }
         let result = Arc::clone(server).handle(&command, &request).await;
         server.respond(&command, id, result);
+        if let Some(go) = server
+            .gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            let _ = go.send(());
+        }
     }
 }
 
@@ -196,8 +209,14 @@ impl Server {
 
     /// Runs `work` in the background with a fresh cancellation token;
     /// work items run one after another (the agent lock queues them).
-    fn spawn<F>(self: &Arc<Self>, work: impl FnOnce(Arc<Self>, CancellationToken) -> F)
-    where
+    /// `finish` (e.g. `done`) is written once the work has let go of the
+    /// agent and is no longer counted as busy, so a client that reacts to it
+    /// with `get_state` sees an idle agent.
+    fn spawn<F>(
+        self: &Arc<Self>,
+        finish: Option<Value>,
+        work: impl FnOnce(Arc<Self>, CancellationToken) -> F,
+    ) where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         let cancel = CancellationToken::new();
@@ -207,10 +226,20 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
         self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let busy = Arc::clone(&self.busy);
+        let out = self.out.clone();
         let future = work(Arc::clone(self), cancel);
+        let (go, ready) = tokio::sync::oneshot::channel();
+        *self
+            .gate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(go);
         let handle = tokio::spawn(async move {
+            let _ = ready.await;
             future.await;
             busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            if let Some(finish) = finish {
+                let _ = out.send(finish);
+            }
         });
         self.tasks
             .lock()
@@ -232,7 +261,9 @@ impl Server {
             "ping" => Ok(json!({"pong": true})),
             "prompt" => {
                 let content = prompt_content(request)?;
-                self.spawn(|server, cancel| async move { server.prompt(content, cancel).await });
+                self.spawn(Some(json!({"type": "done"})), |server, cancel| async move {
+                    server.prompt(content, cancel).await
+                });
                 Ok(json!({"started": true}))
             }
             "abort" => {
@@ -243,7 +274,7 @@ impl Server {
                 Ok(Value::Null)
             }
             "compact" => {
-                self.spawn(|server, cancel| async move {
+                self.spawn(None, |server, cancel| async move {
                     let mut agent = server.agent.lock().await;
                     match agent.compact(COMPACT_KEEP_TAIL, &cancel).await {
                         Ok(summary) => {
@@ -361,17 +392,20 @@ impl Server {
                             "type": "ext_display", "extension": reply.extension,
                             "command": reply.command, "text": text,
                         }));
-                        return self.event(json!({"type": "done"}));
+                        return;
                     }
                     CommandOutcome::Insert(_) | CommandOutcome::OpenPanel(_) => {
+                        let what = if matches!(reply.outcome, CommandOutcome::Insert(_)) {
+                            "insert"
+                        } else {
+                            "open_panel"
+                        };
                         return self.finish_with_error(format!(
-                            "/{}: this command needs the interactive TUI",
+                            "/{}: \"{what}\" needs the interactive TUI",
                             reply.command
                         ));
                     }
-                    CommandOutcome::Prompt(_) | CommandOutcome::Noop => {
-                        return self.event(json!({"type": "done"}));
-                    }
+                    CommandOutcome::Prompt(_) | CommandOutcome::Noop => return,
                 },
             }
         }
@@ -379,23 +413,23 @@ impl Server {
         let out = self.out.clone();
         let forward = tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
+                // `done` is written by `spawn` once the agent is free again.
+                if matches!(event, zot_core::AgentEvent::Done) {
+                    continue;
+                }
                 if let Ok(value) = serde_json::to_value(&event) {
                     let _ = out.send(value);
                 }
             }
         });
-        let result = agent.prompt(content, &events, &cancel).await;
+        // A failed prompt has emitted turn_end and error; `spawn` still ends it with done.
+        let _ = agent.prompt(content, &events, &cancel).await;
         drop(events);
         let _ = forward.await;
-        if result.is_err() {
-            // The agent emitted turn_end and error but no done; RPC always ends a prompt with done.
-            self.event(json!({"type": "done"}));
-        }
     }
 
     fn finish_with_error(&self, message: String) {
         self.event(json!({"type": "error", "message": message}));
-        self.event(json!({"type": "done"}));
     }
 }
 

@@ -144,6 +144,7 @@ pub fn agent(
     // RPC clients own their conversation; they get a session file only when they ask for one.
     let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
     if wants_session && let Some(session) = open_session(args, ctx, provider_name, model)? {
+        loaded.host.set_session_id(session.id());
         agent.set_session(session);
     }
     Ok(agent)

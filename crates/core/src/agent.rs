@@ -250,6 +250,7 @@ impl Agent {
         if !self.session_started {
             self.session_started = true;
             self.hooks.event(HookEvent::SessionStart);
+            self.hooks.session_start().await;
         }
         if self.prepared.is_none() {
             let mut base = self.base_prompt.subscribe();
@@ -272,8 +273,10 @@ impl Agent {
             time: user.time.clone(),
         });
         self.push(user);
+        self.hooks.prompt_start().await;
 
         let mut step = 0;
+        let mut failure = None;
         loop {
             step += 1;
             if self.config.max_steps.is_some_and(|max| step > max) {
@@ -281,8 +284,8 @@ impl Agent {
             }
             emit(AgentEvent::TurnStart { step });
             self.hooks.event(HookEvent::TurnStart { step });
-            if let TurnGate::Block { by, reason } = self.hooks.turn_start(step).await {
-                let reason = format!("{reason} (blocked by extension {by})");
+            // The reason reaches the user as the extension wrote it.
+            if let TurnGate::Block { reason, .. } = self.hooks.turn_start(step).await {
                 self.end_turn(events, StopReason::Error, Some(reason));
                 break;
             }
@@ -308,7 +311,8 @@ impl Agent {
                     emit(AgentEvent::Error {
                         message: e.to_string(),
                     });
-                    return Err(e.into());
+                    failure = Some(e);
+                    break;
                 }
             };
             let usage = UsageReport::from(completion.usage);
@@ -338,8 +342,23 @@ impl Agent {
             }
             self.end_turn(events, StopReason::ToolUse, None);
         }
+        self.hooks.prompt_end(cancel.is_cancelled()).await;
+        self.store_entries();
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
         emit(AgentEvent::Done);
         Ok(())
+    }
+
+    /// Writes extension data (nimlet `entry`) recorded so far into the session.
+    fn store_entries(&mut self) {
+        let entries = self.hooks.take_entries();
+        if let Some(session) = &mut self.session {
+            for (extension, data) in entries {
+                session.append_extension(&extension, data);
+            }
+        }
     }
 
     fn needs_compaction(&self) -> bool {
@@ -430,6 +449,7 @@ impl Agent {
     }
 
     fn push(&mut self, message: Message) {
+        self.store_entries();
         if let Some(session) = &mut self.session {
             session.append(&message);
         }
@@ -587,7 +607,8 @@ impl Agent {
         if let Err(problem) = validate(&spec, &args) {
             return ToolOutput::error(problem);
         }
-        match self.builtin.iter().find(|t| t.spec().name == name) {
+        let ran_with = args.clone();
+        let output = match self.builtin.iter().find(|t| t.spec().name == name) {
             Some(tool) => {
                 let (progress, mut rx) = mpsc::unbounded_channel();
                 let ctx = ToolContext {
@@ -618,7 +639,8 @@ impl Agent {
                     output = self.hooks.call_tool(name, args) => output,
                 }
             }
-        }
+        };
+        self.hooks.tool_result(name, &ran_with, output).await
     }
 }
 

@@ -109,6 +109,38 @@ pub trait Hooks: Send + Sync {
     fn call_tool<'a>(&'a self, name: &'a str, _args: Value) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move { ToolOutput::error(format!("unknown tool \"{name}\"")) })
     }
+
+    /// Awaited once per session, after `HookEvent::SessionStart`
+    /// (nimlet's `session_start` is a request that must be answered).
+    fn session_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// A user prompt starts (nimlet's `turn_start`: once per prompt, not per model call).
+    fn prompt_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// A user prompt ended, on every exit path (nimlet's `turn_end`).
+    fn prompt_end(&self, _interrupted: bool) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// A tool ran: observers may replace what the model and the session see
+    /// (nimlet's `tool_result`). `args` are the arguments the tool ran with.
+    fn tool_result<'a>(
+        &'a self,
+        _name: &'a str,
+        _args: &'a Value,
+        output: ToolOutput,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { output })
+    }
+
+    /// Durable extension data to store in the session (never sent to the model).
+    fn take_entries(&self) -> Vec<(String, Value)> {
+        Vec::new()
+    }
 }
 
 /// The agent without extensions.

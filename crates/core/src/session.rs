@@ -28,8 +28,17 @@ pub struct Meta {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
-    Meta { meta: Meta },
-    Message { message: Message },
+    Meta {
+        meta: Meta,
+    },
+    Message {
+        message: Message,
+    },
+    /// Extension bookkeeping (nimlet `entry`): kept in the file, never sent to the model.
+    Extension {
+        extension: String,
+        data: serde_json::Value,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,7 +146,7 @@ impl Session {
             match serde_json::from_str::<Line>(line) {
                 Ok(Line::Meta { meta: m }) => meta = meta.or(Some(m)),
                 Ok(Line::Message { message }) => messages.push(message),
-                Err(_) => {}
+                Ok(Line::Extension { .. }) | Err(_) => {}
             }
         }
         let meta = meta.ok_or_else(|| SessionError::NoMeta(path.to_path_buf()))?;
@@ -199,6 +208,15 @@ impl Session {
         self.messages.push(message.clone());
         self.write(&Line::Message {
             message: message.clone(),
+        });
+    }
+
+    /// Records extension data (nimlet `entry`) as
+    /// `{"type":"extension","extension":…,"data":…}`.
+    pub fn append_extension(&mut self, extension: &str, data: serde_json::Value) {
+        self.write(&Line::Extension {
+            extension: extension.to_owned(),
+            data,
         });
     }
 

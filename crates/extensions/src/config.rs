@@ -37,6 +37,11 @@ pub struct HostConfig {
     /// Whether project extensions may run (see `trust.rs`). Untrusted ones
     /// are listed, never spawned.
     pub project_trusted: bool,
+    /// The user's home: `~/.agents/extensions` (nimlet extensions shared with
+    /// other agents) is searched after the zot roots. `None` skips it.
+    pub user_home: Option<PathBuf>,
+    /// Sent to nimlet extensions in `initialize`.
+    pub session_id: String,
     pub zot_version: String,
     pub provider: String,
     pub model: String,
@@ -53,6 +58,8 @@ impl HostConfig {
             explicit: Vec::new(),
             discover: true,
             project_trusted: false,
+            user_home: None,
+            session_id: format!("zot-{}", std::process::id()),
             zot_version: env!("CARGO_PKG_VERSION").to_owned(),
             provider: String::new(),
             model: String::new(),
@@ -70,6 +77,18 @@ impl HostConfig {
     /// `<cwd>/.zot/extensions`, the project root.
     pub fn project_root(&self) -> PathBuf {
         self.cwd.join(".zot").join("extensions")
+    }
+
+    /// `~/.agents/extensions`, the portable global root (nimlet dialect).
+    pub fn agents_global_root(&self) -> Option<PathBuf> {
+        self.user_home
+            .as_ref()
+            .map(|home| home.join(".agents").join("extensions"))
+    }
+
+    /// `<cwd>/.agents/extensions`, the portable project root (nimlet dialect).
+    pub fn agents_project_root(&self) -> PathBuf {
+        self.cwd.join(".agents").join("extensions")
     }
 
     /// `$ZOT_HOME/logs/ext-<name>.log`.

@@ -79,7 +79,14 @@ enum Outgoing {
     Close,
 }
 
-type Reply = Result<ExtFrame, RequestError>;
+/// A reply to a request, in the dialect of the extension that sent it.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Zot(Box<ExtFrame>),
+    Nimlet(Box<zot_protocol::nimlet::Response>),
+}
+
+type Outcome = Result<Reply, RequestError>;
 
 /// The host's side of one extension's stdio.
 pub(crate) struct Connection {
@@ -91,7 +98,7 @@ pub(crate) struct Connection {
 
 #[derive(Default)]
 struct Pending {
-    waiting: HashMap<String, oneshot::Sender<Reply>>,
+    waiting: HashMap<String, oneshot::Sender<Outcome>>,
     /// Once set, new requests fail at once with this reason.
     gone: Option<String>,
 }
@@ -131,8 +138,8 @@ impl Connection {
         &self,
         id: &str,
         frame: &T,
-        deadline: Duration,
-    ) -> Result<ExtFrame, RequestError> {
+        deadline: Option<Duration>,
+    ) -> Outcome {
         let line = to_line(frame).map_err(|e| RequestError::Malformed(e.to_string()))?;
         let (reply_tx, reply_rx) = oneshot::channel();
         {
@@ -155,6 +162,15 @@ impl Connection {
         if self.queue.send(queued).is_err() {
             return Err(RequestError::Disconnected("input closed".to_owned()));
         }
+        let Some(deadline) = deadline else {
+            // No deadline of its own: the caller bounds the wait (nimlet's
+            // question-aware timeout, or none at all).
+            return reply_rx.await.unwrap_or_else(|_| {
+                Err(RequestError::Disconnected(
+                    "reply channel dropped".to_owned(),
+                ))
+            });
+        };
         match tokio::time::timeout(deadline, reply_rx).await {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) => Err(RequestError::Disconnected(
@@ -171,7 +187,7 @@ impl Connection {
 
     /// Hands a reply to the request waiting for `id`. Returns the frame back
     /// when nobody waits (unknown or expired id).
-    pub(crate) fn resolve(&self, id: &str, reply: Reply) -> Option<Reply> {
+    pub(crate) fn resolve(&self, id: &str, reply: Outcome) -> Option<Outcome> {
         match self.lock().waiting.remove(id) {
             Some(tx) => {
                 let _ = tx.send(reply);

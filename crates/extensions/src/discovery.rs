@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::HostConfig;
-use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use crate::manifest::{Dialect, MANIFEST_FILE, Manifest, ManifestError};
 
 /// Where an extension was found, in precedence order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,19 +69,34 @@ impl Found {
     }
 }
 
-/// Every extension directory in load order, each with its status.
+/// Every extension directory in load order, each with its status: `--ext`,
+/// `./.zot/extensions`, `$ZOT_HOME/extensions`, then the portable nimlet
+/// roots `~/.agents/extensions` and `./.agents/extensions`.
 pub fn discover(config: &HostConfig) -> Vec<Found> {
-    let mut candidates: Vec<(Scope, PathBuf)> = config
+    let mut candidates: Vec<(Scope, Dialect, PathBuf)> = config
         .explicit
         .iter()
-        .map(|dir| (Scope::Explicit, absolute(dir)))
+        .map(|dir| (Scope::Explicit, Dialect::Zot, absolute(dir)))
         .collect();
     if config.discover {
-        for (scope, root) in [
-            (Scope::Project, config.project_root()),
-            (Scope::Global, config.global_root()),
-        ] {
-            candidates.extend(subdirectories(&root).into_iter().map(|dir| (scope, dir)));
+        let mut roots = vec![
+            (Scope::Project, Dialect::Zot, config.project_root()),
+            (Scope::Global, Dialect::Zot, config.global_root()),
+        ];
+        if let Some(root) = config.agents_global_root() {
+            roots.push((Scope::Global, Dialect::Nimlet, root));
+        }
+        roots.push((
+            Scope::Project,
+            Dialect::Nimlet,
+            config.agents_project_root(),
+        ));
+        for (scope, dialect, root) in roots {
+            candidates.extend(
+                subdirectories(&root)
+                    .into_iter()
+                    .map(|dir| (scope, dialect, dir)),
+            );
         }
     }
 
@@ -89,8 +104,8 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
     let mut claimed: HashMap<String, PathBuf> = HashMap::new();
     candidates
         .into_iter()
-        .map(|(scope, dir)| {
-            let status = match Manifest::load(&dir) {
+        .map(|(scope, dialect, dir)| {
+            let status = match Manifest::load_in(&dir, dialect) {
                 Err(e) => FoundStatus::Invalid(e),
                 Ok(m) if !m.enabled => FoundStatus::Disabled(m),
                 Ok(m) if scope == Scope::Project && !config.project_trusted => {

@@ -12,10 +12,14 @@ use zot_protocol::zot::{
     Intercept, InterceptResponse, Key, PanelClose, PanelContent, PanelKey, ToolCall,
 };
 
-use crate::connection::RequestError;
+use crate::connection::{Reply, RequestError};
 use crate::dialect::zot::json_kind;
 use crate::extension::Extension;
 use crate::host::ExtensionHost;
+use crate::host::HostEvent;
+use crate::manifest::Dialect;
+use zot_protocol::nimlet::{HostFrame as NimletFrame, Response as NimletResponse};
+use zot_protocol::zot::NotifyLevel;
 
 /// Why a command or tool call produced no reply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,22 +132,56 @@ impl ExtensionHost {
         let Some((ext, cmd)) = found else {
             return Err(DispatchError::UnknownCommand(name.to_owned()));
         };
-        let id = self.inner.next_id();
-        let frame = HostFrame::CommandInvoked(CommandInvoked {
-            id: id.clone(),
-            name: cmd.name.clone(),
-            args: args.trim().to_owned(),
-        });
         let fail = |source| DispatchError::Request {
             extension: ext.name.clone(),
             name: cmd.name.clone(),
             source,
         };
+        let id = self.inner.next_id();
+        if ext.dialect == Dialect::Nimlet {
+            let frame = NimletFrame::Command {
+                id: id.clone(),
+                name: cmd.name.clone(),
+                arguments: args.trim().to_owned(),
+            };
+            let response = self
+                .inner
+                .nimlet_request(&ext, &id, &frame)
+                .await
+                .map_err(fail)?;
+            // `message` is printed, then `prompt` starts a turn; both may come.
+            let message = response.message.filter(|m| !m.is_empty());
+            let outcome = match (response.prompt.filter(|p| !p.trim().is_empty()), message) {
+                (Some(prompt), message) => {
+                    if let Some(message) = message {
+                        self.inner.emit(HostEvent::Notify {
+                            extension: ext.name.clone(),
+                            level: NotifyLevel::Info,
+                            message,
+                        });
+                    }
+                    CommandOutcome::Prompt(prompt)
+                }
+                (None, Some(message)) => CommandOutcome::Display(message),
+                (None, None) => CommandOutcome::Noop,
+            };
+            return Ok(CommandReply {
+                extension: ext.name.clone(),
+                command: cmd.name,
+                outcome,
+                error: None,
+            });
+        }
+        let frame = HostFrame::CommandInvoked(CommandInvoked {
+            id: id.clone(),
+            name: cmd.name.clone(),
+            args: args.trim().to_owned(),
+        });
         let reply = ext
             .conn
-            .request(&id, &frame, self.inner.config.limits.command_timeout)
+            .request(&id, &frame, Some(self.inner.config.limits.command_timeout))
             .await;
-        let response = match reply.map_err(fail)? {
+        let response = match reply.and_then(zot_frame).map_err(fail)? {
             ExtFrame::CommandResponse(r) => r,
             other => return Err(fail(unexpected(&other))),
         };
@@ -185,22 +223,59 @@ impl ExtensionHost {
         } else {
             args
         };
-        let id = self.inner.next_id();
-        let frame = HostFrame::ToolCall(ToolCall {
-            id: id.clone(),
-            name: tool.name.clone(),
-            args,
-        });
         let fail = |source| DispatchError::Request {
             extension: ext.name.clone(),
             name: tool.name.clone(),
             source,
         };
+        let id = self.inner.next_id();
+        if ext.dialect == Dialect::Nimlet {
+            let frame = NimletFrame::Tool {
+                id: id.clone(),
+                name: tool.name.clone(),
+                arguments: args,
+            };
+            // Dropped before the reply (the user aborted the turn): tell the extension.
+            let mut cancel = CancelOnDrop {
+                ext: &ext,
+                id: Some(id.clone()),
+            };
+            let response = self.inner.nimlet_request(&ext, &id, &frame).await;
+            cancel.id = None;
+            let response = response.map_err(fail)?;
+            let text = response
+                .content
+                .as_ref()
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let is_error = response
+                .is_error
+                .as_ref()
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let content = if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![ContentBlock::Text { text }]
+            };
+            return Ok(ToolReply {
+                extension: ext.name.clone(),
+                content,
+                is_error,
+                activated: Vec::new(),
+            });
+        }
+        let frame = HostFrame::ToolCall(ToolCall {
+            id: id.clone(),
+            name: tool.name.clone(),
+            args,
+        });
         let reply = ext
             .conn
-            .request(&id, &frame, self.inner.config.limits.tool_timeout)
+            .request(&id, &frame, Some(self.inner.config.limits.tool_timeout))
             .await;
-        let result = match reply.map_err(fail)? {
+        let result = match reply.and_then(zot_frame).map_err(fail)? {
             ExtFrame::ToolResult(r) => r,
             other => return Err(fail(unexpected(&other))),
         };
@@ -228,7 +303,8 @@ impl ExtensionHost {
     pub fn emit_event(&self, event: &Event) {
         let frame = HostFrame::Event(event.clone());
         for ext in self.inner.extensions() {
-            if ext.subscribes(event.name()) {
+            // A nimlet subscription of the same name means a request, not this one-way event.
+            if ext.dialect == Dialect::Zot && ext.subscribes(event.name()) {
                 ext.conn.send(&frame);
             }
         }
@@ -243,7 +319,41 @@ impl ExtensionHost {
         args: &Value,
     ) -> ToolCallVerdict {
         let mut current = args.clone();
-        for ext in self.interceptors("tool_call") {
+        // zot interceptors and nimlet tool_call subscribers form one chain in load order.
+        let chain: Vec<Arc<Extension>> = self
+            .inner
+            .extensions()
+            .into_iter()
+            .filter(|e| match e.dialect {
+                Dialect::Zot => e.intercepts("tool_call"),
+                Dialect::Nimlet => e.subscribes("tool_call"),
+            })
+            .collect();
+        // nimlet denials do not stop the chain for other nimlet subscribers
+        // (they still see the event); their reasons are joined with "; ".
+        let mut denied: Option<(String, Vec<String>)> = None;
+        for ext in chain {
+            if ext.dialect == Dialect::Nimlet {
+                let payload = serde_json::json!({"tool": tool_name, "arguments": current});
+                let Some(reply) = self.nimlet_event(&ext, "tool_call", payload).await else {
+                    continue;
+                };
+                if reply.allow == Some(Value::Bool(false)) {
+                    let reason = reply.reason.unwrap_or_default();
+                    match &mut denied {
+                        Some((_, reasons)) => reasons.push(reason),
+                        None => denied = Some((ext.name.clone(), vec![reason])),
+                    }
+                    continue;
+                }
+                if let Some(new @ Value::Object(_)) = reply.arguments {
+                    current = new;
+                }
+                continue;
+            }
+            if denied.is_some() {
+                continue;
+            }
             let payload = Intercept::ToolCall {
                 tool_id: tool_id.to_owned(),
                 tool_name: tool_name.to_owned(),
@@ -270,6 +380,13 @@ impl ExtensionHost {
                 ),
                 None => {}
             }
+        }
+        if let Some((extension, reasons)) = denied {
+            let mut reason = reasons.join("; ");
+            if reason.is_empty() {
+                reason = "blocked by extension".to_owned();
+            }
+            return ToolCallVerdict::Block { extension, reason };
         }
         let args = (current != *args).then_some(current);
         ToolCallVerdict::Allow { args }
@@ -412,8 +529,115 @@ impl ExtensionHost {
 
     fn interceptors(&self, event: &str) -> Vec<Arc<Extension>> {
         let mut exts = self.inner.extensions();
-        exts.retain(|e| e.intercepts(event));
+        exts.retain(|e| e.dialect == Dialect::Zot && e.intercepts(event));
         exts
+    }
+
+    /// nimlet subscribers of `event`, in load order.
+    fn nimlet_subscribers(&self, event: &str) -> Vec<Arc<Extension>> {
+        let mut exts = self.inner.extensions();
+        exts.retain(|e| e.dialect == Dialect::Nimlet && e.subscribes(event));
+        exts
+    }
+
+    /// One nimlet lifecycle request; `None` with a warning when it fails
+    /// (timeout, crash, malformed reply): nimlet is fail-open.
+    async fn nimlet_event(
+        &self,
+        ext: &Extension,
+        event: &str,
+        payload: Value,
+    ) -> Option<NimletResponse> {
+        let id = self.inner.next_id();
+        let frame = NimletFrame::Event {
+            id: id.clone(),
+            event: event.to_owned(),
+            payload,
+        };
+        match self.inner.nimlet_request(ext, &id, &frame).await {
+            Ok(reply) => Some(reply),
+            Err(e) => {
+                self.inner
+                    .warn(ext, format!("extension '{}': {event}: {e}", ext.name));
+                None
+            }
+        }
+    }
+
+    /// Sends an acknowledge-only nimlet event to every subscriber, one after another.
+    async fn nimlet_notice(&self, event: &str, payload: Value) {
+        for ext in self.nimlet_subscribers(event) {
+            self.nimlet_event(&ext, event, payload.clone()).await;
+        }
+    }
+
+    fn session_payload(&self) -> serde_json::Map<String, Value> {
+        let session_id = self.inner.state().session_id.clone();
+        let mut map = serde_json::Map::new();
+        map.insert("session_id".into(), Value::String(session_id));
+        map.insert(
+            "workspace".into(),
+            Value::String(self.inner.cwd().display().to_string()),
+        );
+        map
+    }
+
+    /// nimlet `session_start`: the agent is ready (start-up, or a new session).
+    pub async fn session_started(&self) {
+        self.nimlet_notice("session_start", Value::Object(self.session_payload()))
+            .await;
+    }
+
+    /// nimlet `session_end`: before a session switch and at exit, in every mode.
+    pub async fn session_ended(&self) {
+        self.nimlet_notice("session_end", Value::Object(self.session_payload()))
+            .await;
+    }
+
+    /// nimlet `turn_start`: once per user prompt (not per model call).
+    pub async fn prompt_started(&self) {
+        self.nimlet_notice("turn_start", Value::Object(self.session_payload()))
+            .await;
+    }
+
+    /// nimlet `turn_end`: the prompt finished, failed or was interrupted.
+    pub async fn prompt_ended(&self, interrupted: bool) {
+        let mut payload = self.session_payload();
+        if interrupted {
+            payload.insert("interrupted".into(), Value::Bool(true));
+        }
+        self.nimlet_notice("turn_end", Value::Object(payload)).await;
+    }
+
+    /// nimlet `tool_result`: subscribers may replace the output and the error
+    /// flag, chained in load order. Returns the (possibly new) output and flag.
+    pub async fn after_tool(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        output: String,
+        is_error: bool,
+    ) -> (String, bool) {
+        let (mut output, mut is_error) = (output, is_error);
+        for ext in self.nimlet_subscribers("tool_result") {
+            let payload = serde_json::json!({"tool": tool, "arguments": arguments, "output": output, "is_error": is_error});
+            let Some(reply) = self.nimlet_event(&ext, "tool_result", payload).await else {
+                continue;
+            };
+            if let Some(Value::String(new)) = reply.output {
+                output = new;
+            }
+            if let Some(Value::Bool(flag)) = reply.is_error {
+                is_error = flag;
+            }
+        }
+        (output, is_error)
+    }
+
+    /// Whether any extension subscribed to nimlet's `tool_result` (so the
+    /// agent only builds the output text when someone wants it).
+    pub fn wants_tool_results(&self) -> bool {
+        !self.nimlet_subscribers("tool_result").is_empty()
     }
 
     /// One intercept request; `None` (allow) with a warning on timeout,
@@ -426,9 +650,12 @@ impl ExtensionHost {
             payload,
         });
         let deadline = self.inner.config.limits.intercept_timeout;
-        let problem = match ext.conn.request(&id, &frame, deadline).await {
-            Ok(ExtFrame::EventInterceptResponse(reply)) => return Some(reply),
-            Ok(other) => unexpected(&other).to_string(),
+        let problem = match ext.conn.request(&id, &frame, Some(deadline)).await {
+            Ok(reply) => match zot_frame(reply) {
+                Ok(ExtFrame::EventInterceptResponse(reply)) => return Some(reply),
+                Ok(other) => unexpected(&other).to_string(),
+                Err(e) => e.to_string(),
+            },
             Err(RequestError::Timeout(after)) => format!("timed out after {after:?}"),
             Err(e) => e.to_string(),
         };
@@ -445,6 +672,28 @@ impl ExtensionHost {
 
 fn unexpected(frame: &ExtFrame) -> RequestError {
     RequestError::Malformed(format!("unexpected {} reply", frame.type_name()))
+}
+
+/// A zot extension's reply frame.
+fn zot_frame(reply: Reply) -> Result<ExtFrame, RequestError> {
+    match reply {
+        Reply::Zot(frame) => Ok(*frame),
+        Reply::Nimlet(_) => Err(RequestError::Malformed("unexpected nimlet response".into())),
+    }
+}
+
+/// Sends nimlet's `cancel{id}` if a tool call is dropped before its reply.
+struct CancelOnDrop<'a> {
+    ext: &'a Extension,
+    id: Option<String>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.ext.conn.send(&NimletFrame::Cancel { id });
+        }
+    }
 }
 
 fn block_reason(reason: Option<String>, ext: &Extension, what: &str) -> String {

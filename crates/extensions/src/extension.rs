@@ -14,6 +14,7 @@ use crate::dialect;
 use crate::ext_log::ExtLog;
 use crate::host::{HostEvent, Inner};
 use crate::limits::Limits;
+use crate::manifest::Dialect;
 use crate::registry::Registrations;
 use crate::supervisor::{Process, describe};
 
@@ -36,6 +37,9 @@ pub(crate) struct Extension {
     pub(crate) name: String,
     /// Position in load order; lower wins name conflicts.
     pub(crate) order: usize,
+    pub(crate) dialect: Dialect,
+    /// nimlet reply timeout (`None`: wait forever); zot uses the host's limits.
+    pub(crate) timeout: Option<std::time::Duration>,
     pub(crate) log: Arc<ExtLog>,
     pub(crate) conn: Connection,
     pub(crate) process: Process,
@@ -53,10 +57,14 @@ impl Extension {
         log: Arc<ExtLog>,
         conn: Connection,
         process: Process,
+        dialect: Dialect,
+        timeout: Option<std::time::Duration>,
     ) -> Self {
         Self {
             name,
             order,
+            dialect,
+            timeout,
             log,
             conn,
             process,
@@ -113,7 +121,10 @@ impl Extension {
     /// until `deadline`, SIGTERM, `term_grace`, SIGKILL (all to the group).
     pub(crate) async fn stop(&self, deadline: Instant, limits: &Limits) {
         self.stopping.store(true, Ordering::Release);
-        self.conn.send(&HostFrame::Shutdown);
+        match self.dialect {
+            Dialect::Zot => self.conn.send(&HostFrame::Shutdown),
+            Dialect::Nimlet => self.conn.send(&zot_protocol::nimlet::HostFrame::Shutdown),
+        }
         self.conn.close_input();
         let status = self.process.stop(deadline, limits.term_grace).await;
         self.alive.store(false, Ordering::Release);
@@ -156,7 +167,10 @@ pub(crate) async fn run_reader(
         last_frame = Instant::now();
         match next {
             Some(Ok(line)) => match host.upgrade() {
-                Some(inner) => dialect::zot::handle_line(&inner, &ext, &line),
+                Some(inner) => match ext.dialect {
+                    Dialect::Zot => dialect::zot::handle_line(&inner, &ext, &line),
+                    Dialect::Nimlet => dialect::nimlet::handle_line(&inner, &ext, &line),
+                },
                 None => break Gone::HostDropped,
             },
             Some(Err(ReadError::TooLong)) => break Gone::FrameTooLong,

@@ -15,13 +15,16 @@ use zot_protocol::zot::{HelloAck, HostFrame, NotifyLevel, PanelRender};
 
 use crate::config::HostConfig;
 use crate::connection::{Connection, FrameReader};
+use crate::dialect::nimlet;
 use crate::dialect::zot::{HandshakeError, handshake};
 use crate::discovery::{Found, FoundStatus, Scope, discover};
 use crate::ext_log::ExtLog;
 use crate::extension::{Extension, Readiness, run_reader};
+use crate::manifest::Dialect;
 use crate::manifest::{Launch, Manifest};
 use crate::registry::{CommandInfo, Conflict, Live, NameKind, Owner, ToolInfo};
-use crate::supervisor::{Process, describe, resolve_exec};
+use crate::supervisor::{Process, describe, resolve_exec, resolve_nimlet};
+use zot_protocol::nimlet::HostFrame as NimletFrame;
 
 /// Something the front ends should know about, attributed to an extension.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +64,111 @@ pub enum HostEvent {
         extension: String,
         reason: String,
     },
+    /// Footer text (nimlet `status`), keyed `<extension>:<key>`; empty text removes it.
+    Status {
+        extension: String,
+        key: String,
+        text: String,
+    },
+    /// Lines above the footer (nimlet `widget`), keyed `<extension>:<key>`; no lines removes it.
+    Widget {
+        extension: String,
+        key: String,
+        lines: Vec<String>,
+    },
+    /// Durable session data (nimlet `entry`): stored in the session, never sent to the model.
+    Entry {
+        extension: String,
+        data: serde_json::Value,
+    },
+    /// A multiple-choice question (nimlet `ui_request`). Answer through
+    /// `reply`; dropping every copy unanswered means "cancelled".
+    Question {
+        extension: String,
+        prompt: String,
+        options: Vec<String>,
+        reply: QuestionReply,
+    },
+}
+
+/// The way back for a question's answer.
+#[derive(Clone)]
+pub struct QuestionReply(Arc<Mutex<Option<tokio::sync::oneshot::Sender<Option<String>>>>>);
+
+impl QuestionReply {
+    pub(crate) fn new() -> (Self, tokio::sync::oneshot::Receiver<Option<String>>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (Self(Arc::new(Mutex::new(Some(tx)))), rx)
+    }
+
+    /// Answers with one of the options.
+    pub fn answer(&self, answer: impl Into<String>) {
+        self.send(Some(answer.into()));
+    }
+
+    /// Dismisses the question (no front end to ask, or the user declined).
+    pub fn cancel(&self) {
+        self.send(None);
+    }
+
+    fn send(&self, answer: Option<String>) {
+        if let Some(tx) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = tx.send(answer);
+        }
+    }
+}
+
+impl std::fmt::Debug for QuestionReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuestionReply")
+    }
+}
+
+impl PartialEq for QuestionReply {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Questions in flight: while any is pending, nimlet reply timeouts are
+/// suspended, and each answer restarts their window (research nimlet.md E14).
+#[derive(Debug)]
+pub(crate) struct QuestionClock {
+    pending: std::sync::atomic::AtomicUsize,
+    last_answer: Mutex<Instant>,
+}
+
+impl QuestionClock {
+    fn new() -> Self {
+        Self {
+            pending: std::sync::atomic::AtomicUsize::new(0),
+            last_answer: Mutex::new(Instant::now()),
+        }
+    }
+
+    pub(crate) fn begin(&self) {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn end(&self) {
+        *self
+            .last_answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// When a request that started at `start` with `timeout` expires; `None` while a question is pending.
+    pub(crate) fn deadline(&self, start: Instant, timeout: std::time::Duration) -> Option<Instant> {
+        if self.pending.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let last = *self
+            .last_answer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some(start.max(last) + timeout)
+    }
 }
 
 /// Why an extension could not be loaded.
@@ -165,9 +273,21 @@ pub(crate) struct Inner {
     next_id: AtomicU64,
     /// Starts as `config.project_trusted`; the user may trust the project later.
     project_trusted: std::sync::atomic::AtomicBool,
+    pub(crate) questions: QuestionClock,
+    /// nimlet `entry` data not yet taken by the agent for its session file.
+    entries: Mutex<Vec<(String, serde_json::Value)>>,
 }
 
 type LoadOutcome = Result<Arc<Extension>, LoadError>;
+
+/// How often a nimlet request re-checks its deadline while a question is pending.
+const QUESTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What an extension said first: zot's `hello` or nimlet's `register`.
+enum Opening {
+    Hello(zot_protocol::zot::Hello),
+    Register(nimlet::Registration),
+}
 
 #[derive(Default)]
 pub(crate) struct HostState {
@@ -180,6 +300,8 @@ pub(crate) struct HostState {
     pub(crate) activated: HashSet<String>,
     pub(crate) provider: String,
     pub(crate) model: String,
+    /// Sent to nimlet extensions in `initialize` and event payloads.
+    pub(crate) session_id: String,
 }
 
 impl ExtensionHost {
@@ -192,6 +314,7 @@ impl ExtensionHost {
         let state = HostState {
             provider: config.provider.clone(),
             model: config.model.clone(),
+            session_id: config.session_id.clone(),
             ..HostState::default()
         };
         let inner = Arc::new(Inner {
@@ -201,6 +324,8 @@ impl ExtensionHost {
             lifecycle: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
             project_trusted: std::sync::atomic::AtomicBool::new(trusted),
+            questions: QuestionClock::new(),
+            entries: Mutex::new(Vec::new()),
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -256,6 +381,23 @@ impl ExtensionHost {
             .into_iter()
             .map(|(_, t)| t)
             .collect()
+    }
+
+    /// The session id nimlet extensions get from now on (in `initialize` after a
+    /// reload, and in event payloads).
+    pub fn set_session_id(&self, session_id: &str) {
+        self.inner.state().session_id = session_id.to_owned();
+    }
+
+    /// nimlet `entry` data recorded since the last call, for the session file.
+    pub fn take_entries(&self) -> Vec<(String, serde_json::Value)> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .entries
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Lets project extensions run from the next reload on (the user trusted the project).
@@ -330,6 +472,59 @@ impl Inner {
             .collect()
     }
 
+    /// A nimlet request: the extension's own timeout (none when `null`),
+    /// suspended while a question is pending and restarted by each answer.
+    pub(crate) async fn nimlet_request(
+        &self,
+        ext: &Extension,
+        id: &str,
+        frame: &NimletFrame,
+    ) -> Result<zot_protocol::nimlet::Response, crate::connection::RequestError> {
+        use crate::connection::{Reply, RequestError};
+        let start = Instant::now();
+        let request = ext.conn.request(id, frame, None);
+        tokio::pin!(request);
+        loop {
+            let wake = ext.timeout.map(|t| {
+                self.questions
+                    .deadline(start, t)
+                    .unwrap_or(Instant::now() + QUESTION_POLL)
+            });
+            let outcome = match wake {
+                None => request.as_mut().await,
+                Some(at) => tokio::select! {
+                    outcome = request.as_mut() => outcome,
+                    () = tokio::time::sleep_until(at) => {
+                        let timeout = ext.timeout.unwrap_or_default();
+                        if self.questions.deadline(start, timeout).is_some_and(|d| Instant::now() >= d) {
+                            return Err(RequestError::Timeout(timeout));
+                        }
+                        continue;
+                    }
+                },
+            };
+            return match outcome? {
+                Reply::Nimlet(response) => Ok(*response),
+                Reply::Zot(frame) => Err(RequestError::Malformed(format!(
+                    "unexpected {} reply",
+                    frame.type_name()
+                ))),
+            };
+        }
+    }
+
+    /// Queues nimlet `entry` data for the session and tells the front ends.
+    pub(crate) fn record_entry(&self, extension: &str, data: serde_json::Value) {
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((extension.to_owned(), data.clone()));
+        self.emit(HostEvent::Entry {
+            extension: extension.to_owned(),
+            data,
+        });
+    }
+
     /// Logs to the extension's file and tells the front ends.
     pub(crate) fn warn(&self, ext: &Extension, message: String) {
         ext.log.line(&message);
@@ -391,20 +586,52 @@ impl Inner {
             status,
             log: log_path.clone(),
         };
-        let Launch::Process { exec, args } = &manifest.launch else {
-            let kind = LoadErrorKind::Spawn {
-                program: String::new(),
-                error: "manifest has no exec".into(),
-            };
-            return Err(error(kind, None));
+        let (program, args, cwd, dialect, timeout) = match &manifest.launch {
+            Launch::Process { exec, args } => (
+                resolve_exec(&dir, exec),
+                args.clone(),
+                dir.clone(),
+                Dialect::Zot,
+                None,
+            ),
+            // nimlet: argv verbatim after command[0]; the cwd is the workspace (research E3, E4).
+            Launch::Nimlet { command, timeout } => match command.split_first() {
+                Some((first, rest)) => (
+                    resolve_nimlet(&dir, first),
+                    rest.to_vec(),
+                    self.cwd(),
+                    Dialect::Nimlet,
+                    *timeout,
+                ),
+                None => {
+                    let kind = LoadErrorKind::Spawn {
+                        program: String::new(),
+                        error: "empty command".into(),
+                    };
+                    return Err(error(kind, None));
+                }
+            },
+            _ => {
+                let kind = LoadErrorKind::Spawn {
+                    program: String::new(),
+                    error: "manifest has no exec".into(),
+                };
+                return Err(error(kind, None));
+            }
         };
         let log = ExtLog::open(&log_path, &name, manifest.version.as_deref())
             .map(Arc::new)
             .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
-        let program = resolve_exec(&dir, exec);
+        for warning in &manifest.warnings {
+            log.line(warning);
+            self.emit(HostEvent::Warning {
+                extension: name.clone(),
+                message: warning.clone(),
+            });
+        }
         let spawned = log
             .stderr_handle()
-            .and_then(|stderr| Process::spawn(&program, args, &dir, stderr))
+            .and_then(|stderr| Process::spawn(&program, &args, &cwd, stderr))
             .map_err(|e| {
                 let kind = LoadErrorKind::Spawn {
                     program: program.display().to_string(),
@@ -416,9 +643,28 @@ impl Inner {
         let process = spawned.process;
         let limits = self.config.limits;
         let mut reader = FrameReader::new(spawned.stdout, limits.max_frame_bytes);
+        let conn = Connection::new(spawned.stdin, Arc::clone(&log));
 
-        let hello = match handshake(&mut reader, &name, limits.hello_timeout).await {
-            Ok(hello) => hello,
+        let handshake = match dialect {
+            Dialect::Zot => handshake(&mut reader, &name, limits.hello_timeout)
+                .await
+                .map(Opening::Hello),
+            Dialect::Nimlet => {
+                let session_id = self.state().session_id.clone();
+                conn.send(&NimletFrame::Initialize {
+                    version: zot_protocol::nimlet::VERSION,
+                    workspace: self.cwd().display().to_string(),
+                    session_id,
+                });
+                // Never longer than the host's hello deadline, even with a null timeout.
+                let wait = timeout.map_or(limits.hello_timeout, |t| t.min(limits.hello_timeout));
+                nimlet::register(&mut reader, &name, wait)
+                    .await
+                    .map(Opening::Register)
+            }
+        };
+        let opening = match handshake {
+            Ok(opening) => opening,
             Err(e) => {
                 let status = match e {
                     HandshakeError::ExitedBeforeHello => {
@@ -439,27 +685,48 @@ impl Inner {
             }
         };
 
-        let conn = Connection::new(spawned.stdin, Arc::clone(&log));
-        match &hello.version {
-            Some(version) => log.line(format_args!("hello from {}/{version}", hello.name)),
-            None => log.line(format_args!("hello from {}", hello.name)),
-        }
-        let ext = Arc::new(Extension::new(name, order, log, conn, process));
-        let ack = {
+        let ext = Arc::new(Extension::new(
+            name, order, log, conn, process, dialect, timeout,
+        ));
+        {
             let mut state = self.state();
             let at = state.extensions.partition_point(|e| e.order < order);
             state.extensions.insert(at, Arc::clone(&ext));
-            HostFrame::HelloAck(HelloAck {
-                protocol_version: PROTOCOL_VERSION,
-                zot_version: self.config.zot_version.clone(),
-                provider: state.provider.clone(),
-                model: state.model.clone(),
-                cwd: self.cwd().display().to_string(),
-                extension_dir: dir.display().to_string(),
-                data_dir: dir.display().to_string(),
-            })
-        };
-        ext.conn.send(&ack);
+        }
+        match opening {
+            Opening::Hello(hello) => {
+                match &hello.version {
+                    Some(version) => ext
+                        .log
+                        .line(format_args!("hello from {}/{version}", hello.name)),
+                    None => ext.log.line(format_args!("hello from {}", hello.name)),
+                }
+                let ack = {
+                    let state = self.state();
+                    HostFrame::HelloAck(HelloAck {
+                        protocol_version: PROTOCOL_VERSION,
+                        zot_version: self.config.zot_version.clone(),
+                        provider: state.provider.clone(),
+                        model: state.model.clone(),
+                        cwd: self.cwd().display().to_string(),
+                        extension_dir: dir.display().to_string(),
+                        data_dir: dir.display().to_string(),
+                    })
+                };
+                ext.conn.send(&ack);
+            }
+            Opening::Register(registration) => {
+                ext.log.line("registered (nimlet protocol)");
+                ext.registrations().events.extend(registration.events);
+                for command in registration.commands {
+                    self.add_command(&ext, command);
+                }
+                for tool in registration.tools {
+                    self.add_tool(&ext, tool);
+                }
+                ext.set_readiness(Readiness::Ready);
+            }
+        }
         tokio::spawn(run_reader(
             Arc::clone(&ext),
             Arc::downgrade(self),

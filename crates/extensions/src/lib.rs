@@ -30,11 +30,11 @@ pub use dispatch::{
 };
 pub use extension::Readiness;
 pub use host::{
-    ExtensionHost, ExtensionReport, HostEvent, LoadError, LoadErrorKind, LoadedInfo, ReloadStats,
-    ReportStatus,
+    ExtensionHost, ExtensionReport, HostEvent, LoadError, LoadErrorKind, LoadedInfo, QuestionReply,
+    ReloadStats, ReportStatus,
 };
 pub use limits::Limits;
-pub use manifest::{Launch, Manifest, ManifestError};
+pub use manifest::{Dialect, Launch, Manifest, ManifestError};
 pub use registry::{CommandInfo, Conflict, NameKind, Owner, ToolInfo};
 pub use tokio_util::sync::CancellationToken;
 pub use trust::{TrustEntry, TrustError, TrustStatus, TrustStore};

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -24,13 +25,42 @@ pub struct Manifest {
     pub skills: Vec<String>,
     pub enabled: bool,
     pub launch: Launch,
+    /// Things worth telling the user that do not make the manifest invalid.
+    pub warnings: Vec<String>,
 }
+
+/// Which protocol an extension speaks, decided by its manifest (never by
+/// waiting for a first frame: a nimlet extension waits for the host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// `exec` string: the extension speaks first (`hello`).
+    Zot,
+    /// `command` array: the host speaks first (`initialize`).
+    Nimlet,
+}
+
+impl Dialect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Zot => "zot",
+            Self::Nimlet => "nimlet",
+        }
+    }
+}
+
+/// Default nimlet `response_timeout_seconds` (nimlet spec, "The manifest").
+pub const NIMLET_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How an extension runs, if at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Launch {
     /// A zot-protocol subprocess.
     Process { exec: String, args: Vec<String> },
+    /// A nimlet-protocol subprocess: argv, and the reply timeout (`None`: wait forever).
+    Nimlet {
+        command: Vec<String>,
+        timeout: Option<Duration>,
+    },
     /// Ships `theme.json` or `themes/theme.json` only; never spawned.
     ThemeBundle,
     /// Ships `skills` only; never spawned.
@@ -40,19 +70,45 @@ pub enum Launch {
 impl Manifest {
     /// Whether this manifest asks for a subprocess.
     pub fn is_process(&self) -> bool {
-        matches!(self.launch, Launch::Process { .. })
+        matches!(self.launch, Launch::Process { .. } | Launch::Nimlet { .. })
     }
 
-    /// Reads `<dir>/extension.json`.
+    /// The protocol of a process manifest.
+    pub fn dialect(&self) -> Option<Dialect> {
+        match self.launch {
+            Launch::Process { .. } => Some(Dialect::Zot),
+            Launch::Nimlet { .. } => Some(Dialect::Nimlet),
+            _ => None,
+        }
+    }
+
+    /// Reads `<dir>/extension.json` found under a zot root.
     pub fn load(dir: &Path) -> Result<Self, ManifestError> {
+        Self::load_in(dir, Dialect::Zot)
+    }
+
+    /// Reads `<dir>/extension.json` found under a root of `root` dialect,
+    /// which decides a manifest that has both `exec` and `command`, and
+    /// which error a manifest with neither gets.
+    pub fn load_in(dir: &Path, root: Dialect) -> Result<Self, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| ManifestError::new(&path, None, format!("cannot read: {e}")))?;
-        Self::parse(dir, &path, &text)
+        Self::parse_in(dir, &path, &text, root)
     }
 
-    /// Validates manifest text read from `path` (in extension directory `dir`).
+    /// Validates manifest text read from `path` (in extension directory `dir`) under a zot root.
     pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<Self, ManifestError> {
+        Self::parse_in(dir, path, text, Dialect::Zot)
+    }
+
+    /// Validates manifest text read from `path` under a root of `root` dialect.
+    pub fn parse_in(
+        dir: &Path,
+        path: &Path,
+        text: &str,
+        root: Dialect,
+    ) -> Result<Self, ManifestError> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| ManifestError::new(path, None, format!("invalid JSON: {e}")))?;
         let Value::Object(map) = value else {
@@ -60,9 +116,32 @@ impl Manifest {
         };
         let fields = Fields { path, map: &map };
 
-        let name = fields
-            .string("name")?
-            .ok_or_else(|| fields.error("name", "is required"))?;
+        let mut warnings = Vec::new();
+        let has_exec = map.contains_key("exec");
+        let has_command = map.contains_key("command");
+        let dialect = match (has_exec, has_command) {
+            (true, true) => {
+                warnings.push(format!(
+                    "{}: has both \"exec\" (zot) and \"command\" (nimlet); treated as {} because of where it was found",
+                    path.display(),
+                    root.as_str()
+                ));
+                root
+            }
+            (false, true) => Dialect::Nimlet,
+            (true, false) => Dialect::Zot,
+            (false, false) => root,
+        };
+        let name = match (dialect, map.get("name")) {
+            // nimlet trims the name and reports any non-string as missing (research E2).
+            (Dialect::Nimlet, Some(Value::String(n))) if !n.trim().is_empty() => {
+                n.trim().to_owned()
+            }
+            (Dialect::Nimlet, _) => return Err(fields.error("name", "missing name")),
+            (Dialect::Zot, _) => fields
+                .string("name")?
+                .ok_or_else(|| fields.error("name", "is required"))?,
+        };
         validate_name(&name).map_err(|why| fields.error("name", why))?;
         let exec = fields.string("exec")?;
         let args = fields.strings("args")?;
@@ -74,6 +153,9 @@ impl Manifest {
         };
 
         let launch = match exec {
+            _ if dialect == Dialect::Nimlet && (has_command || !has_theme(dir)) => {
+                nimlet_launch(&fields)?
+            }
             Some(exec) if exec.trim().is_empty() => {
                 return Err(fields.error("exec", "must not be empty"));
             }
@@ -101,8 +183,40 @@ impl Manifest {
             skills: skills.unwrap_or_default(),
             enabled,
             launch,
+            warnings,
         })
     }
+}
+
+/// `command` and `response_timeout_seconds` with nimlet's exact messages (research E2).
+fn nimlet_launch(fields: &Fields<'_>) -> Result<Launch, ManifestError> {
+    let Some(Value::Array(items)) = fields.map.get("command") else {
+        return Err(fields.error("command", "command must be an array"));
+    };
+    let command: Vec<String> = items
+        .iter()
+        .map(|item| match item {
+            Value::String(s) if !s.is_empty() => Ok(s.clone()),
+            _ => Err(fields.error("command", "command entries must be strings")),
+        })
+        .collect::<Result<_, _>>()?;
+    if command.is_empty() {
+        return Err(fields.error("command", "command must not be empty"));
+    }
+    let timeout = match fields.map.get("response_timeout_seconds") {
+        None => Some(NIMLET_DEFAULT_TIMEOUT),
+        Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => {
+            n.as_u64().map(Duration::from_secs)
+        }
+        Some(_) => {
+            return Err(fields.error(
+                "response_timeout_seconds",
+                "response_timeout_seconds must be a positive integer or null",
+            ));
+        }
+    };
+    Ok(Launch::Nimlet { command, timeout })
 }
 
 /// The name becomes a log file name and a registry key, so it must be a plain word.

@@ -37,6 +37,18 @@ pub struct ToolInfo {
     pub schema: Value,
     pub deferred: bool,
     pub extension: String,
+    /// nimlet capabilities (read, write, shell, network, user); `None` (all
+    /// zot tools, and nimlet tools that declare none) means act-only.
+    pub capabilities: Option<Vec<String>>,
+}
+
+impl ToolInfo {
+    /// Whether the tool only reads or talks to the user, so plan mode may offer it.
+    pub fn read_only(&self) -> bool {
+        self.capabilities
+            .as_ref()
+            .is_some_and(|caps| caps.iter().all(|c| c == "read" || c == "user"))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

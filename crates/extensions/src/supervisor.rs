@@ -44,6 +44,18 @@ pub(crate) fn resolve_exec(dir: &Path, exec: &str) -> std::path::PathBuf {
     }
 }
 
+/// Resolves a nimlet `command[0]` (research nimlet.md E3): containing `/`
+/// (and not absolute) it is relative to the extension directory; otherwise
+/// it is used as is (an absolute path, or a name looked up on `$PATH`).
+pub(crate) fn resolve_nimlet(dir: &Path, program: &str) -> std::path::PathBuf {
+    let path = Path::new(program);
+    if !path.is_absolute() && program.contains('/') {
+        dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
 impl Process {
     /// Starts `program args…` in `cwd` with piped stdin/stdout and `stderr`
     /// (the log file) as its stderr.

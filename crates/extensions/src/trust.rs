@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{Launch, MANIFEST_FILE, Manifest};
+use crate::manifest::{Dialect, Launch, MANIFEST_FILE, Manifest};
 use crate::supervisor::resolve_exec;
 
 /// The trust file inside `$ZOT_HOME`.
@@ -170,33 +170,44 @@ fn key(project: &Path) -> String {
         .to_string()
 }
 
-/// `sha256:<hex>` over the project's `.zot/extensions`: every manifest (by
-/// path and bytes) and every file it runs (its `exec` when that is a path,
-/// and each `args` entry naming a file in the extension directory).
+/// `sha256:<hex>` over the project's extensions (`.zot/extensions` and the
+/// nimlet root `.agents/extensions`): every manifest (by path and bytes) and
+/// every file it runs (its `exec` or `command[0]` when that is a path, and
+/// each argument naming a file in the extension directory or the project).
 pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
-    let root = project.join(".zot").join("extensions");
     let mut hasher = Sha256::new();
-    let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
-        Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(io_error(&root)(e)),
-    };
-    dirs.sort();
-    for dir in dirs.iter().filter(|d| d.join(MANIFEST_FILE).is_file()) {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        hash_file(&mut hasher, &root, &manifest_path)?;
-        let Ok(manifest) = Manifest::load(dir) else {
-            continue;
+    for (root, dialect) in [
+        (project.join(".zot").join("extensions"), Dialect::Zot),
+        (project.join(".agents").join("extensions"), Dialect::Nimlet),
+    ] {
+        hasher.update(root.display().to_string().as_bytes());
+        let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
+            Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io_error(&root)(e)),
         };
-        if let Launch::Process { exec, args } = &manifest.launch {
-            let program = resolve_exec(dir, exec);
+        dirs.sort();
+        for dir in dirs.iter().filter(|d| d.join(MANIFEST_FILE).is_file()) {
+            hash_file(&mut hasher, &root, &dir.join(MANIFEST_FILE))?;
+            let Ok(manifest) = Manifest::load_in(dir, dialect) else {
+                continue;
+            };
+            let (program, args) = match &manifest.launch {
+                Launch::Process { exec, args } => (resolve_exec(dir, exec), args.as_slice()),
+                Launch::Nimlet { command, .. } => match command.split_first() {
+                    Some((first, rest)) => (crate::supervisor::resolve_nimlet(dir, first), rest),
+                    None => continue,
+                },
+                _ => continue,
+            };
             if program.components().count() > 1 {
                 hash_file(&mut hasher, &root, &program)?;
             }
             for arg in args {
-                let file = dir.join(arg);
-                if file.is_file() {
-                    hash_file(&mut hasher, &root, &file)?;
+                for file in [dir.join(arg), project.join(arg)] {
+                    if file.is_file() {
+                        hash_file(&mut hasher, &root, &file)?;
+                    }
                 }
             }
         }

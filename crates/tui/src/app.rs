@@ -120,6 +120,13 @@ pub(crate) struct StreamCache {
 
 pub enum Overlay {
     None,
+    Question {
+        extension: String,
+        prompt: String,
+        options: Vec<String>,
+        selected: usize,
+        answer: crate::bridge::Answer,
+    },
     Confirm {
         request: ConfirmRequest,
         selected: usize,
@@ -160,6 +167,10 @@ pub struct App {
     /// Rows scrolled up from the bottom of the chat.
     pub scroll: usize,
     pub last_input_tokens: u64,
+    /// Extension footer texts, in insertion order, keyed `<extension>:<key>`.
+    pub statuses: Vec<(String, String)>,
+    /// Extension widgets (lines above the footer), in insertion order.
+    pub widgets: Vec<(String, Vec<String>)>,
     pub cost: f64,
     pub quit: bool,
     last_ctrl_c: Option<Instant>,
@@ -167,6 +178,19 @@ pub struct App {
     worker: Option<WorkerHandle>,
     ext: Arc<dyn Extensions>,
     msgs: mpsc::UnboundedSender<AppMsg>,
+}
+
+/// Inserts or replaces `key` keeping insertion order; an `empty` value removes it.
+fn upsert<T>(items: &mut Vec<(String, T)>, key: String, value: T, empty: impl Fn(&T) -> bool) {
+    let position = items.iter().position(|(k, _)| *k == key);
+    match (position, empty(&value)) {
+        (Some(i), true) => {
+            items.remove(i);
+        }
+        (Some(i), false) => items[i].1 = value,
+        (None, false) => items.push((key, value)),
+        (None, true) => {}
+    }
 }
 
 /// `/name args` when the text names a command (a path like `/usr/bin` does not).
@@ -203,6 +227,8 @@ impl App {
             spinner: 0,
             scroll: 0,
             last_input_tokens: 0,
+            statuses: Vec::new(),
+            widgets: Vec::new(),
             cost: 0.0,
             quit: false,
             last_ctrl_c: None,
@@ -463,6 +489,63 @@ impl App {
                     None => self.overlay = Overlay::Confirm { request, selected },
                 }
             }
+            Overlay::Question {
+                extension,
+                prompt,
+                options,
+                mut selected,
+                answer,
+            } => match key.code {
+                KeyCode::Up | KeyCode::Left => {
+                    selected = selected.saturating_sub(1);
+                    self.overlay = Overlay::Question {
+                        extension,
+                        prompt,
+                        options,
+                        selected,
+                        answer,
+                    };
+                }
+                KeyCode::Down | KeyCode::Right | KeyCode::Tab => {
+                    selected = (selected + 1).min(options.len().saturating_sub(1));
+                    self.overlay = Overlay::Question {
+                        extension,
+                        prompt,
+                        options,
+                        selected,
+                        answer,
+                    };
+                }
+                KeyCode::Enter => answer.send(options.get(selected).cloned()),
+                KeyCode::Esc => answer.send(None),
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    answer.send(None)
+                }
+                KeyCode::Char(c) if c.is_ascii_digit() => {
+                    let index = c.to_digit(10).map_or(0, |d| d as usize).saturating_sub(1);
+                    match options.get(index) {
+                        Some(option) => answer.send(Some(option.clone())),
+                        None => {
+                            self.overlay = Overlay::Question {
+                                extension,
+                                prompt,
+                                options,
+                                selected,
+                                answer,
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    self.overlay = Overlay::Question {
+                        extension,
+                        prompt,
+                        options,
+                        selected,
+                        answer,
+                    }
+                }
+            },
             Overlay::Sessions {
                 items,
                 mut selected,
@@ -857,6 +940,31 @@ impl App {
                 });
             }
             HostUpdate::CommandsChanged => self.refresh_commands(),
+            HostUpdate::Status { key, text } => {
+                upsert(&mut self.statuses, key, text, String::is_empty)
+            }
+            HostUpdate::Widget { key, lines } => {
+                upsert(&mut self.widgets, key, lines, Vec::is_empty)
+            }
+            HostUpdate::Question {
+                extension,
+                prompt,
+                options,
+                answer,
+            } => {
+                // One dialog at a time: a question arriving over another is dismissed.
+                if matches!(self.overlay, Overlay::None) {
+                    self.overlay = Overlay::Question {
+                        extension,
+                        prompt,
+                        options,
+                        selected: 0,
+                        answer,
+                    };
+                } else {
+                    answer.send(None);
+                }
+            }
         }
     }
 

@@ -2,6 +2,8 @@
 //! implements (the TUI does not depend on the host crate), and the host
 //! updates it renders.
 
+use std::sync::{Arc, Mutex};
+
 use zot_core::tool::BoxFuture;
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
 
@@ -82,6 +84,60 @@ pub enum HostUpdate {
     },
     /// The set of extension commands changed (late registration, exit).
     CommandsChanged,
+    /// Footer text keyed `<extension>:<key>`; empty text removes it.
+    Status {
+        key: String,
+        text: String,
+    },
+    /// Lines above the footer keyed `<extension>:<key>`; no lines removes it.
+    Widget {
+        key: String,
+        lines: Vec<String>,
+    },
+    /// A multiple-choice question from an extension.
+    Question {
+        extension: String,
+        prompt: String,
+        options: Vec<String>,
+        answer: Answer,
+    },
+}
+
+/// Where a question's answer goes: `Some(option)`, or `None` when dismissed.
+#[derive(Clone)]
+pub struct Answer(Arc<Mutex<Option<Respond>>>);
+
+/// Delivers an answer once.
+type Respond = Box<dyn FnOnce(Option<String>) + Send>;
+
+impl Answer {
+    pub fn new(f: impl FnOnce(Option<String>) + Send + 'static) -> Self {
+        Self(Arc::new(Mutex::new(Some(Box::new(f)))))
+    }
+
+    /// Answers once; later calls do nothing.
+    pub fn send(&self, answer: Option<String>) {
+        let f = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(f) = f {
+            f(answer);
+        }
+    }
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Answer")
+    }
+}
+
+impl PartialEq for Answer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

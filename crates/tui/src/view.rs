@@ -31,15 +31,27 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     let note_lines = notes(app, &theme);
     let note_rows = (note_lines.len() as u16).min(area.height / 3);
     let status_rows = u16::from(app.status.is_some());
-    let [chat, queue, notes_area, status, editor, bar] = Layout::vertical([
+    let widget_lines: Vec<Line> = app
+        .widgets
+        .iter()
+        .flat_map(|(_, lines)| {
+            lines
+                .iter()
+                .map(|l| Line::styled(l.clone(), Style::default().fg(theme.muted)))
+        })
+        .collect();
+    let widget_rows = (widget_lines.len() as u16).min(area.height / 4);
+    let [chat, queue, notes_area, status, editor, widgets, bar] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(queue_rows),
         Constraint::Length(note_rows),
         Constraint::Length(status_rows),
         Constraint::Length(editor_rows),
+        Constraint::Length(widget_rows),
         Constraint::Length(1),
     ])
     .areas(area);
+    frame.render_widget(Paragraph::new(widget_lines), widgets);
 
     draw_chat(frame, app, chat, &theme);
     let queued: Vec<Line> = app
@@ -111,6 +123,30 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
                 ),
             ];
             dialog(frame, area, " Run this tool? ", body, &theme);
+        }
+        Overlay::Question {
+            extension,
+            prompt,
+            options,
+            selected,
+            ..
+        } => {
+            let mut body = vec![Line::raw(prompt.clone()), Line::default()];
+            for (i, option) in options.iter().enumerate() {
+                let style = if i == *selected {
+                    Style::default()
+                        .fg(theme.accent)
+                        .add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                body.push(Line::styled(format!("{}. {option}", i + 1), style));
+            }
+            body.push(Line::styled(
+                "Enter choose · 1-9 pick · Esc dismiss",
+                Style::default().fg(theme.muted),
+            ));
+            dialog(frame, area, &format!(" {extension} asks "), body, &theme);
         }
         Overlay::Sessions { items, selected } => {
             let body: Vec<Line> = items
@@ -433,12 +469,16 @@ fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
     } else {
         format!("{}/{}", app.config.provider, app.config.model)
     };
-    let text = format!(
+    let mut text = format!(
         "{spinner} {model} · {} · ctx {}% · ${:.4}",
         app.config.cwd,
         app.context_percent(),
         app.cost
     );
+    for (_, status) in &app.statuses {
+        text.push_str(" · ");
+        text.push_str(status);
+    }
     frame.render_widget(
         Paragraph::new(Line::styled(text, Style::default().fg(theme.muted))),
         area,

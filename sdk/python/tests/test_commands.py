@@ -98,10 +98,11 @@ def test_prompt_reaches_the_model(zot: Zot, model: MockOpenAI) -> None:
 
 
 def test_insert_and_open_panel_need_the_tui(env: Env, zot: Zot) -> None:
-    for name in ("put", "panel"):
+    for name, action in (("put", "insert"), ("panel", "open_panel")):
         events = zot.prompt("/" + name)
         (err,) = of_type(events, "error")
-        assert err["message"] == f"/{name}: this command needs the interactive TUI"
+        assert err["message"] == f'/{name}: "{action}" needs the interactive TUI'
+
     sent = responses(env)
     assert sent["put"]["action"] == "insert" and sent["put"]["insert"] == "inserted text"
     assert sent["panel"]["action"] == "open_panel"

@@ -6,6 +6,8 @@ mod install;
 mod list;
 mod logs;
 mod manage;
+mod nimlet;
 mod rpc;
+mod scaffold;
 mod trust;
 mod tui;

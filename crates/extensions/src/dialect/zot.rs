@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use zot_protocol::zot::{ExtFrame, Hello, RegisterCommand, RegisterTool, Subscribe};
 
-use crate::connection::{FrameReader, ReadError, RequestError};
+use crate::connection::{FrameReader, ReadError, Reply, RequestError};
 use crate::extension::{Extension, Readiness};
 use crate::host::{HostEvent, Inner};
 use crate::registry::{CommandInfo, ToolInfo};
@@ -29,6 +29,9 @@ pub enum HandshakeError {
     NotHello(String),
     #[error("hello name \"{got}\" does not match the manifest name \"{want}\"")]
     NameMismatch { got: String, want: String },
+    /// nimlet: the first line was not a valid `register` (nimlet's own message).
+    #[error("{0}")]
+    BadRegister(String),
 }
 
 /// Reads the first frame, which must be a `hello` naming `manifest_name`.
@@ -109,7 +112,11 @@ pub(crate) fn handle_line(host: &Inner, ext: &Extension, line: &[u8]) {
 
 fn reply(ext: &Extension, id: &str, frame: ExtFrame) {
     let kind = frame.type_name();
-    if ext.conn.resolve(id, Ok(frame)).is_some() {
+    if ext
+        .conn
+        .resolve(id, Ok(Reply::Zot(Box::new(frame))))
+        .is_some()
+    {
         ext.log.line(format_args!(
             "{kind} for unknown or expired id \"{id}\"; dropped"
         ));
@@ -184,6 +191,7 @@ fn register_tool(host: &Inner, ext: &Extension, tool: RegisterTool) {
             schema: tool.schema,
             deferred: tool.deferred,
             extension: ext.name.clone(),
+            capabilities: None,
         },
     );
 }

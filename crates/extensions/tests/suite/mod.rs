@@ -8,6 +8,7 @@ mod handshake;
 mod intercepts;
 mod lifecycle;
 mod manifest;
+mod nimlet;
 mod prompt;
 mod registration;
 mod spawn;

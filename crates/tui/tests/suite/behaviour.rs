@@ -382,3 +382,74 @@ async fn built_in_commands() {
     assert!(app.quit);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn extension_status_widgets_and_questions() {
+    let (mut app, _, _) = app();
+    app.on_host(HostUpdate::Status {
+        key: "notes:job".into(),
+        text: "researching".into(),
+    });
+    app.on_host(HostUpdate::Status {
+        key: "other:x".into(),
+        text: "busy".into(),
+    });
+    app.on_host(HostUpdate::Status {
+        key: "notes:job".into(),
+        text: "testing".into(),
+    });
+    assert_eq!(
+        app.statuses,
+        [
+            ("notes:job".to_owned(), "testing".to_owned()),
+            ("other:x".to_owned(), "busy".to_owned())
+        ]
+    );
+    app.on_host(HostUpdate::Status {
+        key: "other:x".into(),
+        text: String::new(),
+    });
+    assert_eq!(app.statuses.len(), 1);
+    app.on_host(HostUpdate::Widget {
+        key: "notes:w".into(),
+        lines: vec!["✓ research".into(), "… tests".into()],
+    });
+    let screen = super::support::render(&mut app, 80, 12);
+    assert!(
+        screen.contains("testing") && screen.contains("✓ research"),
+        "{screen}"
+    );
+    app.on_host(HostUpdate::Widget {
+        key: "notes:w".into(),
+        lines: vec![],
+    });
+    assert!(app.widgets.is_empty());
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answer = zot_tui::bridge::Answer::new(move |a| tx.send(a).unwrap());
+    app.on_host(HostUpdate::Question {
+        extension: "deploy".into(),
+        prompt: "Which environment?".into(),
+        options: vec!["staging".into(), "production".into()],
+        answer,
+    });
+    let screen = super::support::render(&mut app, 80, 16);
+    assert!(
+        screen.contains("deploy asks") && screen.contains("2. production"),
+        "{screen}"
+    );
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(rx.recv().unwrap(), Some("production".to_owned()));
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let answer = zot_tui::bridge::Answer::new(move |a| tx.send(a).unwrap());
+    app.on_host(HostUpdate::Question {
+        extension: "d".into(),
+        prompt: "?".into(),
+        options: vec!["a".into()],
+        answer,
+    });
+    app.on_key(key(KeyCode::Esc));
+    assert_eq!(rx.recv().unwrap(), None, "dismissed");
+}

@@ -1,0 +1,267 @@
+//! nimlet-protocol extensions run unmodified by the real binary, beside zot ones.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, openai};
+
+use super::support::{Run, World};
+
+/// A nimlet extension (manifest with a `command` array) in `<scratch>/<name>`.
+fn nimlet_ext(w: &World, name: &str, body: &str) -> PathBuf {
+    let dir = w.scratch.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("extension.json"),
+        format!(r#"{{"name":"{name}","command":["./extension.py"]}}"#),
+    )
+    .unwrap();
+    let script = dir.join("extension.py");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/usr/bin/env python3
+import json, os, sys
+EXT_DIR = os.path.dirname(os.path.abspath(__file__))
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+def log(msg):
+    with open(os.path.join(EXT_DIR, "seen.jsonl"), "a") as f:
+        f.write(json.dumps(msg) + "\n")
+{body}"#
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn seen(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("seen.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const NOTES: &str = r#"
+send({"type": "register",
+      "commands": [{"name": "note", "description": "Append a note"}, {"name": "ask"}],
+      "tools": [{"name": "save_note", "description": "Save a note.",
+                 "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+                 "capabilities": ["read"]}],
+      "events": ["tool_call", "tool_result", "turn_start", "turn_end", "session_start", "session_end"]})
+for line in sys.stdin:
+    msg = json.loads(line)
+    log(msg)
+    kind = msg.get("type")
+    if kind == "command" and msg["name"] == "note":
+        send({"type": "response", "id": msg["id"], "message": "Noted: " + msg["arguments"]})
+    elif kind == "command" and msg["name"] == "ask":
+        send({"type": "ui_request", "id": "q1", "method": "question", "prompt": "Which?", "options": ["a", "b"]})
+        for answer in map(json.loads, sys.stdin):
+            log(answer)
+            if answer.get("type") == "ui_response":
+                break
+        send({"type": "response", "id": msg["id"], "message": "cancelled=%s" % answer["cancelled"]})
+    elif kind == "tool":
+        send({"type": "response", "id": msg["id"], "content": "saved " + msg["arguments"]["text"],
+              "status": {"key": "notes", "text": "1 saved"}, "widget": {"key": "w", "lines": ["a line"]},
+              "notification": {"level": "info", "message": "saved it"}, "entry": {"saved": msg["arguments"]["text"]}})
+    elif kind == "event":
+        reply = {"type": "response", "id": msg["id"]}
+        if msg["event"] == "tool_call" and "curl" in json.dumps(msg["payload"]["arguments"]):
+            reply.update({"allow": False, "reason": "no network from nimlet"})
+        if msg["event"] == "tool_result":
+            reply["output"] = msg["payload"]["output"] + " [checked]"
+        send(reply)
+    elif kind == "shutdown":
+        break
+"#;
+
+fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
+    let mut cmd = w.cmd(&[
+        "--provider",
+        "openai",
+        "--api-key",
+        "k",
+        "--base-url",
+        &model.url(),
+    ]);
+    cmd.args(args);
+    cmd.output().unwrap().into()
+}
+
+fn events(run: &Run) -> Vec<Value> {
+    run.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nimlet_tool_with_side_effects_events_and_a_persisted_entry() {
+    let w = World::new();
+    let ext = nimlet_ext(&w, "notes", NOTES);
+    let model = MockModel::start([
+        openai::tool_call("c1", "save_note", r#"{"text":"cache bug"}"#),
+        openai::text("done"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        &["--json", "--ext", ext.to_str().unwrap(), "save it"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let evs = events(&run);
+    let find = |kind: &str| {
+        evs.iter()
+            .find(|e| e["type"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {kind}: {evs:?}"))
+    };
+    assert_eq!(
+        find("ext_status"),
+        json!({"type":"ext_status","extension":"notes","key":"notes:notes","text":"1 saved"})
+    );
+    assert_eq!(
+        find("ext_widget"),
+        json!({"type":"ext_widget","extension":"notes","key":"notes:w","lines":["a line"]})
+    );
+    assert_eq!(
+        find("ext_entry"),
+        json!({"type":"ext_entry","extension":"notes","data":{"saved":"cache bug"}})
+    );
+    assert_eq!(find("ext_notify")["message"], "saved it");
+    // The tool's schema went to the model, the result (rewritten by tool_result) came back.
+    let requests = model.requests();
+    assert!(requests[0].body["tools"].to_string().contains("save_note"));
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("saved cache bug [checked]"),
+        "{}",
+        requests[1].body
+    );
+    // Lifecycle: session_start, turn_start once per prompt, tool_call, tool_result, turn_end, session_end.
+    let names: Vec<String> = seen(&ext)
+        .iter()
+        .filter(|m| m["type"] == "event")
+        .map(|m| m["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "session_start",
+            "turn_start",
+            "tool_call",
+            "tool_result",
+            "turn_end",
+            "session_end"
+        ],
+        "{names:?}"
+    );
+    // The entry is in the session file, and never in a request to the model.
+    let dir = std::fs::read_dir(w.home.join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.contains(r#"{"type":"extension","extension":"notes","data":{"saved":"cache bug"}}"#),
+        "{text}"
+    );
+    assert!(!requests[1].body.to_string().contains("\"saved\":"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nimlet_guard_blocks_beside_a_zot_extension_and_questions_cancel_headless() {
+    let w = World::new();
+    let ext = nimlet_ext(&w, "notes", NOTES);
+    let zot_ext = w.py_ext(
+        "observer",
+        r#"
+handshake(NAME)
+emit({"type":"subscribe","events":["tool_call"]})
+emit({"type":"ready"})
+for msg in frames():
+    pass
+"#,
+    );
+    let model = MockModel::start([
+        openai::tool_call("c1", "bash", r#"{"command":"curl example.com"}"#),
+        openai::text("ok"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        &[
+            "-p",
+            "--no-session",
+            "--ext",
+            ext.to_str().unwrap(),
+            "--ext",
+            zot_ext.to_str().unwrap(),
+            "fetch",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let second = model.requests()[1].body.to_string();
+    assert!(second.contains("no network from nimlet"), "{second}");
+
+    // Commands over rpc-less print mode: message is printed; a question is cancelled headless.
+    let run = zot(
+        &w,
+        &model,
+        &[
+            "-p",
+            "--no-session",
+            "--ext",
+            ext.to_str().unwrap(),
+            "/note remember",
+        ],
+    );
+    assert_eq!(run.stdout, "Noted: remember\n", "{run:?}");
+    let run = zot(
+        &w,
+        &model,
+        &["-p", "--no-session", "--ext", ext.to_str().unwrap(), "/ask"],
+    );
+    assert_eq!(run.stdout, "cancelled=True\n", "{run:?}");
+    let answer = seen(&ext)
+        .into_iter()
+        .find(|m| m["type"] == "ui_response")
+        .unwrap();
+    assert_eq!(
+        answer,
+        json!({"type":"ui_response","id":"q1","answer":"","cancelled":true})
+    );
+
+    // list and doctor name the protocol.
+    let listed: Value = serde_json::from_str(
+        &w.zot(&["ext", "list", "--json", "--ext", ext.to_str().unwrap()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(listed[0]["protocol"], "nimlet");
+    let doctor: Value = serde_json::from_str(
+        &w.zot(&["ext", "doctor", "--json", "--ext", ext.to_str().unwrap()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(doctor["extensions"][0]["protocol"], "nimlet");
+    assert_eq!(doctor["extensions"][0]["state"], "ready");
+}

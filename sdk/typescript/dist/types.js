@@ -1,0 +1,4 @@
+/**
+ * The idiomatic (camelCase) types of the SDK's public API.
+ */
+export {};
