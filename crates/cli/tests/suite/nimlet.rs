@@ -265,3 +265,62 @@ for msg in frames():
     assert_eq!(doctor["extensions"][0]["protocol"], "nimlet");
     assert_eq!(doctor["extensions"][0]["state"], "ready");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_nimlet_example_runs_unmodified() {
+    let w = World::new();
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/extensions/notes-nimlet");
+    // A copy, so the example directory stays clean.
+    let dir = w.scratch.join("notes-nimlet");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["extension.json", "extension.py", "README.md"] {
+        std::fs::copy(example.join(file), dir.join(file)).unwrap();
+    }
+    let model = MockModel::start([
+        openai::tool_call("c1", "recall_notes", "{}"),
+        openai::text("You noted: ship it"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        &[
+            "-p",
+            "--no-session",
+            "--ext",
+            dir.to_str().unwrap(),
+            "/note ship it",
+        ],
+    );
+    assert_eq!(run.stdout, "noted\n", "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("NOTES.md")).unwrap(),
+        "- ship it\n"
+    );
+    let run = zot(
+        &w,
+        &model,
+        &[
+            "--json",
+            "--no-session",
+            "--ext",
+            dir.to_str().unwrap(),
+            "what did I note?",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(model.requests()[1].body.to_string().contains("- ship it"));
+    let status = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "ext_status")
+        .unwrap();
+    assert_eq!(status["text"], "1 tool call(s) seen");
+    let doctor: Value = serde_json::from_str(
+        &w.zot(&["ext", "doctor", "--json", "--ext", dir.to_str().unwrap()])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(doctor["extensions"][0]["protocol"], "nimlet");
+    assert_eq!(doctor["extensions"][0]["tools"][0]["name"], "recall_notes");
+}
