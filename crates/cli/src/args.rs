@@ -108,6 +108,10 @@ pub struct AgentArgs {
     /// Do not load skills.
     #[arg(long)]
     pub no_skills: bool,
+    /// Plan mode: only read-only tools (read, skill, and extension tools
+    /// whose capabilities are read/user) are offered.
+    #[arg(long)]
+    pub plan: bool,
 }
 
 impl AgentArgs {

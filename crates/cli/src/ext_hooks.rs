@@ -101,10 +101,12 @@ impl Hooks for ExtHooks {
             .tools()
             .into_iter()
             .map(|t| ToolSpec {
+                read_only: t.read_only(),
                 name: t.name,
                 description: t
                     .description
                     .unwrap_or_else(|| format!("(from extension {})", t.extension)),
+
                 schema: t.schema,
             })
             .collect()

@@ -220,6 +220,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 .chain(loaded.manifest_errors())
                 .collect(),
             untrusted_extensions: untrusted,
+            plan: args.plan,
             theme,
         };
         let (updates, host_updates) = mpsc::unbounded_channel();

@@ -128,6 +128,7 @@ pub fn agent(
     config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
     config.max_steps = args.max_steps;
     config.context_window = Some(info.context_window);
+    config.plan = args.plan;
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

@@ -74,6 +74,8 @@ pub struct AgentConfig {
     pub tools: ToolFilter,
     /// The model's context window, for auto-compaction; `None` disables it.
     pub context_window: Option<u32>,
+    /// Plan mode: only read-only tools are offered and callable.
+    pub plan: bool,
 }
 
 impl AgentConfig {
@@ -86,6 +88,7 @@ impl AgentConfig {
             max_steps: None,
             tools: ToolFilter::All,
             context_window: None,
+            plan: false,
         }
     }
 }
@@ -218,6 +221,11 @@ impl Agent {
         self.reset_system_prompt();
     }
 
+    /// Plan mode on or off (`/plan`, `/act`, `--plan`).
+    pub fn set_plan(&mut self, plan: bool) {
+        self.config.plan = plan;
+    }
+
     pub fn clear(&mut self) {
         self.messages.clear();
         self.reset_system_prompt();
@@ -232,7 +240,7 @@ impl Agent {
                 specs.push(spec);
             }
         }
-        specs.retain(|s| self.config.tools.allows(&s.name));
+        specs.retain(|s| self.config.tools.allows(&s.name) && (!self.config.plan || s.read_only));
         specs
     }
 

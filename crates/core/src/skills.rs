@@ -142,6 +142,7 @@ impl Tool for SkillTool {
                 "properties": {"name": {"type": "string", "description": "the skill's name"}},
                 "required": ["name"]
             }),
+            read_only: true,
         }
     }
 

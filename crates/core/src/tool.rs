@@ -21,6 +21,8 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments (an object schema).
     pub schema: Value,
+    /// Only reads (or talks to the user): offered in plan mode too.
+    pub read_only: bool,
 }
 
 /// The outcome of one tool call.

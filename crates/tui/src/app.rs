@@ -37,6 +37,8 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("skills", "list the skills the agent can load"),
     ("reload-ext", "restart every extension"),
     ("yolo", "stop asking before tool calls"),
+    ("plan", "plan mode: only read-only tools"),
+    ("act", "act mode: every tool"),
     ("exit", "quit zot"),
 ];
 
@@ -59,6 +61,8 @@ pub struct AppConfig {
     pub startup_errors: Vec<String>,
     /// Project extensions not loaded for lack of trust.
     pub untrusted_extensions: usize,
+    /// Started in plan mode (`--plan`).
+    pub plan: bool,
     pub theme: Theme,
 }
 
@@ -167,6 +171,8 @@ pub struct App {
     /// Rows scrolled up from the bottom of the chat.
     pub scroll: usize,
     pub last_input_tokens: u64,
+    /// Plan mode: only read-only tools.
+    pub plan: bool,
     /// Extension footer texts, in insertion order, keyed `<extension>:<key>`.
     pub statuses: Vec<(String, String)>,
     /// Extension widgets (lines above the footer), in insertion order.
@@ -227,6 +233,7 @@ impl App {
             spinner: 0,
             scroll: 0,
             last_input_tokens: 0,
+            plan: config.plan,
             statuses: Vec::new(),
             widgets: Vec::new(),
             cost: 0.0,
@@ -802,6 +809,13 @@ impl App {
                         .ask = false;
                 }
                 self.set_status("yolo: tools run without asking", StatusKind::Info);
+            }
+            "plan" | "act" => {
+                let plan = name == "plan";
+                self.plan = plan;
+                if let Some(worker) = &self.worker {
+                    worker.send(Work::SetPlan(plan));
+                }
             }
             "exit" => self.quit = true,
             _ => {}

@@ -475,6 +475,9 @@ fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         app.context_percent(),
         app.cost
     );
+    if app.plan {
+        text.push_str(" · plan");
+    }
     for (_, status) in &app.statuses {
         text.push_str(" · ");
         text.push_str(status);

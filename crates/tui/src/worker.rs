@@ -23,6 +23,8 @@ pub enum Work {
     SetModel(String),
     /// Extensions were reloaded: prepare the system prompt again.
     ResetPrompt,
+    /// Plan mode on (`/plan`) or off (`/act`).
+    SetPlan(bool),
     OpenSession(PathBuf),
 }
 
@@ -218,6 +220,15 @@ async fn run(
             let _ = events.send(WorkerEvent::Status(format!("model: {model}")));
         }
         Work::ResetPrompt => agent.reset_system_prompt(),
+        Work::SetPlan(plan) => {
+            agent.set_plan(plan);
+            let mode = if plan {
+                "plan mode: only read-only tools"
+            } else {
+                "act mode: every tool"
+            };
+            let _ = events.send(WorkerEvent::Status(mode.into()));
+        }
         Work::OpenSession(path) => match Session::open(&path) {
             Ok(session) => {
                 agent.set_session(session);

@@ -324,3 +324,82 @@ async fn the_nimlet_example_runs_unmodified() {
     assert_eq!(doctor["extensions"][0]["protocol"], "nimlet");
     assert_eq!(doctor["extensions"][0]["tools"][0]["name"], "recall_notes");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_mode_offers_only_read_only_tools() {
+    let w = World::new();
+    let ext = nimlet_ext(
+        &w,
+        "caps",
+        r#"
+send({"type": "register", "commands": [],
+      "tools": [{"name": "peek", "description": "Look.", "input_schema": {"type": "object"}, "capabilities": ["read", "user"]},
+                {"name": "poke", "description": "Change.", "input_schema": {"type": "object"}, "capabilities": ["write"]},
+                {"name": "plain", "description": "No capabilities.", "input_schema": {"type": "object"}}]})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") == "tool":
+        send({"type": "response", "id": msg["id"], "content": "ran " + msg["name"]})
+"#,
+    );
+    let zot_tool = w.py_ext(
+        "zottool",
+        r#"
+handshake(NAME)
+emit({"type":"register_tool","name":"zot_tool","schema":{"type":"object"}})
+emit({"type":"ready"})
+for msg in frames():
+    pass
+"#,
+    );
+    let model = MockModel::start([
+        openai::tool_call("c1", "poke", "{}"),
+        openai::text("planned"),
+        openai::text("acted"),
+    ])
+    .await;
+    let exts = [
+        "--ext",
+        ext.to_str().unwrap(),
+        "--ext",
+        zot_tool.to_str().unwrap(),
+    ];
+    let mut args = vec!["-p", "--no-session", "--plan"];
+    args.extend(exts);
+    args.push("make a plan");
+    let run = zot(&w, &model, &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let requests = model.requests();
+    assert_eq!(
+        names(&requests[0].body),
+        ["read", "peek"],
+        "only read-only tools in plan mode"
+    );
+    // An act-only tool the model calls anyway is refused.
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("unknown tool \\\"poke\\\""),
+        "{}",
+        requests[1].body
+    );
+    let mut args = vec!["-p", "--no-session"];
+    args.extend(exts);
+    args.push("act now");
+    zot(&w, &model, &args);
+    assert_eq!(
+        names(&model.requests()[2].body),
+        [
+            "read", "write", "edit", "bash", "peek", "poke", "plain", "zot_tool"
+        ]
+    );
+}

@@ -63,6 +63,7 @@ impl Tool for BashTool {
                 },
                 "required": ["command"]
             }),
+            read_only: false,
         }
     }
 

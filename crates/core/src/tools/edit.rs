@@ -49,6 +49,7 @@ impl Tool for EditTool {
                 },
                 "required": ["path", "edits"]
             }),
+            read_only: false,
         }
     }
 

@@ -49,6 +49,7 @@ impl Tool for ReadTool {
                 },
                 "required": ["path"]
             }),
+            read_only: true,
         }
     }
 

@@ -27,6 +27,7 @@ impl Tool for WriteTool {
                 },
                 "required": ["path", "content"]
             }),
+            read_only: false,
         }
     }
 

@@ -104,6 +104,7 @@ fn read_tool() -> ToolSpec {
             "properties": {"path": {"type": "string"}},
             "required": ["path"],
         }),
+        read_only: true,
     }
 }
 
