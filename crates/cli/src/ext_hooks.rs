@@ -4,7 +4,9 @@
 use serde_json::Value;
 use tokio::sync::watch;
 use zot_core::CancellationToken;
-use zot_core::hooks::{HookEvent, Hooks, MessageGate, ToolGate, TurnGate};
+use zot_core::hooks::{
+    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, ToolGate, TurnGate,
+};
 use zot_core::message::Block;
 use zot_core::tool::{BoxFuture, ToolOutput, ToolSpec};
 use zot_extensions::zot_protocol::zot::{ContentBlock, Event};
@@ -159,6 +161,51 @@ impl Hooks for ExtHooks {
                     .filter(|b| matches!(b, Block::Image { .. })),
             );
             ToolOutput { content, is_error }
+        })
+    }
+
+    fn before_compact<'a>(
+        &'a self,
+        instruction: &'a str,
+        tokens_before: u64,
+        entries: Value,
+    ) -> BoxFuture<'a, CompactPlan> {
+        Box::pin(async move {
+            let decision = self
+                .host
+                .before_compact(instruction, tokens_before, entries)
+                .await;
+            match (decision.blocked, decision.custom) {
+                (Some(reason), _) => CompactPlan::Block { reason },
+                (None, Some((summary, first_kept_index))) => CompactPlan::Custom {
+                    summary,
+                    first_kept_index,
+                },
+                (None, None) => CompactPlan::Proceed {
+                    instruction: decision.instruction,
+                },
+            }
+        })
+    }
+
+    fn after_compact(&self, outcome: CompactOutcome) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let CompactOutcome {
+                did_compact,
+                summary,
+                first_kept_index,
+                tokens_before,
+                message,
+            } = outcome;
+            self.host
+                .compacted(
+                    did_compact,
+                    &summary,
+                    first_kept_index,
+                    tokens_before,
+                    &message,
+                )
+                .await;
         })
     }
 

@@ -11,7 +11,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{AgentEvent, UsageReport};
-use crate::hooks::{HookEvent, Hooks, MessageGate, ToolGate, TurnGate};
+use crate::hooks::{
+    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, ToolGate, TurnGate,
+};
 use crate::message::{Block, Message, Role, now};
 use crate::provider::{
     Completion, Provider, ProviderError, Reasoning, Request, StopReason, StreamEvent,
@@ -114,6 +116,8 @@ pub enum AgentError {
     NothingToCompact,
     #[error("the model returned an empty summary")]
     EmptySummary,
+    #[error("compaction blocked: {0}")]
+    CompactionBlocked(String),
 }
 
 pub struct Agent {
@@ -384,6 +388,73 @@ impl Agent {
         keep_tail: usize,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
+        // About four characters a token: good enough to tell extensions the scale.
+        let tokens_before = serde_json::to_string(&self.messages).map_or(0, |s| s.len() as u64 / 4);
+        let entries = serde_json::to_value(&self.messages).unwrap_or_default();
+        let (extra, custom) = match self.hooks.before_compact("", tokens_before, entries).await {
+            CompactPlan::Block { reason } => return Err(AgentError::CompactionBlocked(reason)),
+            CompactPlan::Proceed { instruction } => (instruction, None),
+            CompactPlan::Custom {
+                summary,
+                first_kept_index,
+            } => (None, Some((summary, first_kept_index))),
+        };
+        let result = match custom {
+            // An index past the end falls back to the model's summary.
+            Some((summary, index)) if index <= self.messages.len() => {
+                let mut split = index;
+                // Never keep a tool result without the call it answers.
+                while split > 0
+                    && self
+                        .messages
+                        .get(split)
+                        .is_some_and(|m| m.role == Role::Tool)
+                {
+                    split -= 1;
+                }
+                self.replace_with_summary(&summary, split);
+                Ok((summary, split, "Compacted by extension."))
+            }
+            _ => self
+                .summarise(keep_tail, extra.as_deref(), cancel)
+                .await
+                .map(|(s, split)| (s, split, "Compacted.")),
+        };
+        let outcome = match &result {
+            Ok((summary, kept, message)) => CompactOutcome {
+                did_compact: true,
+                summary: summary.clone(),
+                first_kept_index: *kept,
+                tokens_before,
+                message: (*message).to_owned(),
+            },
+            Err(e) => CompactOutcome {
+                did_compact: false,
+                summary: String::new(),
+                first_kept_index: 0,
+                tokens_before,
+                message: format!("Compaction failed: {e}"),
+            },
+        };
+        self.hooks.after_compact(outcome).await;
+        result.map(|(summary, ..)| summary)
+    }
+
+    fn replace_with_summary(&mut self, summary: &str, split: usize) {
+        let mut compacted = vec![Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
+        compacted.extend(self.messages.drain(split..));
+        self.messages = compacted;
+        self.last_input = 0;
+    }
+
+    /// The model's summary of all but the last `keep_tail` messages, and the
+    /// index the kept tail started at.
+    async fn summarise(
+        &mut self,
+        keep_tail: usize,
+        extra: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<(String, usize), AgentError> {
         let mut split = self.messages.len().saturating_sub(keep_tail);
         while split > 0
             && self
@@ -435,7 +506,10 @@ impl Agent {
         }
         let request = Request {
             model: self.config.model.clone(),
-            system: COMPACT_SYSTEM.to_owned(),
+            system: match extra {
+                Some(extra) if !extra.is_empty() => format!("{COMPACT_SYSTEM}\n{extra}"),
+                _ => COMPACT_SYSTEM.to_owned(),
+            },
             messages: vec![Message::user(format!(
                 "Summarise this conversation:\n\n{transcript}"
             ))],
@@ -449,11 +523,8 @@ impl Agent {
         if summary.trim().is_empty() {
             return Err(AgentError::EmptySummary);
         }
-        let mut compacted = vec![Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
-        compacted.extend(self.messages.drain(split..));
-        self.messages = compacted;
-        self.last_input = 0;
-        Ok(summary)
+        self.replace_with_summary(&summary, split);
+        Ok((summary, split))
     }
 
     fn push(&mut self, message: Message) {

@@ -9,6 +9,33 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tool::{BoxFuture, ToolOutput, ToolSpec};
 
+/// What extensions decided before a compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompactPlan {
+    /// Summarise with the model; `instruction` is added to the summariser's.
+    Proceed {
+        instruction: Option<String>,
+    },
+    Block {
+        reason: String,
+    },
+    /// Use this summary and keep the messages from `first_kept_index` on.
+    Custom {
+        summary: String,
+        first_kept_index: usize,
+    },
+}
+
+/// How a compaction went, for observers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactOutcome {
+    pub did_compact: bool,
+    pub summary: String,
+    pub first_kept_index: usize,
+    pub tokens_before: u64,
+    pub message: String,
+}
+
 /// One-way lifecycle notifications.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookEvent {
@@ -135,6 +162,22 @@ pub trait Hooks: Send + Sync {
         output: ToolOutput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move { output })
+    }
+
+    /// Before a compaction (nimlet's `session_before_compact`); `entries`
+    /// is the conversation as JSON.
+    fn before_compact<'a>(
+        &'a self,
+        _instruction: &'a str,
+        _tokens_before: u64,
+        _entries: Value,
+    ) -> BoxFuture<'a, CompactPlan> {
+        Box::pin(async { CompactPlan::Proceed { instruction: None } })
+    }
+
+    /// After a compaction ran or failed (nimlet's `session_compact`).
+    fn after_compact(&self, _outcome: CompactOutcome) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 
     /// Durable extension data to store in the session (never sent to the model).

@@ -104,6 +104,17 @@ pub enum MessageVerdict {
     },
 }
 
+/// What nimlet extensions decided before a compaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactDecision {
+    /// Set when compaction must not run, with the reason.
+    pub blocked: Option<String>,
+    /// Added to the summariser's instruction.
+    pub instruction: Option<String>,
+    /// A custom summary and how many messages from the start it replaces.
+    pub custom: Option<(String, usize)>,
+}
+
 /// A system prompt after the `before_agent_start` chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedPrompt {
@@ -632,6 +643,75 @@ impl ExtensionHost {
             }
         }
         (output, is_error)
+    }
+
+    /// nimlet `session_before_compact`, in load order: any `allow: false`
+    /// blocks (reasons joined with "; "); the last `instruction` string wins;
+    /// the last valid `compaction` object wins, and a later one with an empty
+    /// summary resets it (research nimlet.md E34).
+    pub async fn before_compact(
+        &self,
+        instruction: &str,
+        tokens_before: u64,
+        entries: Value,
+    ) -> CompactDecision {
+        let mut decision = CompactDecision::default();
+        let mut reasons = Vec::new();
+        for ext in self.nimlet_subscribers("session_before_compact") {
+            let mut payload = self.session_payload();
+            payload.insert("instruction".into(), Value::String(instruction.to_owned()));
+            payload.insert("tokens_before".into(), Value::from(tokens_before));
+            payload.insert("entries".into(), entries.clone());
+            let Some(reply) = self
+                .nimlet_event(&ext, "session_before_compact", Value::Object(payload))
+                .await
+            else {
+                continue;
+            };
+            if reply.allow == Some(Value::Bool(false)) {
+                reasons.push(reply.reason.unwrap_or_default());
+                continue;
+            }
+            if let Some(extra) = reply.instruction {
+                decision.instruction = Some(extra);
+            }
+            if let Some(compaction) = reply.compaction {
+                let summary = compaction.get("summary").and_then(Value::as_str);
+                let index = compaction.get("first_kept_index").and_then(Value::as_u64);
+                if let (Some(summary), Some(index)) = (summary, index) {
+                    decision.custom =
+                        (!summary.is_empty()).then(|| (summary.to_owned(), index as usize));
+                }
+            }
+        }
+        if !reasons.is_empty() {
+            let reason = reasons.join("; ");
+            decision.blocked = Some(if reason.is_empty() {
+                "blocked by extension".to_owned()
+            } else {
+                reason
+            });
+        }
+        decision
+    }
+
+    /// nimlet `session_compact`: how a compaction went (not sent when one was blocked).
+    pub async fn compacted(
+        &self,
+        did_compact: bool,
+        summary: &str,
+        first_kept_index: usize,
+        tokens_before: u64,
+        message: &str,
+    ) {
+        let mut payload = self.session_payload();
+        payload.insert("did_compact".into(), Value::Bool(did_compact));
+        payload.insert("summary".into(), Value::String(summary.to_owned()));
+        payload.insert("first_kept_index".into(), Value::from(first_kept_index));
+        payload.insert("tokens_before".into(), Value::from(tokens_before));
+        payload.insert("message".into(), Value::String(message.to_owned()));
+        self.nimlet_notice("session_compact", Value::Object(payload))
+            .await;
     }
 
     /// Whether any extension subscribed to nimlet's `tool_result` (so the

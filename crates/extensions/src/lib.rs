@@ -25,8 +25,8 @@ pub use connection::RequestError;
 pub use dialect::zot::HandshakeError;
 pub use discovery::{Found, FoundStatus, Scope, discover};
 pub use dispatch::{
-    Cancelled, CommandOutcome, CommandReply, DispatchError, MessageVerdict, PreparedPrompt,
-    ToolCallVerdict, ToolReply, TurnVerdict,
+    Cancelled, CommandOutcome, CommandReply, CompactDecision, DispatchError, MessageVerdict,
+    PreparedPrompt, ToolCallVerdict, ToolReply, TurnVerdict,
 };
 pub use extension::Readiness;
 pub use host::{

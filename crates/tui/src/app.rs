@@ -25,7 +25,7 @@ pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 /// How long a status line stays (the reload status: 5 s, spec "Hot reload").
 pub const STATUS_TTL: Duration = Duration::from_secs(5);
 /// Rows the popup shows at most.
-pub const POPUP_ROWS: usize = 10;
+pub const POPUP_ROWS: usize = 16;
 
 /// Built-in slash commands, with what they do.
 pub const BUILTINS: &[(&str, &str)] = &[

@@ -403,3 +403,128 @@ for msg in frames():
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_and_blocked_compaction() {
+    let w = World::new();
+    let ext = nimlet_ext(
+        &w,
+        "compactor",
+        r#"
+send({"type": "register", "commands": [], "events": ["session_before_compact", "session_compact"]})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") != "event":
+        continue
+    log(msg)
+    reply = {"type": "response", "id": msg["id"]}
+    if msg["event"] == "session_before_compact":
+        if os.path.exists(os.path.join(EXT_DIR, "block")):
+            reply.update({"allow": False, "reason": "not now"})
+        else:
+            entries = msg["payload"]["entries"]
+            reply["compaction"] = {"summary": "CUSTOM SUMMARY of %d entries" % len(entries), "first_kept_index": len(entries) - 2}
+    send(reply)
+"#,
+    );
+    let model = MockModel::start([
+        openai::text("one"),
+        openai::text("two"),
+        openai::text("three"),
+    ])
+    .await;
+    let input = [
+        r#"{"type":"prompt","message":"first"}"#,
+        r#"{"type":"prompt","message":"second"}"#,
+        r#"{"type":"compact"}"#,
+        r#"{"type":"get_messages"}"#,
+    ];
+    let run = rpc_run(&w, &model, &ext, &input);
+    let compact = run
+        .iter()
+        .find(|v| v["type"] == "compact_done")
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert_eq!(compact["summary"], "CUSTOM SUMMARY of 4 entries");
+    let messages =
+        run.iter().find(|v| v["command"] == "get_messages").unwrap()["data"]["messages"].clone();
+    assert_eq!(
+        messages.as_array().unwrap().len(),
+        3,
+        "summary + the last two"
+    );
+    assert!(
+        messages[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("CUSTOM SUMMARY")
+    );
+    let after = seen(&ext)
+        .into_iter()
+        .find(|m| m["event"] == "session_compact")
+        .unwrap();
+    assert_eq!(after["payload"]["did_compact"], true);
+    assert_eq!(after["payload"]["message"], "Compacted by extension.");
+    assert_eq!(model.requests().len(), 2, "no summariser call");
+
+    std::fs::write(ext.join("block"), "").unwrap();
+    let run = rpc_run(
+        &w,
+        &model,
+        &ext,
+        &[
+            r#"{"type":"prompt","message":"x"}"#,
+            r#"{"type":"compact"}"#,
+        ],
+    );
+    let error = run
+        .iter()
+        .find(|v| v["type"] == "error")
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert_eq!(error["message"], "compaction blocked: not now");
+}
+
+/// Runs `zot rpc` with `lines` on stdin (each command waits for the previous
+/// to finish) and returns every output line.
+fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = w
+        .cmd(&[
+            "rpc",
+            "--provider",
+            "openai",
+            "--api-key",
+            "k",
+            "--base-url",
+            &model.url(),
+            "--ext",
+            ext.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+        let request: Value = serde_json::from_str(line).unwrap();
+        let kind = request["type"].as_str().unwrap().to_owned();
+        // prompt ends with done; compact with compact_done or error; others with their response.
+        loop {
+            let value: Value = serde_json::from_str(&out.next().unwrap().unwrap()).unwrap();
+            let end = match kind.as_str() {
+                "prompt" => value["type"] == "done",
+                "compact" => value["type"] == "compact_done" || value["type"] == "error",
+                _ => value["type"] == "response" && value["command"] == kind,
+            };
+            seen.push(value);
+            if end {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    seen
+}
