@@ -209,6 +209,15 @@ impl Hooks for ExtHooks {
         })
     }
 
+    fn session_changed<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.host.session_ended().await;
+            self.host.set_session_id(session_id);
+            // Restarted extensions get a fresh initialize with the new id.
+            self.host.reload().await;
+        })
+    }
+
     fn take_entries(&self) -> Vec<(String, Value)> {
         self.host.take_entries()
     }

@@ -181,6 +181,13 @@ impl Agent {
         self.reset_system_prompt();
     }
 
+    /// Moves the conversation to another session, telling the hooks first.
+    pub async fn switch_session(&mut self, session: Session) {
+        self.store_entries();
+        self.hooks.session_changed(session.id()).await;
+        self.set_session(session);
+    }
+
     pub fn session(&self) -> Option<&Session> {
         self.session.as_ref()
     }

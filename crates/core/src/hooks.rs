@@ -180,6 +180,12 @@ pub trait Hooks: Send + Sync {
         Box::pin(async {})
     }
 
+    /// The conversation moves to another session (nimlet: `session_end` to the
+    /// old processes, a restart with the new id, `session_start` on the next prompt).
+    fn session_changed<'a>(&'a self, _session_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Durable extension data to store in the session (never sent to the model).
     fn take_entries(&self) -> Vec<(String, Value)> {
         Vec::new()

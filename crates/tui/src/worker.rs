@@ -231,7 +231,7 @@ async fn run(
         }
         Work::OpenSession(path) => match Session::open(&path) {
             Ok(session) => {
-                agent.set_session(session);
+                agent.switch_session(session).await;
                 let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
                 let _ = events.send(WorkerEvent::Status(format!("resumed {}", path.display())));
             }

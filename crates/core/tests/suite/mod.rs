@@ -1,2 +1,3 @@
+mod hooks;
 mod providers;
 mod tools;

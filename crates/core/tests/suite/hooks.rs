@@ -1,0 +1,148 @@
+//! The agent's hook points as a hooks implementation sees them.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use zot_core::CancellationToken;
+use zot_core::agent::{Agent, AgentConfig};
+use zot_core::hooks::{HookEvent, Hooks};
+use zot_core::message::Block;
+use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
+use zot_core::session::Session;
+use zot_core::tool::{BoxFuture, ToolOutput};
+use zot_testkit::{MockModel, anthropic};
+
+#[derive(Default)]
+struct Recorder {
+    log: Mutex<Vec<String>>,
+    entries: Mutex<Vec<(String, Value)>>,
+}
+
+impl Recorder {
+    fn push(&self, what: impl Into<String>) {
+        self.log.lock().unwrap().push(what.into());
+    }
+}
+
+impl Hooks for Recorder {
+    fn event(&self, event: HookEvent) {
+        if let HookEvent::SessionStart = event {
+            self.push("event:session_start");
+        }
+    }
+    fn session_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async { self.push("session_start") })
+    }
+    fn prompt_start(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async { self.push("prompt_start") })
+    }
+    fn prompt_end(&self, interrupted: bool) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.push(format!("prompt_end:{interrupted}")) })
+    }
+    fn tool_result<'a>(
+        &'a self,
+        name: &'a str,
+        _args: &'a Value,
+        output: ToolOutput,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            self.push(format!("tool_result:{name}"));
+            ToolOutput::text("REPLACED OUTPUT")
+        })
+    }
+    fn session_changed<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move { self.push(format!("session_changed:{session_id}")) })
+    }
+    fn take_entries(&self) -> Vec<(String, Value)> {
+        std::mem::take(&mut *self.entries.lock().unwrap())
+    }
+}
+
+#[tokio::test]
+async fn prompts_tool_results_entries_and_session_switches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo hi"}"#),
+        anthropic::text("first"),
+        anthropic::text("second"),
+    ])
+    .await;
+    let provider = Provider::new(ProviderConfig {
+        kind: ProviderKind::Anthropic,
+        base_url: model.url(),
+        api_key: "k".into(),
+    });
+    let hooks = Arc::new(Recorder::default());
+    let mut agent = Agent::new(
+        provider,
+        AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
+        hooks.clone(),
+        "system".into(),
+    );
+    let first = Session::create(tmp.path(), tmp.path(), "anthropic", "m").unwrap();
+    let first_path = first.path().to_path_buf();
+    agent.set_session(first);
+    hooks
+        .entries
+        .lock()
+        .unwrap()
+        .push(("ext".into(), serde_json::json!({"kept": true})));
+
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    agent
+        .prompt(vec![Block::Text { text: "go".into() }], &tx, &cancel)
+        .await
+        .unwrap();
+    // The tool_result hook replaced what the model saw next.
+    assert!(
+        model.requests()[1]
+            .body
+            .to_string()
+            .contains("REPLACED OUTPUT")
+    );
+
+    let second = Session::create(tmp.path(), tmp.path(), "anthropic", "m").unwrap();
+    let second_id = second.id().to_owned();
+    agent.switch_session(second).await;
+    agent
+        .prompt(
+            vec![Block::Text {
+                text: "again".into(),
+            }],
+            &tx,
+            &cancel,
+        )
+        .await
+        .unwrap();
+
+    let log = hooks.log.lock().unwrap().clone();
+    assert_eq!(
+        log,
+        [
+            "event:session_start",
+            "session_start",
+            "prompt_start",
+            "tool_result:bash",
+            "prompt_end:false",
+            &format!("session_changed:{second_id}"),
+            "event:session_start",
+            "session_start",
+            "prompt_start",
+            "prompt_end:false",
+        ]
+    );
+    // The entry landed in the first session's file, never in a request.
+    let text = std::fs::read_to_string(first_path).unwrap();
+    assert!(
+        text.contains(r#"{"type":"extension","extension":"ext","data":{"kept":true}}"#),
+        "{text}"
+    );
+    assert!(
+        !model
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("kept"))
+    );
+}
