@@ -44,7 +44,7 @@ impl Hooks for Recorder {
         &'a self,
         name: &'a str,
         _args: &'a Value,
-        output: ToolOutput,
+        _output: ToolOutput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             self.push(format!("tool_result:{name}"));
