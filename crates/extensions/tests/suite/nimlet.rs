@@ -246,6 +246,12 @@ async fn handshake_commands_tools_side_effects_and_shutdown() {
     assert!(host.errors().is_empty(), "{:?}", host.errors());
 
     // initialize first, with the workspace and session id; cwd = the workspace.
+    // (The extension records frames as it reads them, after registering.)
+    assert!(
+        eventually(SECS5, || !received(&dir).is_empty()
+            && dir.join("cwd").exists())
+        .await
+    );
     let first = &received(&dir)[0];
     assert_eq!(
         *first,
