@@ -6,6 +6,7 @@
 pub mod anthropic;
 mod http;
 pub mod openai;
+pub mod wait;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

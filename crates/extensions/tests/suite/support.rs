@@ -150,35 +150,7 @@ pub fn received_of(dir: &Path, kind: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Polls `cond` until it holds or `limit` passes.
-pub async fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The next host event matching `pred`, skipping others, within `limit`.
-pub async fn event_matching(
-    rx: &mut UnboundedReceiver<HostEvent>,
-    limit: Duration,
-    mut pred: impl FnMut(&HostEvent) -> bool,
-) -> Option<HostEvent> {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(ev)) if pred(&ev) => return Some(ev),
-            Ok(Some(_)) => continue,
-            _ => return None,
-        }
-    }
-}
+pub use zot_testkit::wait::{eventually, next_matching as event_matching};
 
 /// Whether `pid` is a live (non-zombie) process.
 pub fn is_running(pid: i32) -> bool {
