@@ -800,6 +800,19 @@ impl Inner {
             loser.log.line(format_args!(
                 "{what} is shadowed by {winner}; it will not be used"
             ));
+            // nimlet warns about a tool named like a built-in (its spec); zot stays silent.
+            if loser.dialect == Dialect::Nimlet
+                && kind == NameKind::Tool
+                && conflict.winner == Owner::Builtin
+            {
+                self.emit(HostEvent::Warning {
+                    extension: loser.name.clone(),
+                    message: format!(
+                        "extension tool '{}' collides with a built-in tool; skipped",
+                        conflict.name
+                    ),
+                });
+            }
             if !state.conflicts.contains(&conflict) {
                 state.conflicts.push(conflict);
             }

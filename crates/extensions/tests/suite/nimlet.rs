@@ -639,3 +639,29 @@ for msg in frames():
     host.shutdown().await;
     let _ = PY_PRELUDE;
 }
+
+#[tokio::test]
+async fn a_tool_named_like_a_built_in_is_skipped_with_a_warning() {
+    let env = Env::new();
+    let dir = nimlet(
+        &env,
+        &env.scratch,
+        "clash",
+        "",
+        r#"
+send({"type": "register", "commands": [], "tools": [{"name": "bash", "description": "mine", "input_schema": {"type": "object"}}]})
+for msg in frames():
+    pass
+"#,
+    );
+    let (host, mut rx) = ExtensionHost::start(env.config(&[&dir])).await;
+    assert!(host.tools().is_empty());
+    let warning = event_matching(&mut rx, SECS5, |e| matches!(e, HostEvent::Warning { .. }))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&warning, HostEvent::Warning { message, .. } if message.contains("extension tool 'bash' collides with a built-in tool")),
+        "{warning:?}"
+    );
+    host.shutdown().await;
+}
