@@ -290,3 +290,42 @@ async fn reload_ext_picks_up_an_edited_extension() {
     tmux.keys(&["Enter"]);
     sane(&tmux.stty_after_exit());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_yolo_asks_before_each_tool_call() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"touch refused.txt"}"#),
+        anthropic::tool_call("t2", "bash", r#"{"command":"touch allowed.txt"}"#),
+        anthropic::text("all done"),
+    ])
+    .await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+        "--no-yolo",
+    ];
+    let tmux = Tmux::start(&w, "confirm", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("make two files");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("touch refused.txt"), "{screen}");
+    tmux.type_text("n");
+    tmux.wait_for("touch allowed.txt");
+    tmux.type_text("y");
+    tmux.wait_for("all done");
+    assert!(!w.project.join("refused.txt").exists());
+    assert!(w.project.join("allowed.txt").exists());
+    let second = model.requests()[1].body.to_string();
+    assert!(second.contains("tool call refused by user"), "{second}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
