@@ -202,7 +202,6 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             model: model.clone(),
             cwd: ctx.project.display().to_string(),
             context_window: info.map_or(0, |i| i.context_window),
-            price: info.and_then(|i| i.price),
             models: kind
                 .map(|k| models::models(k).iter().map(|m| m.id.to_owned()).collect())
                 .unwrap_or_default(),

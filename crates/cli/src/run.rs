@@ -129,6 +129,7 @@ pub fn agent(
     config.max_steps = args.max_steps;
     config.context_window = Some(info.context_window);
     config.plan = args.plan;
+    config.price = info.price;
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

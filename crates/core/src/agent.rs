@@ -78,6 +78,8 @@ pub struct AgentConfig {
     pub context_window: Option<u32>,
     /// Plan mode: only read-only tools are offered and callable.
     pub plan: bool,
+    /// USD per million input and output tokens, for usage reports.
+    pub price: Option<(f64, f64)>,
 }
 
 impl AgentConfig {
@@ -91,6 +93,7 @@ impl AgentConfig {
             tools: ToolFilter::All,
             context_window: None,
             plan: false,
+            price: None,
         }
     }
 }
@@ -334,7 +337,7 @@ impl Agent {
                     break;
                 }
             };
-            let usage = UsageReport::from(completion.usage);
+            let usage = UsageReport::priced(completion.usage, self.config.price);
             self.usage += usage;
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
             emit(AgentEvent::Usage {

@@ -14,16 +14,34 @@ pub struct UsageReport {
     pub output: u64,
     pub cache_read: u64,
     pub cache_write: u64,
+    /// USD at list prices, when the model's prices are known (else 0).
+    pub cost_usd: f64,
 }
 
-impl From<Usage> for UsageReport {
-    fn from(u: Usage) -> Self {
+impl UsageReport {
+    /// One call's usage, priced at `price` (USD per million input and output
+    /// tokens); cache reads cost a tenth of input, cache writes a quarter more.
+    pub fn priced(u: Usage, price: Option<(f64, f64)>) -> Self {
+        let cost_usd = price.map_or(0.0, |(input, output)| {
+            (u.input as f64 * input
+                + u.output as f64 * output
+                + u.cache_read as f64 * input * 0.1
+                + u.cache_write as f64 * input * 1.25)
+                / 1e6
+        });
         Self {
             input: u.input,
             output: u.output,
             cache_read: u.cache_read,
             cache_write: u.cache_write,
+            cost_usd,
         }
+    }
+}
+
+impl From<Usage> for UsageReport {
+    fn from(u: Usage) -> Self {
+        Self::priced(u, None)
     }
 }
 
@@ -33,6 +51,7 @@ impl std::ops::AddAssign for UsageReport {
         self.output += other.output;
         self.cache_read += other.cache_read;
         self.cache_write += other.cache_write;
+        self.cost_usd += other.cost_usd;
     }
 }
 

@@ -49,8 +49,6 @@ pub struct AppConfig {
     pub model: String,
     pub cwd: String,
     pub context_window: u32,
-    /// USD per million input and output tokens, when known.
-    pub price: Option<(f64, f64)>,
     pub models: Vec<String>,
     pub skills: Vec<(String, String)>,
     /// Session files of this directory, for /sessions.
@@ -1145,10 +1143,7 @@ impl App {
             } => self.tool_result(&id, is_error, &content),
             AgentEvent::Usage { usage, cumulative } => {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
-                if let Some((input, output)) = self.config.price {
-                    self.cost =
-                        (cumulative.input as f64 * input + cumulative.output as f64 * output) / 1e6;
-                }
+                self.cost = cumulative.cost_usd;
             }
             AgentEvent::TurnEnd {
                 stop: "error",

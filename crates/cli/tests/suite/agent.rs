@@ -898,3 +898,33 @@ async fn stored_keys_are_private_and_used() {
     let run = w.zot(&["auth", "login", "ollama"]);
     assert_eq!(run.code, 1, "{run:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_events_carry_the_cost_at_list_prices() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::Script::new()
+        .text("priced")
+        .usage(1_000_000, 100_000)
+        .build()])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["--json", "--no-session", "how much?"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let usage = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap();
+    // claude-sonnet-4-5: $3 in, $15 out per million tokens.
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - 4.5).abs() < 1e-9,
+        "{usage}"
+    );
+    assert!(
+        (usage["cumulative"]["cost_usd"].as_f64().unwrap() - 4.5).abs() < 1e-9,
+        "{usage}"
+    );
+}

@@ -83,7 +83,6 @@ pub fn config() -> AppConfig {
         model: "claude-sonnet-4-5".into(),
         cwd: "/home/pat/project".into(),
         context_window: 200_000,
-        price: Some((3.0, 15.0)),
         models: vec!["claude-sonnet-4-5".into(), "claude-haiku-4-5".into()],
         ..AppConfig::default()
     }
