@@ -218,6 +218,10 @@ impl Hooks for ExtHooks {
         })
     }
 
+    fn set_plan(&self, plan: bool) {
+        self.host.set_plan(plan);
+    }
+
     fn take_entries(&self) -> Vec<(String, Value)> {
         self.host.take_entries()
     }

@@ -149,6 +149,7 @@ impl Agent {
         hooks: Arc<dyn Hooks>,
         base_prompt: String,
     ) -> Self {
+        hooks.set_plan(config.plan);
         Self {
             provider,
             config,
@@ -238,6 +239,7 @@ impl Agent {
     /// Plan mode on or off (`/plan`, `/act`, `--plan`).
     pub fn set_plan(&mut self, plan: bool) {
         self.config.plan = plan;
+        self.hooks.set_plan(plan);
     }
 
     pub fn clear(&mut self) {

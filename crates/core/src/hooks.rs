@@ -186,6 +186,9 @@ pub trait Hooks: Send + Sync {
         Box::pin(async {})
     }
 
+    /// Plan mode changed (nimlet dispatches no lifecycle events in plan mode).
+    fn set_plan(&self, _plan: bool) {}
+
     /// Durable extension data to store in the session (never sent to the model).
     fn take_entries(&self) -> Vec<(String, Value)> {
         Vec::new()

@@ -337,7 +337,10 @@ impl ExtensionHost {
             .into_iter()
             .filter(|e| match e.dialect {
                 Dialect::Zot => e.intercepts("tool_call"),
-                Dialect::Nimlet => e.subscribes("tool_call"),
+                Dialect::Nimlet => {
+                    e.subscribes("tool_call")
+                        && !self.inner.plan.load(std::sync::atomic::Ordering::SeqCst)
+                }
             })
             .collect();
         // nimlet denials do not stop the chain for other nimlet subscribers
@@ -546,6 +549,9 @@ impl ExtensionHost {
 
     /// nimlet subscribers of `event`, in load order.
     fn nimlet_subscribers(&self, event: &str) -> Vec<Arc<Extension>> {
+        if self.inner.plan.load(std::sync::atomic::Ordering::SeqCst) {
+            return Vec::new();
+        }
         let mut exts = self.inner.extensions();
         exts.retain(|e| e.dialect == Dialect::Nimlet && e.subscribes(event));
         exts

@@ -274,6 +274,8 @@ pub(crate) struct Inner {
     /// Starts as `config.project_trusted`; the user may trust the project later.
     project_trusted: std::sync::atomic::AtomicBool,
     pub(crate) questions: QuestionClock,
+    /// Plan mode: nimlet lifecycle events are not dispatched (research nimlet.md E33).
+    pub(crate) plan: std::sync::atomic::AtomicBool,
     /// nimlet `entry` data not yet taken by the agent for its session file.
     entries: Mutex<Vec<(String, serde_json::Value)>>,
 }
@@ -325,6 +327,7 @@ impl ExtensionHost {
             next_id: AtomicU64::new(1),
             project_trusted: std::sync::atomic::AtomicBool::new(trusted),
             questions: QuestionClock::new(),
+            plan: std::sync::atomic::AtomicBool::new(false),
             entries: Mutex::new(Vec::new()),
         });
         {
@@ -387,6 +390,11 @@ impl ExtensionHost {
     /// reload, and in event payloads).
     pub fn set_session_id(&self, session_id: &str) {
         self.inner.state().session_id = session_id.to_owned();
+    }
+
+    /// Plan mode on or off: in plan mode nimlet extensions get no lifecycle events.
+    pub fn set_plan(&self, plan: bool) {
+        self.inner.plan.store(plan, Ordering::SeqCst);
     }
 
     /// nimlet `entry` data recorded since the last call, for the session file.

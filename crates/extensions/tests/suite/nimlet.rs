@@ -636,6 +636,15 @@ for msg in frames():
             .await,
         ("OUT".to_owned(), false)
     );
+    // Plan mode: no nimlet lifecycle events at all.
+    host.set_plan(true);
+    assert!(!host.wants_tool_results());
+    assert_eq!(
+        host.intercept_tool_call("4", "bash", &json!({"command": "curl evil"}))
+            .await,
+        ToolCallVerdict::Allow { args: None }
+    );
+    host.set_plan(false);
     host.shutdown().await;
     let _ = PY_PRELUDE;
 }
