@@ -16,17 +16,9 @@ use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
 use crate::run::{self, Running};
 
-/// `/name args` when the text names a command (a path like `/usr/bin` does not).
-pub fn parse_command(text: &str) -> Option<(&str, &str)> {
-    let rest = text.trim_start().strip_prefix('/')?;
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    let name = &rest[..end];
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    valid.then(|| (name, rest[end..].trim()))
-}
+/// `/name args` when the text names a command (a path like `/usr/bin` does not);
+/// the same rule as the TUI's.
+pub use zot_tui::app::parse_command;
 
 /// Serialises host events for JSON and RPC output; `None` for ones those modes ignore.
 pub fn host_event_json(event: &HostEvent) -> Option<Value> {
