@@ -213,8 +213,9 @@ impl Hooks for ExtHooks {
         Box::pin(async move {
             self.host.session_ended().await;
             self.host.set_session_id(session_id);
-            // Restarted extensions get a fresh initialize with the new id.
-            self.host.reload().await;
+            // nimlet extensions restart with a fresh initialize carrying the new
+            // id; zot extensions keep running (their protocol has no such rule).
+            self.host.restart(zot_extensions::Dialect::Nimlet).await;
         })
     }
 

@@ -439,6 +439,56 @@ impl ExtensionHost {
         stats
     }
 
+    /// Restarts the running extensions of one protocol from the same
+    /// manifests, leaving the others running: a session switch restarts
+    /// nimlet extensions with a fresh `initialize` (nimlet spec) while zot
+    /// extensions keep their state.
+    pub async fn restart(&self, dialect: Dialect) -> ReloadStats {
+        let _guard = self.inner.lifecycle.lock().await;
+        let running: Vec<Arc<Extension>> = self
+            .inner
+            .extensions()
+            .into_iter()
+            .filter(|e| e.dialect == dialect)
+            .collect();
+        let deadline = Instant::now() + self.inner.config.limits.shutdown_grace;
+        join_all(
+            running
+                .iter()
+                .map(|ext| ext.stop(deadline, &self.inner.config.limits)),
+        )
+        .await;
+        let manifests: Vec<(usize, Manifest)> = {
+            let mut state = self.inner.state();
+            let names: Vec<String> = running.iter().map(|e| e.name.clone()).collect();
+            state.extensions.retain(|e| e.dialect != dialect);
+            state.conflicts.retain(|c| {
+                !names.contains(&c.loser)
+                    && !matches!(&c.winner, Owner::Extension(w) if names.contains(w))
+            });
+            state
+                .found
+                .iter()
+                .enumerate()
+                .filter_map(|(order, (found, _))| match &found.status {
+                    FoundStatus::Load(m) if m.dialect() == Some(dialect) => {
+                        Some((order, m.clone()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let loads = manifests
+            .iter()
+            .map(|(order, manifest)| self.inner.load_one(*order, manifest));
+        let outcomes = join_all(loads).await;
+        let mut stats = self.inner.record_outcomes(outcomes);
+        stats.stopped = running.len();
+        self.inner.emit(HostEvent::ToolsChanged);
+        self.inner.emit(HostEvent::CommandsChanged);
+        stats
+    }
+
     /// Stops every extension: queued frames are written, then `shutdown`,
     /// then stdin is closed; all share one grace period, then SIGTERM and
     /// SIGKILL go to each holdout's process group. Returns how many were running.
@@ -555,6 +605,11 @@ impl Inner {
                 _ => None,
             });
         let outcomes = join_all(loads).await;
+        self.record_outcomes(outcomes)
+    }
+
+    /// Stores load outcomes in their discovery slots and counts them.
+    fn record_outcomes(&self, outcomes: Vec<(usize, LoadOutcome)>) -> ReloadStats {
         let mut stats = ReloadStats::default();
         let mut state = self.state();
         for (order, outcome) in outcomes {

@@ -674,3 +674,46 @@ for msg in frames():
     );
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_session_switch_restarts_only_nimlet_extensions() {
+    let env = Env::new();
+    let nim = nimlet(&env, &env.scratch, "notes", "", NOTES);
+    let zot = env.ext(
+        "steady",
+        &super::support::registers(r#"[{"type":"register_command","name":"still"}]"#),
+    );
+    let (host, _rx) = ExtensionHost::start(env.config(&[&nim, &zot])).await;
+    assert!(eventually(SECS5, || !received(&nim).is_empty()).await);
+    host.set_session_id("session-2");
+    host.session_ended().await;
+    let stats = host.restart(Dialect::Nimlet).await;
+    assert_eq!((stats.stopped, stats.loaded), (1, 1));
+    assert!(
+        eventually(SECS5, || received(&nim)
+            .iter()
+            .filter(|m| m["type"] == "initialize")
+            .count()
+            == 2)
+        .await
+    );
+    let frames = received(&nim);
+    let inits: Vec<&Value> = frames
+        .iter()
+        .filter(|m| m["type"] == "initialize")
+        .collect();
+    assert_eq!(inits[1]["session_id"], "session-2");
+    assert!(
+        frames
+            .iter()
+            .any(|m| m["type"] == "event" && m["event"] == "session_end")
+    );
+    // The zot extension was left alone: one hello_ack, its command still there.
+    assert_eq!(super::support::received_of(&zot, "hello_ack").len(), 1);
+    let names: Vec<_> = host.commands().into_iter().map(|c| c.name).collect();
+    assert!(
+        names.contains(&"still".to_owned()) && names.contains(&"note".to_owned()),
+        "{names:?}"
+    );
+    host.shutdown().await;
+}
