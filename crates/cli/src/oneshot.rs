@@ -70,6 +70,34 @@ pub fn host_event_json(event: &HostEvent) -> Option<Value> {
     })
 }
 
+/// An agent event for the JSON and RPC streams: image blocks carry their
+/// size in `bytes` instead of the base64 data (research zot.md §1.2), so a
+/// screenshot does not flood the stream.
+pub fn event_json(event: &AgentEvent) -> serde_json::Result<Value> {
+    let mut value = serde_json::to_value(event)?;
+    shrink_images(&mut value);
+    Ok(value)
+}
+
+fn shrink_images(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("type").and_then(Value::as_str) == Some("image")
+                && let Some(Value::String(data)) = map.remove("data")
+            {
+                let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+                map.insert(
+                    "bytes".into(),
+                    Value::from((data.len() / 4 * 3).saturating_sub(padding.min(2))),
+                );
+            }
+            map.values_mut().for_each(shrink_images);
+        }
+        Value::Array(items) => items.iter_mut().for_each(shrink_images),
+        _ => {}
+    }
+}
+
 pub fn load_error_json(error: &LoadError) -> Value {
     json!({"type": "ext_warning", "extension": error.extension, "message": error.to_string()})
 }
@@ -260,7 +288,7 @@ async fn run_prompt(
         let mut failure = None;
         while let Some(event) = rx.recv().await {
             if mode == Mode::Json {
-                if let Ok(value) = serde_json::to_value(&event) {
+                if let Ok(value) = event_json(&event) {
                     json_out.json(value);
                 }
                 continue;

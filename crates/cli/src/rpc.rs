@@ -19,7 +19,7 @@ use zot_extensions::{CommandOutcome, ExtensionHost, HostConfig};
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
-use crate::oneshot::{host_event_json, load_error_json, parse_command};
+use crate::oneshot::{event_json, host_event_json, load_error_json, parse_command};
 use crate::run as setup;
 
 /// The env var that, when set, makes every frame before a matching `hello` fail.
@@ -417,7 +417,7 @@ impl Server {
                 if matches!(event, zot_core::AgentEvent::Done) {
                     continue;
                 }
-                if let Ok(value) = serde_json::to_value(&event) {
+                if let Ok(value) = event_json(&event) {
                     let _ = out.send(value);
                 }
             }

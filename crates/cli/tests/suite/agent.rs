@@ -928,3 +928,35 @@ async fn usage_events_carry_the_cost_at_list_prices() {
         "{usage}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_events_show_image_sizes_not_their_data() {
+    let w = World::new();
+    // A 10-byte "png": the read tool returns it as an image block.
+    std::fs::write(w.project.join("dot.png"), b"\x89PNG\r\n\x1a\n\x00\x01").unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("r1", "read", r#"{"path":"dot.png"}"#),
+        anthropic::text("a dot"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "look"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let result = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(
+        result["content"][0],
+        json!({"type": "image", "mime_type": "image/png", "bytes": 10}),
+        "{result}"
+    );
+    // The model still got the image itself.
+    assert!(
+        model.requests()[1]
+            .body
+            .to_string()
+            .contains("iVBORw0KGgoAAQ=="),
+        "{}",
+        model.requests()[1].body
+    );
+}
