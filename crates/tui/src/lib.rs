@@ -48,9 +48,17 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         mut host_updates,
     } = tui;
     let missing = config.missing_credentials.clone().unwrap_or_default();
+    // A continued session (-c, --session) shows its conversation from the start.
+    let history = agent
+        .as_ref()
+        .map(|a| a.messages().to_vec())
+        .unwrap_or_default();
     let (worker, mut worker_events) = worker::spawn(agent, missing, ask_before_tools);
     let (msgs, mut app_msgs) = mpsc::unbounded_channel();
     let mut app = App::new(config, Some(worker.clone()), extensions, msgs);
+    if !history.is_empty() {
+        app.on_worker(worker::WorkerEvent::Transcript(history));
+    }
 
     // ratatui::init installs a panic hook that restores the terminal first.
     let mut terminal = ratatui::init();

@@ -329,3 +329,40 @@ async fn no_yolo_asks_before_each_tool_call() {
     tmux.keys(&["Enter"]);
     sane(&tmux.stty_after_exit());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continuing_a_session_shows_its_conversation() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("I will remember 42.")]).await;
+    let url = model.url();
+    let first: super::support::Run = w
+        .cmd(&[
+            "--provider",
+            "anthropic",
+            "--api-key",
+            "k",
+            "--base-url",
+            &url,
+            "-p",
+            "remember the number 42",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(first.code, 0, "{first:?}");
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "-c",
+    ];
+    let tmux = Tmux::start(&w, "resume", &args, &[]);
+    let screen = tmux.wait_for("I will remember 42.");
+    assert!(screen.contains("› remember the number 42"), "{screen}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
