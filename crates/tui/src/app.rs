@@ -24,6 +24,8 @@ use crate::worker::{ConfirmRequest, Decision, Work, WorkerEvent, WorkerHandle};
 pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 /// How long a status line stays (the reload status: 5 s, spec "Hot reload").
 pub const STATUS_TTL: Duration = Duration::from_secs(5);
+/// Bytes of a running tool's output kept for display.
+pub const LIVE_OUTPUT_BYTES: usize = 4096;
 /// Rows the popup shows at most.
 pub const POPUP_ROWS: usize = 16;
 
@@ -74,6 +76,8 @@ pub enum Entry {
         preview: String,
         result: Option<(bool, String)>,
         expanded: bool,
+        /// Output so far while the tool runs (bash), last lines only.
+        live: String,
     },
     Error(String),
     Info(String),
@@ -1037,6 +1041,7 @@ impl App {
                             preview: zot_core::agent::preview(args),
                             result: None,
                             expanded: false,
+                            live: String::new(),
                         });
                     }
                 }
@@ -1134,7 +1139,28 @@ impl App {
                     preview,
                     result: None,
                     expanded: false,
+                    live: String::new(),
                 });
+            }
+            AgentEvent::ToolProgress { id, text } => {
+                let position = self
+                    .entries
+                    .iter()
+                    .rposition(|e| matches!(e, Entry::Tool { id: tid, .. } if *tid == id));
+                if let Some(index) = position {
+                    if let Entry::Tool { live, .. } = &mut self.entries[index] {
+                        live.push_str(&text);
+                        // Only the tail is shown; keep memory bounded on chatty commands.
+                        if live.len() > LIVE_OUTPUT_BYTES {
+                            let cut = live.len() - LIVE_OUTPUT_BYTES;
+                            let boundary = (cut..live.len())
+                                .find(|i| live.is_char_boundary(*i))
+                                .unwrap_or(live.len());
+                            live.replace_range(..boundary, "");
+                        }
+                    }
+                    self.touch(index);
+                }
             }
             AgentEvent::ToolResult {
                 id,

@@ -233,6 +233,7 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
             preview,
             result,
             expanded,
+            live,
             ..
         } => {
             let mut lines = vec![Line::from(vec![
@@ -242,6 +243,16 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
                 ),
                 Span::styled(preview.clone(), Style::default().fg(theme.muted)),
             ])];
+            if result.is_none() {
+                // Still running: the last lines of its output so far.
+                let tail: Vec<&str> = live.lines().collect();
+                for line in &tail[tail.len().saturating_sub(COLLAPSED_RESULT_LINES)..] {
+                    lines.push(Line::styled(
+                        format!("    {line}"),
+                        Style::default().fg(theme.muted),
+                    ));
+                }
+            }
             if let Some((is_error, text)) = result {
                 let (mark, color) = if *is_error {
                     ("✗", theme.error)

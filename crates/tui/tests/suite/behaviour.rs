@@ -453,3 +453,47 @@ async fn extension_status_widgets_and_questions() {
     app.on_key(key(KeyCode::Esc));
     assert_eq!(rx.recv().unwrap(), None, "dismissed");
 }
+
+#[tokio::test]
+async fn a_running_tool_shows_its_latest_output() {
+    use zot_core::event::AgentEvent;
+    use zot_tui::worker::WorkerEvent;
+    let (mut app, _, _) = app();
+    app.on_worker(WorkerEvent::Agent(AgentEvent::ToolCall {
+        id: "b1".into(),
+        name: "bash".into(),
+        args: serde_json::json!({"command": "cargo build"}),
+    }));
+    for chunk in [
+        "Compiling a\n",
+        "Compiling b\n",
+        "Compiling c\n",
+        "Compiling d\n",
+    ] {
+        app.on_worker(WorkerEvent::Agent(AgentEvent::ToolProgress {
+            id: "b1".into(),
+            text: chunk.into(),
+        }));
+    }
+    let screen = super::support::render(&mut app, 60, 12);
+    assert!(
+        screen.contains("Compiling d") && screen.contains("Compiling b"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("Compiling a"),
+        "only the last lines: {screen}"
+    );
+    app.on_worker(WorkerEvent::Agent(AgentEvent::ToolResult {
+        id: "b1".into(),
+        is_error: false,
+        content: vec![zot_core::message::Block::Text {
+            text: "[exit 0]".into(),
+        }],
+    }));
+    let screen = super::support::render(&mut app, 60, 12);
+    assert!(
+        screen.contains("✓ [exit 0]") && !screen.contains("Compiling d"),
+        "{screen}"
+    );
+}
