@@ -78,9 +78,7 @@ fn row(found: &Found) -> Row {
         state,
         reason,
         dir: found.dir.clone(),
-        protocol: manifest
-            .and_then(|m| m.dialect())
-            .map_or_else(|| protocol(&found.dir), |d| d.as_str()),
+        protocol: found.dialect.as_str(),
     }
 }
 
@@ -234,7 +232,7 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
         "scope": r.scope.as_str(),
         "name": r.name,
         "version": r.version,
-        "protocol": protocol(&r.dir),
+        "protocol": r.dialect.as_str(),
         "dir": display(&r.dir),
         "log": r.log.as_deref().map(display),
         "state": Value::Null,
@@ -477,19 +475,4 @@ fn copy_new(file: &mut std::fs::File, out: &mut impl Write) -> anyhow::Result<u6
         return Err(e.into());
     }
     Ok(buf.len() as u64)
-}
-
-/// The protocol an extension directory speaks, from its manifest (where it
-/// does not parse, the root decides: `.agents` is nimlet's).
-fn protocol(dir: &std::path::Path) -> &'static str {
-    let root = if dir.components().any(|c| c.as_os_str() == ".agents") {
-        zot_extensions::Dialect::Nimlet
-    } else {
-        zot_extensions::Dialect::Zot
-    };
-    zot_extensions::Manifest::load_in(dir, root)
-        .ok()
-        .and_then(|m| m.dialect())
-        .unwrap_or(root)
-        .as_str()
 }

@@ -35,6 +35,8 @@ pub struct Found {
     pub scope: Scope,
     pub dir: PathBuf,
     pub status: FoundStatus,
+    /// The protocol: the manifest's, or (for an invalid one) its root's.
+    pub dialect: Dialect,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +128,17 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
                     }
                 },
             };
-            Found { scope, dir, status }
+            // The manifest's own protocol when it parsed, else its root's.
+            let mut found = Found {
+                scope,
+                dir,
+                status,
+                dialect,
+            };
+            if let Some(own) = found.manifest().and_then(Manifest::dialect) {
+                found.dialect = own;
+            }
+            found
         })
         .collect()
 }

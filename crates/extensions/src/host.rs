@@ -214,6 +214,8 @@ pub struct ExtensionReport {
     pub version: Option<String>,
     pub log: Option<PathBuf>,
     pub status: ReportStatus,
+    /// zot or nimlet.
+    pub dialect: Dialect,
 }
 
 #[derive(Debug, Clone)]
@@ -972,5 +974,6 @@ fn report_entry(
             .filter(|m| m.is_process())
             .map(|m| config.log_path(&m.name)),
         status,
+        dialect: found.dialect,
     }
 }
