@@ -528,3 +528,21 @@ fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Valu
     child.wait().unwrap();
     seen
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nimlet_extensions_install_like_any_other() {
+    let w = World::new();
+    let src = nimlet_ext(&w, "notes", NOTES);
+    let run = w.zot(&["ext", "install", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let doctor: Value = serde_json::from_str(&w.zot(&["ext", "doctor", "--json"]).stdout).unwrap();
+    let entry = &doctor["extensions"][0];
+    assert_eq!(entry["scope"], "global");
+    assert_eq!(entry["protocol"], "nimlet");
+    assert_eq!(entry["state"], "ready", "{doctor}");
+    let run = w.zot(&["ext", "disable", "notes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let listed: Value = serde_json::from_str(&w.zot(&["ext", "list", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["state"], "disabled");
+    assert_eq!(listed[0]["protocol"], "nimlet");
+}
