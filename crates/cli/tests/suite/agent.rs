@@ -358,22 +358,22 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
         anthropic::text("forbidden words"),
     ])
     .await;
-    let mut cmd = w.cmd(&[
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-        "--ext",
-        ext.to_str().unwrap(),
-    ]);
-    cmd.env("GATE_DIR", &w.scratch);
-    let run: Run = cmd
-        .args(["--json", "--no-session", "tell me"])
-        .output()
-        .unwrap()
-        .into();
+    // zot with the redact extension, its gate directory set.
+    let gated = |args: &[&str]| -> Run {
+        let mut cmd = w.cmd(&[
+            "--provider",
+            "anthropic",
+            "--api-key",
+            "k",
+            "--base-url",
+            &model.url(),
+        ]);
+        cmd.args(["--ext", ext.to_str().unwrap()])
+            .env("GATE_DIR", &w.scratch)
+            .args(args);
+        cmd.output().unwrap().into()
+    };
+    let run = gated(&["--json", "--no-session", "tell me"]);
     assert_eq!(run.code, 0, "{run:?}");
     let evs = events(&run);
     let shown = evs
@@ -390,22 +390,7 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     );
 
     // Blocked: nothing on stdout in print mode, the reason on stderr.
-    let mut cmd = w.cmd(&[
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-        "--ext",
-        ext.to_str().unwrap(),
-    ]);
-    cmd.env("GATE_DIR", &w.scratch);
-    let run: Run = cmd
-        .args(["-p", "--no-session", "again"])
-        .output()
-        .unwrap()
-        .into();
+    let run = gated(&["-p", "--no-session", "again"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "");
     assert!(run.stderr.contains("not for you"), "{run:?}");
@@ -413,22 +398,7 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     // turn_start gate closed: no model call at all, the reason reaches the user.
     std::fs::write(w.scratch.join("closed"), "").unwrap();
     let before = model.requests().len();
-    let mut cmd = w.cmd(&[
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-        "--ext",
-        ext.to_str().unwrap(),
-    ]);
-    cmd.env("GATE_DIR", &w.scratch);
-    let run: Run = cmd
-        .args(["--json", "--no-session", "now"])
-        .output()
-        .unwrap()
-        .into();
+    let run = gated(&["--json", "--no-session", "now"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(model.requests().len(), before);
     let end = events(&run)
