@@ -11,6 +11,7 @@ mod oneshot;
 mod rpc;
 mod run;
 mod scaffold;
+mod slash;
 mod trust_cmd;
 
 use std::process::ExitCode;

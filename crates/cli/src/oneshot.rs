@@ -10,15 +10,12 @@ use tokio::sync::mpsc;
 use zot_core::CancellationToken;
 use zot_core::event::AgentEvent;
 use zot_core::message::Block;
-use zot_extensions::{CommandOutcome, ExtensionHost, HostEvent, LoadError};
+use zot_extensions::{ExtensionHost, HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
 use crate::run::{self, Running};
-
-/// `/name args` when the text names a command (a path like `/usr/bin` does not);
-/// the same rule as the TUI's.
-pub use zot_tui::app::parse_command;
+use crate::slash::{self, Resolved};
 
 /// Serialises host events for JSON and RPC output; `None` for ones those modes ignore.
 pub fn host_event_json(event: &HostEvent) -> Option<Value> {
@@ -235,50 +232,25 @@ async fn run_prompt(
     out: &Out,
     cancel: &CancellationToken,
 ) -> anyhow::Result<ExitCode> {
-    let mut text = prompt.to_owned();
-    if let Some((name, args)) = parse_command(prompt)
-        && host
-            .commands()
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(name))
-    {
-        let reply = host.invoke_command(name, args).await;
-        let reply = match reply {
-            Ok(reply) => reply,
-            Err(e) => return fail(out, &e.to_string()),
-        };
-        if let Some(error) = &reply.error {
-            return fail(out, &format!("/{}: {error}", reply.command));
-        }
-        match reply.outcome {
-            CommandOutcome::Prompt(p) if !p.trim().is_empty() => text = p,
-            CommandOutcome::Prompt(_) | CommandOutcome::Noop => return Ok(ExitCode::SUCCESS),
-            CommandOutcome::Display(d) => {
-                match out.mode {
-                    Mode::Json => out.json(json!({
-                        "type": "ext_display", "extension": reply.extension, "command": reply.command, "text": d,
-                    })),
-                    _ => println!("{d}"),
-                }
-                return Ok(ExitCode::SUCCESS);
+    let text = match slash::resolve(host, prompt).await {
+        Err(e) => return fail(out, &e),
+        Ok(Resolved::Unchanged) => prompt.to_owned(),
+        Ok(Resolved::Prompt(p)) => p,
+        Ok(Resolved::Done) => return Ok(ExitCode::SUCCESS),
+        Ok(Resolved::Display {
+            extension,
+            command,
+            text,
+        }) => {
+            match out.mode {
+                Mode::Json => out.json(json!({
+                    "type": "ext_display", "extension": extension, "command": command, "text": text,
+                })),
+                _ => println!("{text}"),
             }
-            CommandOutcome::Insert(_) | CommandOutcome::OpenPanel(_) => {
-                let what = if matches!(reply.outcome, CommandOutcome::Insert(_)) {
-                    "insert"
-                } else {
-                    "open_panel"
-                };
-                return fail(
-                    out,
-                    &format!("/{}: \"{what}\" needs the interactive TUI", reply.command),
-                );
-            }
+            return Ok(ExitCode::SUCCESS);
         }
-    } else if let Some((name, _)) = parse_command(prompt)
-        && !prompt.trim_start()[1..].contains('/')
-    {
-        return fail(out, &format!("unknown command /{name}"));
-    }
+    };
 
     let (events, mut rx) = mpsc::unbounded_channel();
     let mode = out.mode;

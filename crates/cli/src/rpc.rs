@@ -15,12 +15,13 @@ use zot_core::agent::{Agent, COMPACT_KEEP_TAIL};
 use zot_core::message::Block;
 use zot_core::models;
 use zot_core::provider::Provider;
-use zot_extensions::{CommandOutcome, ExtensionHost, HostConfig};
+use zot_extensions::{ExtensionHost, HostConfig};
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
-use crate::oneshot::{event_json, host_event_json, load_error_json, parse_command};
+use crate::oneshot::{event_json, host_event_json, load_error_json};
 use crate::run as setup;
+use crate::slash::{self, Resolved};
 
 /// The env var that, when set, makes every frame before a matching `hello` fail.
 pub const TOKEN_ENV: &str = "ZOTCORE_RPC_TOKEN";
@@ -369,44 +370,19 @@ impl Server {
     async fn prompt(self: Arc<Self>, content: Vec<Block>, cancel: CancellationToken) {
         let mut agent = self.agent.lock().await;
         let mut content = content;
-        let text = first_text(&content);
-        if let Some((name, args)) = parse_command(&text)
-            && self
-                .host
-                .commands()
-                .iter()
-                .any(|c| c.name.eq_ignore_ascii_case(name))
-        {
-            match self.host.invoke_command(name, args).await {
-                Err(e) => return self.finish_with_error(e.to_string()),
-                Ok(reply) if reply.error.is_some() => {
-                    let error = reply.error.unwrap_or_default();
-                    return self.finish_with_error(format!("/{}: {error}", reply.command));
-                }
-                Ok(reply) => match reply.outcome {
-                    CommandOutcome::Prompt(p) if !p.trim().is_empty() => {
-                        content = vec![Block::Text { text: p }]
-                    }
-                    CommandOutcome::Display(text) => {
-                        self.event(json!({
-                            "type": "ext_display", "extension": reply.extension,
-                            "command": reply.command, "text": text,
-                        }));
-                        return;
-                    }
-                    CommandOutcome::Insert(_) | CommandOutcome::OpenPanel(_) => {
-                        let what = if matches!(reply.outcome, CommandOutcome::Insert(_)) {
-                            "insert"
-                        } else {
-                            "open_panel"
-                        };
-                        return self.finish_with_error(format!(
-                            "/{}: \"{what}\" needs the interactive TUI",
-                            reply.command
-                        ));
-                    }
-                    CommandOutcome::Prompt(_) | CommandOutcome::Noop => return,
-                },
+        match slash::resolve(&self.host, &first_text(&content)).await {
+            Err(e) => return self.finish_with_error(e),
+            Ok(Resolved::Unchanged) => {}
+            Ok(Resolved::Prompt(p)) => content = vec![Block::Text { text: p }],
+            Ok(Resolved::Done) => return,
+            Ok(Resolved::Display {
+                extension,
+                command,
+                text,
+            }) => {
+                return self.event(json!({
+                    "type": "ext_display", "extension": extension, "command": command, "text": text,
+                }));
             }
         }
         let (events, mut rx) = mpsc::unbounded_channel();

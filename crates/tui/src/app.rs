@@ -676,16 +676,10 @@ impl App {
                 });
                 return;
             }
-            let path_like = text.trim_start()[1..]
-                .split_whitespace()
-                .next()
-                .is_some_and(|w| w.contains('/'));
-            if !path_like {
-                return self.set_status(
-                    format!("unknown command /{name} (type /help)"),
-                    StatusKind::Error,
-                );
-            }
+            return self.set_status(
+                format!("unknown command /{name} (type /help)"),
+                StatusKind::Error,
+            );
         }
         self.prompt(text.to_owned());
     }

@@ -227,6 +227,11 @@ for msg in frames():
         json!({"type":"ext_display","extension":"cmds","command":"show","text":"a note"})
     );
     rpc.until(|v| v["type"] == "done");
+    // Print, JSON and RPC share one rule: an unknown command never reaches the model.
+    rpc.send(r#"{"type":"prompt","message":"/nope please"}"#);
+    let error = rpc.until(|v| v["type"] == "error");
+    assert_eq!(error["message"], "unknown command /nope");
+    rpc.until(|v| v["type"] == "done");
     rpc.send(r#"{"type":"reload_extensions"}"#);
     let stats = rpc.response("reload_extensions")["data"].clone();
     assert_eq!(stats["stopped"], 1);
