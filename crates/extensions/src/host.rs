@@ -426,7 +426,7 @@ impl ExtensionHost {
     /// same `--no-ext`), and starts them again.
     pub async fn reload(&self) -> ReloadStats {
         let _guard = self.inner.lifecycle.lock().await;
-        let stopped = self.inner.stop_all().await;
+        let stopped = self.inner.stop(&self.inner.extensions()).await;
         {
             let mut state = self.inner.state();
             state.found.clear();
@@ -453,13 +453,7 @@ impl ExtensionHost {
             .into_iter()
             .filter(|e| e.dialect == dialect)
             .collect();
-        let deadline = Instant::now() + self.inner.config.limits.shutdown_grace;
-        join_all(
-            running
-                .iter()
-                .map(|ext| ext.stop(deadline, &self.inner.config.limits)),
-        )
-        .await;
+        let stopped = self.inner.stop(&running).await;
         let manifests: Vec<(usize, Manifest)> = {
             let mut state = self.inner.state();
             let names: Vec<String> = running.iter().map(|e| e.name.clone()).collect();
@@ -485,7 +479,7 @@ impl ExtensionHost {
             .map(|(order, manifest)| self.inner.load_one(*order, manifest));
         let outcomes = join_all(loads).await;
         let mut stats = self.inner.record_outcomes(outcomes);
-        stats.stopped = running.len();
+        stats.stopped = stopped;
         self.inner.emit(HostEvent::ToolsChanged);
         self.inner.emit(HostEvent::CommandsChanged);
         stats
@@ -496,7 +490,7 @@ impl ExtensionHost {
     /// SIGKILL go to each holdout's process group. Returns how many were running.
     pub async fn shutdown(&self) -> usize {
         let _guard = self.inner.lifecycle.lock().await;
-        self.inner.stop_all().await
+        self.inner.stop(&self.inner.extensions()).await
     }
 }
 
@@ -806,8 +800,8 @@ impl Inner {
         std::path::absolute(&self.config.cwd).unwrap_or_else(|_| self.config.cwd.clone())
     }
 
-    async fn stop_all(&self) -> usize {
-        let running = self.extensions();
+    /// Stops `running` together under one grace period; returns how many.
+    async fn stop(&self, running: &[Arc<Extension>]) -> usize {
         let deadline = Instant::now() + self.config.limits.shutdown_grace;
         join_all(
             running
