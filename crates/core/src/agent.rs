@@ -400,9 +400,13 @@ impl Agent {
         keep_tail: usize,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        // About four characters a token: good enough to tell extensions the scale.
-        let tokens_before = serde_json::to_string(&self.messages).map_or(0, |s| s.len() as u64 / 4);
         let entries = serde_json::to_value(&self.messages).unwrap_or_default();
+        // The model's own count from the last request (what auto-compaction
+        // goes by); before any request, about four characters a token.
+        let tokens_before = match self.last_input {
+            0 => entries.to_string().len() as u64 / 4,
+            counted => counted,
+        };
         let (extra, custom) = match self.hooks.before_compact("", tokens_before, entries).await {
             CompactPlan::Block { reason } => return Err(AgentError::CompactionBlocked(reason)),
             CompactPlan::Proceed { instruction } => (instruction, None),

@@ -462,6 +462,14 @@ for line in sys.stdin:
         .into_iter()
         .find(|m| m["event"] == "session_compact")
         .unwrap();
+    let before = seen(&ext)
+        .into_iter()
+        .find(|m| m["event"] == "session_before_compact")
+        .unwrap();
+    assert_eq!(
+        before["payload"]["tokens_before"], 10,
+        "the model's count from the last request"
+    );
     assert_eq!(after["payload"]["did_compact"], true);
     assert_eq!(after["payload"]["message"], "Compacted by extension.");
     assert_eq!(model.requests().len(), 2, "no summariser call");
