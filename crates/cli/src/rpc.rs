@@ -15,7 +15,8 @@ use zot_core::agent::{Agent, COMPACT_KEEP_TAIL};
 use zot_core::message::Block;
 use zot_core::models;
 use zot_core::provider::Provider;
-use zot_extensions::{ExtensionHost, HostConfig};
+use zot_extensions::ExtensionHost;
+use zot_extensions::config::BUILTIN_COMMANDS;
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
@@ -340,8 +341,7 @@ impl Server {
                 Ok(json!({"models": list}))
             }
             "get_commands" => {
-                let mut list: Vec<Value> = HostConfig::new("", "")
-                    .builtin_commands
+                let mut list: Vec<Value> = BUILTIN_COMMANDS
                     .iter()
                     .map(|name| json!({"name": name, "source": "builtin"}))
                     .collect();

@@ -21,6 +21,8 @@ pub const BUILTIN_COMMANDS: &[&str] = &[
     "skills",
     "reload-ext",
     "yolo",
+    "plan",
+    "act",
     "exit",
 ];
 
