@@ -6,20 +6,11 @@ use std::path::Path;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai, status};
 
-use super::support::{Run, World};
+use super::support::{Run, World, events};
 
 /// Runs `zot` against `model` as `provider` with `args`, without a session unless asked.
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
-    let mut cmd = w.cmd(&[
-        "--provider",
-        provider,
-        "--api-key",
-        "test-key",
-        "--base-url",
-        &model.url(),
-    ]);
-    cmd.args(args);
-    cmd.output().unwrap().into()
+    w.against(model, provider, args).output().unwrap().into()
 }
 
 fn with_ext<'a>(args: &[&'a str], exts: &'a [&'a Path]) -> Vec<&'a str> {
@@ -29,13 +20,6 @@ fn with_ext<'a>(args: &[&'a str], exts: &'a [&'a Path]) -> Vec<&'a str> {
         all.push(dir.to_str().unwrap());
     }
     all
-}
-
-fn events(run: &Run) -> Vec<Value> {
-    run.stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 fn tool_names(body: &Value, provider: &str) -> Vec<String> {
@@ -85,16 +69,7 @@ async fn print_mode_answers_and_sends_a_proper_request() {
 async fn prompt_from_stdin_and_no_credentials_error() {
     let w = World::new();
     let model = MockModel::start([openai::text("from stdin")]).await;
-    let mut cmd = w.cmd(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "openai",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-    ]);
+    let mut cmd = w.against(&model, "openai", &["-p", "--no-session"]);
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
@@ -360,17 +335,8 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     .await;
     // zot with the redact extension, its gate directory set.
     let gated = |args: &[&str]| -> Run {
-        let mut cmd = w.cmd(&[
-            "--provider",
-            "anthropic",
-            "--api-key",
-            "k",
-            "--base-url",
-            &model.url(),
-        ]);
-        cmd.args(["--ext", ext.to_str().unwrap()])
-            .env("GATE_DIR", &w.scratch)
-            .args(args);
+        let mut cmd = w.against(&model, "anthropic", &["--ext", ext.to_str().unwrap()]);
+        cmd.env("GATE_DIR", &w.scratch).args(args);
         cmd.output().unwrap().into()
     };
     let run = gated(&["--json", "--no-session", "tell me"]);

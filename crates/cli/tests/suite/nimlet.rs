@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, openai};
 
-use super::support::{Run, World};
+use super::support::{Run, World, events};
 
 /// A nimlet extension (manifest with a `command` array) in `<scratch>/<name>`.
 fn nimlet_ext(w: &World, name: &str, body: &str) -> PathBuf {
@@ -82,23 +82,7 @@ for line in sys.stdin:
 "#;
 
 fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
-    let mut cmd = w.cmd(&[
-        "--provider",
-        "openai",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-    ]);
-    cmd.args(args);
-    cmd.output().unwrap().into()
-}
-
-fn events(run: &Run) -> Vec<Value> {
-    run.stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    w.against(model, "openai", args).output().unwrap().into()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -496,17 +480,7 @@ for line in sys.stdin:
 fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Value> {
     use std::io::{BufRead, BufReader, Write};
     let mut child = w
-        .cmd(&[
-            "rpc",
-            "--provider",
-            "openai",
-            "--api-key",
-            "k",
-            "--base-url",
-            &model.url(),
-            "--ext",
-            ext.to_str().unwrap(),
-        ])
+        .against(model, "openai", &["rpc", "--ext", ext.to_str().unwrap()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -23,15 +23,7 @@ impl Rpc {
         extra: &[&str],
         token: Option<&str>,
     ) -> Self {
-        let mut cmd = w.cmd(&[
-            "rpc",
-            "--provider",
-            provider,
-            "--api-key",
-            "k",
-            "--base-url",
-            &model.url(),
-        ]);
+        let mut cmd = w.against(model, provider, &["rpc"]);
         cmd.args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

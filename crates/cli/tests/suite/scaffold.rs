@@ -38,17 +38,11 @@ fn generate(w: &World, name: &str, lang: &str) -> PathBuf {
 
 /// Runs `zot` against the mock `model` with the extension in `dir` loaded.
 fn zot_with(w: &World, model: &MockModel, dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = w.cmd(&[
-        "--provider",
+    let mut cmd = w.against(
+        model,
         "anthropic",
-        "--api-key",
-        "test-key",
-        "--base-url",
-        &model.url(),
-        "--no-session",
-        "--ext",
-        dir.to_str().unwrap(),
-    ]);
+        &["--no-session", "--ext", dir.to_str().unwrap()],
+    );
     cmd.args(args);
     cmd.output().unwrap().into()
 }

@@ -5,6 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use zot_testkit::MockModel;
+
 pub const ZOT: &str = env!("CARGO_BIN_EXE_zot");
 
 pub struct World {
@@ -110,6 +112,22 @@ impl World {
         cmd
     }
 
+    /// `zot args` in this world speaking to the loopback `model` as
+    /// `provider` (API key `test-key`); not yet run. `args` come first, so
+    /// they may start with `rpc`.
+    pub fn against(&self, model: &MockModel, provider: &str, args: &[&str]) -> Command {
+        let mut cmd = self.cmd(args);
+        cmd.args([
+            "--provider",
+            provider,
+            "--api-key",
+            "test-key",
+            "--base-url",
+            &model.url(),
+        ]);
+        cmd
+    }
+
     /// Runs `cmd` in this world: the project as cwd, this `$ZOT_HOME`, no stdin.
     pub fn place<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
         cmd.current_dir(&self.project)
@@ -130,6 +148,14 @@ impl World {
         std::fs::read_to_string(self.home.join("logs").join(format!("ext-{name}.log")))
             .unwrap_or_default()
     }
+}
+
+/// The JSON lines `run` wrote to stdout (`--json` mode).
+pub fn events(run: &Run) -> Vec<serde_json::Value> {
+    run.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
 }
 
 pub fn json(run: &Run) -> serde_json::Value {
