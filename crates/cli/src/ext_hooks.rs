@@ -9,44 +9,56 @@ use zot_core::hooks::{
 };
 use zot_core::message::Block;
 use zot_core::tool::{BoxFuture, ToolOutput, ToolSpec};
-use zot_extensions::zot_protocol::zot::{ContentBlock, Event};
-use zot_extensions::{ExtensionHost, MessageVerdict, ToolCallVerdict, TurnVerdict};
+use zot_extensions::model::Compaction;
+use zot_extensions::zot_protocol::zot::ContentBlock;
+use zot_extensions::{ExtensionHost, Hook, HookPoint, Outcome};
 
 pub struct ExtHooks {
     pub host: ExtensionHost,
 }
 
+/// The host's neutral hook for an agent event.
+fn hook(event: HookEvent) -> Hook {
+    match event {
+        HookEvent::SessionStart => Hook::SessionStart,
+        HookEvent::PromptStart => Hook::PromptStart,
+        HookEvent::PromptEnd { interrupted } => Hook::PromptEnd { interrupted },
+        HookEvent::TurnStart { step } => Hook::TurnStart { step },
+        HookEvent::TurnEnd { stop, error } => Hook::TurnEnd {
+            stop: stop.to_owned(),
+            error,
+        },
+        HookEvent::ToolCall { id, name, args } => Hook::ToolCall { id, name, args },
+        HookEvent::ToolConfirmationRequested { id, name, preview } => {
+            Hook::ToolConfirmation { id, name, preview }
+        }
+        HookEvent::AssistantMessage { text } => Hook::AssistantMessage { text },
+        HookEvent::Compacted(CompactOutcome {
+            did_compact,
+            summary,
+            first_kept_index,
+            tokens_before,
+            message,
+        }) => Hook::AfterCompact(Compaction {
+            did_compact,
+            summary,
+            first_kept_index,
+            tokens_before,
+            message,
+        }),
+    }
+}
+
 impl Hooks for ExtHooks {
-    fn event(&self, event: HookEvent) {
-        let event = match event {
-            HookEvent::SessionStart => Event::SessionStart,
-            HookEvent::TurnStart { step } => Event::TurnStart { step },
-            HookEvent::TurnEnd { stop, error } => Event::TurnEnd {
-                stop: stop.to_owned(),
-                error,
-            },
-            HookEvent::ToolCall { id, name, args } => Event::ToolCall {
-                tool_id: id,
-                tool_name: name,
-                tool_args: args,
-            },
-            HookEvent::ToolConfirmationRequested { id, name, preview } => {
-                Event::ToolConfirmationRequested {
-                    tool_id: id,
-                    tool_name: name,
-                    tool_preview: preview,
-                }
-            }
-            HookEvent::AssistantMessage { text } => Event::AssistantMessage { text },
-        };
-        self.host.emit_event(&event);
+    fn event(&self, event: HookEvent) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.host.observe(&hook(event)).await })
     }
 
     fn turn_start(&self, step: u32) -> BoxFuture<'_, TurnGate> {
         Box::pin(async move {
             match self.host.intercept_turn_start(step).await {
-                TurnVerdict::Allow => TurnGate::Allow,
-                TurnVerdict::Block { extension, reason } => TurnGate::Block {
+                Outcome::Allow(_) => TurnGate::Allow,
+                Outcome::Block { extension, reason } => TurnGate::Block {
                     by: extension,
                     reason,
                 },
@@ -57,8 +69,8 @@ impl Hooks for ExtHooks {
     fn assistant_message<'a>(&'a self, text: &'a str) -> BoxFuture<'a, MessageGate> {
         Box::pin(async move {
             match self.host.intercept_assistant_message(text).await {
-                MessageVerdict::Allow { text } => MessageGate::Allow { replace: text },
-                MessageVerdict::Block { extension, reason } => MessageGate::Block {
+                Outcome::Allow(text) => MessageGate::Allow { replace: text },
+                Outcome::Block { extension, reason } => MessageGate::Block {
                     by: extension,
                     reason,
                 },
@@ -74,8 +86,8 @@ impl Hooks for ExtHooks {
     ) -> BoxFuture<'a, ToolGate> {
         Box::pin(async move {
             match self.host.intercept_tool_call(id, name, args).await {
-                ToolCallVerdict::Allow { args } => ToolGate::Allow { args },
-                ToolCallVerdict::Block { extension, reason } => ToolGate::Block {
+                Outcome::Allow(args) => ToolGate::Allow { args },
+                Outcome::Block { extension, reason } => ToolGate::Block {
                     by: extension,
                     reason,
                 },
@@ -103,7 +115,7 @@ impl Hooks for ExtHooks {
             .tools()
             .into_iter()
             .map(|t| ToolSpec {
-                read_only: t.read_only(),
+                read_only: t.read_only,
                 name: t.name,
                 description: t
                     .description
@@ -114,18 +126,6 @@ impl Hooks for ExtHooks {
             .collect()
     }
 
-    fn session_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.host.session_started())
-    }
-
-    fn prompt_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.host.prompt_started())
-    }
-
-    fn prompt_end(&self, interrupted: bool) -> BoxFuture<'_, ()> {
-        Box::pin(self.host.prompt_ended(interrupted))
-    }
-
     fn tool_result<'a>(
         &'a self,
         name: &'a str,
@@ -133,7 +133,7 @@ impl Hooks for ExtHooks {
         output: ToolOutput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            if !self.host.wants_tool_results() {
+            if !self.host.intercepted(HookPoint::ToolResult) {
                 return output;
             }
             let text: Vec<&str> = output
@@ -147,7 +147,7 @@ impl Hooks for ExtHooks {
             let text = text.join("\n");
             let (new_text, is_error) = self
                 .host
-                .after_tool(name, args, text.clone(), output.is_error)
+                .intercept_tool_result(name, args, text.clone(), output.is_error)
                 .await;
             if new_text == text {
                 return ToolOutput { is_error, ..output };
@@ -173,13 +173,13 @@ impl Hooks for ExtHooks {
         Box::pin(async move {
             let decision = self
                 .host
-                .before_compact(instruction, tokens_before, entries)
+                .intercept_compaction(instruction, tokens_before, entries)
                 .await;
             match (decision.blocked, decision.custom) {
                 (Some(reason), _) => CompactPlan::Block { reason },
-                (None, Some((summary, first_kept_index))) => CompactPlan::Custom {
-                    summary,
-                    first_kept_index,
+                (None, Some(custom)) => CompactPlan::Custom {
+                    summary: custom.summary,
+                    first_kept_index: custom.first_kept_index,
                 },
                 (None, None) => CompactPlan::Proceed {
                     instruction: decision.instruction,
@@ -188,34 +188,9 @@ impl Hooks for ExtHooks {
         })
     }
 
-    fn after_compact(&self, outcome: CompactOutcome) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let CompactOutcome {
-                did_compact,
-                summary,
-                first_kept_index,
-                tokens_before,
-                message,
-            } = outcome;
-            self.host
-                .compacted(
-                    did_compact,
-                    &summary,
-                    first_kept_index,
-                    tokens_before,
-                    &message,
-                )
-                .await;
-        })
-    }
-
     fn session_changed<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            self.host.session_ended().await;
-            self.host.set_session_id(session_id);
-            // nimlet extensions restart with a fresh initialize carrying the new
-            // id; zot extensions keep running (their protocol has no such rule).
-            self.host.restart(zot_extensions::Dialect::Nimlet).await;
+            self.host.switch_session(session_id).await;
         })
     }
 

@@ -4,14 +4,15 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use zot_core::models;
 use zot_core::session::sessions_dir;
 use zot_core::tool::BoxFuture;
 use zot_extensions::zot_protocol::zot::Key;
-use zot_extensions::{CommandOutcome, ExtensionHost, FoundStatus, HostEvent, Launch, TrustStore};
+use zot_extensions::{
+    CommandInfo, CommandReply, ExtensionHost, FoundStatus, Launch, ReloadSummary, TrustStore,
+};
 use zot_tui::app::AppConfig;
-use zot_tui::bridge::{self, CommandEntry, CommandReply, Extensions, HostUpdate, ReloadSummary};
+use zot_tui::bridge::Extensions;
 use zot_tui::theme::Theme;
 
 use crate::args::{AgentArgs, Mode};
@@ -25,16 +26,8 @@ struct Bridge {
 }
 
 impl Extensions for Bridge {
-    fn commands(&self) -> Vec<CommandEntry> {
-        self.host
-            .commands()
-            .into_iter()
-            .map(|c| CommandEntry {
-                name: c.name,
-                description: c.description,
-                extension: c.extension,
-            })
-            .collect()
+    fn commands(&self) -> Vec<CommandInfo> {
+        self.host.commands()
     }
 
     fn invoke<'a>(
@@ -43,24 +36,10 @@ impl Extensions for Bridge {
         args: &'a str,
     ) -> BoxFuture<'a, Result<CommandReply, String>> {
         Box::pin(async move {
-            let reply = self
-                .host
+            self.host
                 .invoke_command(name, args)
                 .await
-                .map_err(|e| e.to_string())?;
-            let outcome = match reply.outcome {
-                CommandOutcome::Prompt(p) => bridge::CommandOutcome::Prompt(p),
-                CommandOutcome::Insert(i) => bridge::CommandOutcome::Insert(i),
-                CommandOutcome::Display(d) => bridge::CommandOutcome::Display(d),
-                CommandOutcome::OpenPanel(p) => bridge::CommandOutcome::OpenPanel(p),
-                CommandOutcome::Noop => bridge::CommandOutcome::Noop,
-            };
-            Ok(CommandReply {
-                extension: reply.extension,
-                command: reply.command,
-                outcome,
-                error: reply.error,
-            })
+                .map_err(|e| e.to_string())
         })
     }
 
@@ -73,15 +52,7 @@ impl Extensions for Bridge {
     }
 
     fn reload(&self) -> BoxFuture<'_, ReloadSummary> {
-        Box::pin(async move {
-            let stats = self.host.reload().await;
-            ReloadSummary {
-                stopped: stats.stopped,
-                loaded: stats.loaded,
-                ready: stats.ready,
-                errors: stats.errors.iter().map(ToString::to_string).collect(),
-            }
-        })
+        Box::pin(async move { self.host.reload().await.summary() })
     }
 
     fn trust_project(&self) -> Result<(), String> {
@@ -90,54 +61,6 @@ impl Extensions for Bridge {
         self.host.set_project_trusted(true);
         Ok(())
     }
-}
-
-fn update(event: HostEvent) -> Option<HostUpdate> {
-    Some(match event {
-        HostEvent::Notify {
-            extension,
-            level,
-            message,
-        } => HostUpdate::Notify {
-            extension,
-            level,
-            message,
-        },
-        HostEvent::ClearNotes { extension } => HostUpdate::ClearNotes { extension },
-        HostEvent::Submit { extension, text } => HostUpdate::Submit { extension, text },
-        HostEvent::PanelRender { extension, panel } => HostUpdate::PanelRender { extension, panel },
-        HostEvent::PanelClose {
-            extension,
-            panel_id,
-        } => HostUpdate::PanelClose {
-            extension,
-            panel_id,
-        },
-        HostEvent::Warning { extension, message }
-        | HostEvent::Exited {
-            extension,
-            reason: message,
-        } => HostUpdate::Warning { extension, message },
-        HostEvent::CommandsChanged => HostUpdate::CommandsChanged,
-        HostEvent::Status { key, text, .. } => HostUpdate::Status { key, text },
-        HostEvent::Widget { key, lines, .. } => HostUpdate::Widget { key, lines },
-        HostEvent::Question {
-            extension,
-            prompt,
-            options,
-            reply,
-        } => HostUpdate::Question {
-            extension,
-            prompt,
-            options,
-            answer: bridge::Answer::new(move |answer| match answer {
-                Some(answer) => reply.answer(answer),
-                None => reply.cancel(),
-            }),
-        },
-        // Entries go to the session file through the agent's hooks.
-        HostEvent::ToolsChanged | HostEvent::Entry { .. } => return None,
-    })
 }
 
 pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
@@ -152,7 +75,12 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             Ok((p, m)) => (p.kind.name().to_owned(), m.clone()),
             Err(_) => (String::new(), String::new()),
         };
-        let loaded = setup::load(args, ctx, &provider_name, &model).await;
+        let session = match &resolved {
+            Ok(_) => setup::open_session(args, ctx, &provider_name, &model, Mode::Interactive)?,
+            Err(_) => None,
+        };
+        let id = setup::session_id(session.as_ref());
+        let loaded = setup::load(args, ctx, &provider_name, &model, &id).await;
         let untrusted = loaded
             .found
             .iter()
@@ -182,14 +110,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             Ok((provider, model)) => {
                 let kind = provider.kind;
                 (
-                    Some(setup::agent(
-                        args,
-                        ctx,
-                        &loaded,
-                        provider,
-                        &model,
-                        Mode::Interactive,
-                    )?),
+                    Some(setup::agent(args, ctx, &loaded, provider, &model, session)?),
                     None,
                     Some(kind),
                 )
@@ -222,15 +143,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             plan: args.plan,
             theme,
         };
-        let (updates, host_updates) = mpsc::unbounded_channel();
-        let mut host_events = loaded.host_events;
-        let forward = tokio::spawn(async move {
-            while let Some(event) = host_events.recv().await {
-                if let Some(u) = update(event) {
-                    let _ = updates.send(u);
-                }
-            }
-        });
+        let host_updates = loaded.host_events;
         let host = loaded.host.clone();
         let bridge = Arc::new(Bridge {
             host: host.clone(),
@@ -247,7 +160,6 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         let result = zot_tui::run(tui).await;
         host.session_ended().await;
         host.shutdown().await;
-        forward.abort();
         result?;
         Ok(ExitCode::SUCCESS)
     })

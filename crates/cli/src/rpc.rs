@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use zot_core::CancellationToken;
-use zot_core::agent::{Agent, COMPACT_KEEP_TAIL};
+use zot_core::agent::Agent;
 use zot_core::message::Block;
 use zot_core::models;
 use zot_core::provider::Provider;
 use zot_extensions::ExtensionHost;
-use zot_extensions::config::BUILTIN_COMMANDS;
+use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
@@ -278,11 +278,16 @@ impl Server {
             "compact" => {
                 self.spawn(None, |server, cancel| async move {
                     let mut agent = server.agent.lock().await;
-                    match agent.compact(COMPACT_KEEP_TAIL, &cancel).await {
-                        Ok(summary) => {
-                            server.event(json!({"type": "compact_done", "summary": summary}))
+                    let (events, mut rx) = mpsc::unbounded_channel();
+                    let result = agent.compact_now(&events, &cancel).await;
+                    drop(events);
+                    while let Some(event) = rx.recv().await {
+                        if let Ok(value) = event_json(&event) {
+                            server.event(value);
                         }
-                        Err(e) => server.event(json!({"type": "error", "message": e.to_string()})),
+                    }
+                    if let Err(e) = result {
+                        server.event(json!({"type": "error", "message": e.to_string()}));
                     }
                 });
                 Ok(json!({"started": true}))
@@ -343,7 +348,7 @@ impl Server {
             "get_commands" => {
                 let mut list: Vec<Value> = BUILTIN_COMMANDS
                     .iter()
-                    .map(|name| json!({"name": name, "source": "builtin"}))
+                    .map(|(name, _)| json!({"name": name, "source": "builtin"}))
                     .collect();
                 list.extend(self.host.commands().into_iter().map(|c| {
                     json!({"name": c.name, "description": c.description, "source": "extension", "extension": c.extension})

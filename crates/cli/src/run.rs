@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
-use zot_core::agent::{Agent, AgentConfig, ToolFilter};
+use zot_core::agent::{Agent, AgentConfig, ToolFilter, local_session_id};
 use zot_core::models;
 use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
 use zot_core::session::Session;
@@ -70,14 +70,22 @@ impl Loaded {
     }
 }
 
-/// Starts the extension host (telling it the provider and model) and finds skills.
-pub async fn load(args: &AgentArgs, ctx: &Context, provider: &str, model: &str) -> Loaded {
+/// Starts the extension host (telling it the provider, the model and the
+/// session id the agent will use) and finds skills. Discovery runs once.
+pub async fn load(
+    args: &AgentArgs,
+    ctx: &Context,
+    provider: &str,
+    model: &str,
+    session_id: &str,
+) -> Loaded {
     let mut host_config = ctx.config.clone();
     host_config.provider = provider.to_owned();
     host_config.model = model.to_owned();
+    host_config.session_id = session_id.to_owned();
     let found = discover(&host_config);
     ctx.warn_untrusted(&found);
-    let (host, host_events) = ExtensionHost::start(host_config).await;
+    let (host, host_events) = ExtensionHost::start_with(host_config, found.clone()).await;
     let load_errors = host.errors();
     let skills = if args.no_skills {
         Vec::new()
@@ -107,14 +115,15 @@ pub async fn load(args: &AgentArgs, ctx: &Context, provider: &str, model: &str) 
     }
 }
 
-/// The agent for `provider`/`model`, wired to the host, with its session.
+/// The agent for `provider`/`model`, wired to the host, with its session
+/// (opened before the host started, so both use its id).
 pub fn agent(
     args: &AgentArgs,
     ctx: &Context,
     loaded: &Loaded,
     provider: ProviderConfig,
     model: &str,
-    mode: Mode,
+    session: Option<Session>,
 ) -> anyhow::Result<Agent> {
     let parts = PromptParts {
         system_prompt: args.system_prompt.clone(),
@@ -135,7 +144,6 @@ pub fn agent(
         (Some(names), _) => ToolFilter::Only(names.clone()),
         (None, false) => ToolFilter::All,
     };
-    let provider_name = provider.kind.name();
     let hooks = Arc::new(ExtHooks {
         host: loaded.host.clone(),
     });
@@ -143,13 +151,15 @@ pub fn agent(
     if !loaded.skills.is_empty() {
         agent.add_tool(SkillTool::new(loaded.skills.clone()));
     }
-    // RPC clients own their conversation; they get a session file only when they ask for one.
-    let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
-    if wants_session && let Some(session) = open_session(args, ctx, provider_name, model)? {
-        loaded.host.set_session_id(session.id());
+    if let Some(session) = session {
         agent.set_session(session);
     }
     Ok(agent)
+}
+
+/// The session id the host and the agent share.
+pub fn session_id(session: Option<&Session>) -> String {
+    session.map_or_else(local_session_id, |s| s.id().to_owned())
 }
 
 pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
@@ -159,8 +169,10 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
             "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
         );
     }
-    let loaded = load(args, ctx, provider.kind.name(), &model).await;
-    let agent = agent(args, ctx, &loaded, provider, &model, mode)?;
+    let session = open_session(args, ctx, provider.kind.name(), &model, mode)?;
+    let id = session_id(session.as_ref());
+    let loaded = load(args, ctx, provider.kind.name(), &model, &id).await;
+    let agent = agent(args, ctx, &loaded, provider, &model, session)?;
     let manifest_errors = loaded.manifest_errors();
     Ok(Running {
         agent,
@@ -171,13 +183,17 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     })
 }
 
-fn open_session(
+/// The session the arguments ask for. RPC clients own their conversation;
+/// they get a session file only when they ask for one.
+pub fn open_session(
     args: &AgentArgs,
     ctx: &Context,
     provider: &str,
     model: &str,
+    mode: Mode,
 ) -> anyhow::Result<Option<Session>> {
-    if args.no_session {
+    let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
+    if args.no_session || !wants_session {
         return Ok(None);
     }
     let session = if let Some(path) = &args.session {

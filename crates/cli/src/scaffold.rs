@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow, bail};
-use zot_extensions::config::BUILTIN_COMMANDS;
+use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
 
 use crate::context::{Context, display};
 
@@ -213,9 +213,9 @@ fn validate_name(name: &str, lang: Lang) -> anyhow::Result<()> {
             "invalid extension name {name:?}: at most {MAX_NAME} characters (its tool name, the name plus \"{TOOL_SUFFIX}\", must fit in 64)"
         );
     }
-    if let Some(builtin) = BUILTIN_COMMANDS
+    if let Some((builtin, _)) = BUILTIN_COMMANDS
         .iter()
-        .find(|b| b.eq_ignore_ascii_case(name))
+        .find(|(b, _)| b.eq_ignore_ascii_case(name))
     {
         bail!(
             "invalid extension name {name:?}: its command would be shadowed by zot's built-in /{builtin}; pick another name"

@@ -54,17 +54,3 @@ pub async fn resolve(host: &ExtensionHost, text: &str) -> Result<Resolved, Strin
         reply.command
     ))
 }
-
-#[cfg(test)]
-mod tests {
-    use zot_extensions::config::BUILTIN_COMMANDS;
-    use zot_tui::app::BUILTINS;
-
-    /// The host shadows exactly the commands the TUI handles itself, so an
-    /// extension's `/plan` is reported as shadowed rather than silently lost.
-    #[test]
-    fn the_host_knows_every_tui_builtin() {
-        let tui: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
-        assert_eq!(tui, BUILTIN_COMMANDS);
-    }
-}

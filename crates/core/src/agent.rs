@@ -123,6 +123,11 @@ pub enum AgentError {
     CompactionBlocked(String),
 }
 
+/// The session id of a run without a session file (`--no-session`, RPC).
+pub fn local_session_id() -> String {
+    format!("local-{}", std::process::id())
+}
+
 pub struct Agent {
     provider: Provider,
     config: AgentConfig,
@@ -161,7 +166,7 @@ impl Agent {
             messages: Vec::new(),
             usage: UsageReport::default(),
             last_input: 0,
-            session_id: format!("local-{}", std::process::id()),
+            session_id: local_session_id(),
             session: None,
             session_started: false,
         }
@@ -273,8 +278,7 @@ impl Agent {
         };
         if !self.session_started {
             self.session_started = true;
-            self.hooks.event(HookEvent::SessionStart);
-            self.hooks.session_start().await;
+            self.hooks.event(HookEvent::SessionStart).await;
         }
         if self.prepared.is_none() {
             let mut base = self.base_prompt.subscribe();
@@ -285,7 +289,7 @@ impl Agent {
             {
                 Some(prompt) => self.prepared = Some(prompt),
                 None => {
-                    self.end_turn(events, StopReason::Aborted, None);
+                    self.end_turn(events, StopReason::Aborted, None).await;
                     emit(AgentEvent::Done);
                     return Ok(());
                 }
@@ -297,7 +301,7 @@ impl Agent {
             time: user.time.clone(),
         });
         self.push(user);
-        self.hooks.prompt_start().await;
+        self.hooks.event(HookEvent::PromptStart).await;
 
         let mut step = 0;
         let mut failure = None;
@@ -307,10 +311,10 @@ impl Agent {
                 break;
             }
             emit(AgentEvent::TurnStart { step });
-            self.hooks.event(HookEvent::TurnStart { step });
+            self.hooks.event(HookEvent::TurnStart { step }).await;
             // The reason reaches the user as the extension wrote it.
             if let TurnGate::Block { reason, .. } = self.hooks.turn_start(step).await {
-                self.end_turn(events, StopReason::Error, Some(reason));
+                self.end_turn(events, StopReason::Error, Some(reason)).await;
                 break;
             }
 
@@ -327,11 +331,12 @@ impl Agent {
             let completion = match self.call_model(events, cancel).await {
                 Ok(completion) => completion,
                 Err(ProviderError::Cancelled) => {
-                    self.end_turn(events, StopReason::Aborted, None);
+                    self.end_turn(events, StopReason::Aborted, None).await;
                     break;
                 }
                 Err(e) => {
-                    self.end_turn(events, StopReason::Error, Some(e.to_string()));
+                    self.end_turn(events, StopReason::Error, Some(e.to_string()))
+                        .await;
                     emit(AgentEvent::Error {
                         message: e.to_string(),
                     });
@@ -355,18 +360,19 @@ impl Agent {
                 .collect();
             self.push(message);
             if calls.is_empty() {
-                self.end_turn(events, completion.stop, None);
+                self.end_turn(events, completion.stop, None).await;
                 break;
             }
             let results = self.run_tools(&calls, events, cancel).await;
             self.push(Message::new(Role::Tool, results));
             if cancel.is_cancelled() {
-                self.end_turn(events, StopReason::Aborted, None);
+                self.end_turn(events, StopReason::Aborted, None).await;
                 break;
             }
-            self.end_turn(events, StopReason::ToolUse, None);
+            self.end_turn(events, StopReason::ToolUse, None).await;
         }
-        self.hooks.prompt_end(cancel.is_cancelled()).await;
+        let interrupted = cancel.is_cancelled();
+        self.hooks.event(HookEvent::PromptEnd { interrupted }).await;
         self.store_entries();
         if let Some(e) = failure {
             return Err(e.into());
@@ -375,7 +381,7 @@ impl Agent {
         Ok(())
     }
 
-    /// Writes extension data (nimlet `entry`) recorded so far into the session.
+    /// Writes extension entries recorded so far into the session.
     fn store_entries(&mut self) {
         let entries = self.hooks.take_entries();
         if let Some(session) = &mut self.session {
@@ -389,6 +395,21 @@ impl Agent {
         self.config
             .context_window
             .is_some_and(|window| self.last_input as f64 >= AUTO_COMPACT_RATIO * f64::from(window))
+    }
+
+    /// Compaction the user asked for (`/compact`, RPC `compact`): like the
+    /// automatic one, it ends with `CompactDone`, here `automatic: false`.
+    pub async fn compact_now(
+        &mut self,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        let summary = self.compact(COMPACT_KEEP_TAIL, cancel).await?;
+        let _ = events.send(AgentEvent::CompactDone {
+            summary: summary.clone(),
+            automatic: false,
+        });
+        Ok(summary)
     }
 
     /// Summarises all but the last `keep_tail` messages with the model and
@@ -452,7 +473,7 @@ impl Agent {
                 message: format!("Compaction failed: {e}"),
             },
         };
-        self.hooks.after_compact(outcome).await;
+        self.hooks.event(HookEvent::Compacted(outcome)).await;
         result.map(|(summary, ..)| summary)
     }
 
@@ -551,7 +572,7 @@ impl Agent {
         self.messages.push(message);
     }
 
-    fn end_turn(
+    async fn end_turn(
         &self,
         events: &mpsc::UnboundedSender<AgentEvent>,
         stop: StopReason,
@@ -561,10 +582,12 @@ impl Agent {
             stop: stop.as_str(),
             error: error.clone(),
         });
-        self.hooks.event(HookEvent::TurnEnd {
-            stop: stop.as_str(),
-            error,
-        });
+        self.hooks
+            .event(HookEvent::TurnEnd {
+                stop: stop.as_str(),
+                error,
+            })
+            .await;
     }
 
     async fn call_model(
@@ -622,9 +645,11 @@ impl Agent {
                     None => message.clone(),
                 };
                 let _ = events.send(AgentEvent::assistant(&visible));
-                self.hooks.event(HookEvent::AssistantMessage {
-                    text: replace.unwrap_or(text),
-                });
+                self.hooks
+                    .event(HookEvent::AssistantMessage {
+                        text: replace.unwrap_or(text),
+                    })
+                    .await;
             }
         }
     }
@@ -643,11 +668,13 @@ impl Agent {
                 name: name.clone(),
                 args: args.clone(),
             });
-            self.hooks.event(HookEvent::ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                args: args.clone(),
-            });
+            self.hooks
+                .event(HookEvent::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
+                })
+                .await;
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("aborted before it ran")
             } else {
@@ -685,11 +712,13 @@ impl Agent {
                 name: name.to_owned(),
                 preview: preview.clone(),
             });
-            self.hooks.event(HookEvent::ToolConfirmationRequested {
-                id: id.to_owned(),
-                name: name.to_owned(),
-                preview: preview.clone(),
-            });
+            self.hooks
+                .event(HookEvent::ToolConfirmationRequested {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    preview: preview.clone(),
+                })
+                .await;
             if let Err(reason) = confirm.confirm(id, name, &preview).await {
                 return ToolOutput::error(reason);
             }

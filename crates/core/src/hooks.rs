@@ -1,7 +1,9 @@
-//! The agent's hook points, as a trait the agent owns: lifecycle events,
-//! the intercepts (turn start, assistant message, tool call, system prompt)
-//! and tools that live outside the agent. The extension host implements it
-//! in the binary; `NoHooks` is the agent alone.
+//! The agent's hook points, as a trait the agent owns: lifecycle events
+//! (session, prompt, turn, tool call, confirmation, message, compaction),
+//! the intercepts (turn start, assistant message, tool call, tool result,
+//! system prompt, compaction), tools that live outside the agent, and the
+//! session facts extensions keep (entries, plan mode, session switches).
+//! The extension host implements it in the binary; `NoHooks` is the agent alone.
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -36,10 +38,18 @@ pub struct CompactOutcome {
     pub message: String,
 }
 
-/// One-way lifecycle notifications.
+/// Lifecycle notifications: the agent awaits each, but observers cannot change anything.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookEvent {
+    /// The first prompt of a session is about to run.
     SessionStart,
+    /// A user prompt starts (once per prompt, however many model calls follow).
+    PromptStart,
+    /// A user prompt ended, on every exit path.
+    PromptEnd {
+        interrupted: bool,
+    },
+    /// One model call starts.
     TurnStart {
         step: u32,
     },
@@ -60,6 +70,8 @@ pub enum HookEvent {
     AssistantMessage {
         text: String,
     },
+    /// A compaction ran or failed.
+    Compacted(CompactOutcome),
 }
 
 /// A turn_start decision.
@@ -96,7 +108,10 @@ pub enum ToolGate {
 }
 
 pub trait Hooks: Send + Sync {
-    fn event(&self, _event: HookEvent) {}
+    /// Tells observers; returns once they have been told.
+    fn event(&self, _event: HookEvent) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 
     fn turn_start(&self, _step: u32) -> BoxFuture<'_, TurnGate> {
         Box::pin(async { TurnGate::Allow })
@@ -137,24 +152,8 @@ pub trait Hooks: Send + Sync {
         Box::pin(async move { ToolOutput::error(format!("unknown tool \"{name}\"")) })
     }
 
-    /// Awaited once per session, after `HookEvent::SessionStart`
-    /// (nimlet's `session_start` is a request that must be answered).
-    fn session_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// A user prompt starts (nimlet's `turn_start`: once per prompt, not per model call).
-    fn prompt_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// A user prompt ended, on every exit path (nimlet's `turn_end`).
-    fn prompt_end(&self, _interrupted: bool) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// A tool ran: observers may replace what the model and the session see
-    /// (nimlet's `tool_result`). `args` are the arguments the tool ran with.
+    /// A tool ran: interceptors may replace what the model and the session
+    /// see. `args` are the arguments the tool ran with.
     fn tool_result<'a>(
         &'a self,
         _name: &'a str,
@@ -164,8 +163,9 @@ pub trait Hooks: Send + Sync {
         Box::pin(async move { output })
     }
 
-    /// Before a compaction (nimlet's `session_before_compact`); `entries`
-    /// is the conversation as JSON.
+    /// Before a compaction: interceptors may block it, add to the
+    /// summariser's instruction or supply a summary. `entries` is the
+    /// conversation as JSON.
     fn before_compact<'a>(
         &'a self,
         _instruction: &'a str,
@@ -175,18 +175,13 @@ pub trait Hooks: Send + Sync {
         Box::pin(async { CompactPlan::Proceed { instruction: None } })
     }
 
-    /// After a compaction ran or failed (nimlet's `session_compact`).
-    fn after_compact(&self, _outcome: CompactOutcome) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-
-    /// The conversation moves to another session (nimlet: `session_end` to the
-    /// old processes, a restart with the new id, `session_start` on the next prompt).
+    /// The conversation moves to another session: the old one ends for
+    /// observers; `SessionStart` follows with the next prompt.
     fn session_changed<'a>(&'a self, _session_id: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
-    /// Plan mode changed (nimlet dispatches no lifecycle events in plan mode).
+    /// Plan mode changed (only read-only tools are offered while it is on).
     fn set_plan(&self, _plan: bool) {}
 
     /// Durable extension data to store in the session (never sent to the model).

@@ -41,6 +41,7 @@ pub(crate) struct Tool {
     pub(crate) description: String,
     pub(crate) schema: Value,
     pub(crate) deferred: bool,
+    pub(crate) read_only: bool,
     pub(crate) handler: Arc<ToolFn>,
 }
 
@@ -194,6 +195,15 @@ impl Extension {
         )
     }
 
+    /// Marks the tool added last as read-only (it has no side effects), so
+    /// zot offers it in plan mode too.
+    pub fn read_only(mut self) -> Self {
+        if let Some(tool) = self.tools.last_mut() {
+            tool.read_only = true;
+        }
+        self
+    }
+
     /// A deferred [`raw_tool`](Extension::raw_tool).
     pub fn deferred_raw_tool<F>(
         self,
@@ -335,6 +345,7 @@ impl Extension {
             description,
             schema,
             deferred,
+            read_only: false,
             handler,
         });
         self

@@ -191,6 +191,7 @@ fn register(ext: Extension, host: &Host) -> Result<(Dispatch, LaneHandlers), Err
             description: Some(tool.description).filter(|d| !d.is_empty()),
             schema: tool.schema,
             deferred: tool.deferred,
+            read_only: tool.read_only,
         }))?;
     }
     let mut events: Vec<(String, Vec<Box<EventFn>>)> = Vec::new();

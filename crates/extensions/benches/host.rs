@@ -278,7 +278,7 @@ async fn intercept_chain(root: &Path, script: &Path) -> Vec<Duration> {
             .await;
         assert_eq!(
             verdict,
-            zot_extensions::ToolCallVerdict::Allow { args: None }
+            zot_extensions::Outcome::Allow(None)
         );
         if i >= WARMUP {
             times.push(started.elapsed());

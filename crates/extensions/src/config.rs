@@ -10,22 +10,6 @@ use crate::limits::Limits;
 /// Tools built into the agent; an extension tool of the same name is shadowed.
 pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "skill"];
 
-/// Slash commands built into the front ends; an extension command of the same
-/// name (case-insensitively) is shadowed.
-pub const BUILTIN_COMMANDS: &[&str] = &[
-    "help",
-    "model",
-    "clear",
-    "compact",
-    "sessions",
-    "skills",
-    "reload-ext",
-    "yolo",
-    "plan",
-    "act",
-    "exit",
-];
-
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     /// `$ZOT_HOME`: holds `extensions/` (global scope) and `logs/`.
@@ -39,15 +23,15 @@ pub struct HostConfig {
     /// Whether project extensions may run (see `trust.rs`). Untrusted ones
     /// are listed, never spawned.
     pub project_trusted: bool,
-    /// The user's home: `~/.agents/extensions` (nimlet extensions shared with
-    /// other agents) is searched after the zot roots. `None` skips it.
+    /// The user's home: `~/.agents/extensions` (extensions shared with other
+    /// agents) is searched after the zot roots. `None` skips it.
     pub user_home: Option<PathBuf>,
-    /// Sent to nimlet extensions in `initialize`.
+    /// The agent's session id, carried by handshakes and event payloads of
+    /// protocols that name the session.
     pub session_id: String,
     pub zot_version: String,
     pub provider: String,
     pub model: String,
-    pub builtin_commands: Vec<String>,
     pub builtin_tools: Vec<String>,
     pub limits: Limits,
 }
@@ -65,7 +49,6 @@ impl HostConfig {
             zot_version: env!("CARGO_PKG_VERSION").to_owned(),
             provider: String::new(),
             model: String::new(),
-            builtin_commands: BUILTIN_COMMANDS.iter().map(|s| (*s).to_owned()).collect(),
             builtin_tools: BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
         }
@@ -81,14 +64,14 @@ impl HostConfig {
         self.cwd.join(".zot").join("extensions")
     }
 
-    /// `~/.agents/extensions`, the portable global root (nimlet dialect).
+    /// `~/.agents/extensions`, the portable global root.
     pub fn agents_global_root(&self) -> Option<PathBuf> {
         self.user_home
             .as_ref()
             .map(|home| home.join(".agents").join("extensions"))
     }
 
-    /// `<cwd>/.agents/extensions`, the portable project root (nimlet dialect).
+    /// `<cwd>/.agents/extensions`, the portable project root.
     pub fn agents_project_root(&self) -> PathBuf {
         self.cwd.join(".agents").join("extensions")
     }

@@ -1,175 +1,30 @@
 //! `ExtensionHost`, the public face of this crate: starts every discovered
-//! extension concurrently, keeps the live set and its registrations, reports
-//! what happened, reloads and shuts down. Dispatch lives in `dispatch.rs`.
+//! extension concurrently, keeps the live set and its registrations,
+//! supervises each connection, reports what happened, reloads and shuts
+//! down. Dispatch lives in `dispatch.rs`; protocols live in `adapter/`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures_util::future::join_all;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zot_protocol::PROTOCOL_VERSION;
-use zot_protocol::zot::{HelloAck, HostFrame, NotifyLevel, PanelRender};
+use zot_protocol::ui::{CommandInfo, HostEvent, ReloadSummary};
 
+use crate::adapter::{self, HandshakeError, Link};
 use crate::config::HostConfig;
-use crate::connection::{Connection, FrameReader};
-use crate::dialect::nimlet;
-use crate::dialect::zot::{HandshakeError, handshake};
+use crate::context::HostContext;
 use crate::discovery::{Found, FoundStatus, Scope, discover};
 use crate::ext_log::ExtLog;
-use crate::extension::{Extension, Readiness, run_reader};
-use crate::manifest::Dialect;
-use crate::manifest::{Launch, Manifest};
-use crate::registry::{CommandInfo, Conflict, Live, NameKind, Owner, ToolInfo};
-use crate::supervisor::{Process, describe, resolve_exec, resolve_nimlet};
-use zot_protocol::nimlet::HostFrame as NimletFrame;
-
-/// Something the front ends should know about, attributed to an extension.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostEvent {
-    Notify {
-        extension: String,
-        level: NotifyLevel,
-        message: String,
-    },
-    ClearNotes {
-        extension: String,
-    },
-    /// Text to submit as a user prompt (empty text never gets here).
-    Submit {
-        extension: String,
-        text: String,
-    },
-    PanelRender {
-        extension: String,
-        panel: PanelRender,
-    },
-    PanelClose {
-        extension: String,
-        panel_id: String,
-    },
-    /// The set of model-visible tools changed (late registration, activation, exit, reload).
-    ToolsChanged,
-    /// The set of extension commands changed.
-    CommandsChanged,
-    /// Something went wrong that the user should see (intercept timeouts, bad replies…).
-    Warning {
-        extension: String,
-        message: String,
-    },
-    /// An extension's process went away on its own.
-    Exited {
-        extension: String,
-        reason: String,
-    },
-    /// Footer text (nimlet `status`), keyed `<extension>:<key>`; empty text removes it.
-    Status {
-        extension: String,
-        key: String,
-        text: String,
-    },
-    /// Lines above the footer (nimlet `widget`), keyed `<extension>:<key>`; no lines removes it.
-    Widget {
-        extension: String,
-        key: String,
-        lines: Vec<String>,
-    },
-    /// Durable session data (nimlet `entry`): stored in the session, never sent to the model.
-    Entry {
-        extension: String,
-        data: serde_json::Value,
-    },
-    /// A multiple-choice question (nimlet `ui_request`). Answer through
-    /// `reply`; dropping every copy unanswered means "cancelled".
-    Question {
-        extension: String,
-        prompt: String,
-        options: Vec<String>,
-        reply: QuestionReply,
-    },
-}
-
-/// The way back for a question's answer.
-#[derive(Clone)]
-pub struct QuestionReply(Arc<Mutex<Option<tokio::sync::oneshot::Sender<Option<String>>>>>);
-
-impl QuestionReply {
-    pub(crate) fn new() -> (Self, tokio::sync::oneshot::Receiver<Option<String>>) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        (Self(Arc::new(Mutex::new(Some(tx)))), rx)
-    }
-
-    /// Answers with one of the options.
-    pub fn answer(&self, answer: impl Into<String>) {
-        self.send(Some(answer.into()));
-    }
-
-    /// Dismisses the question (no front end to ask, or the user declined).
-    pub fn cancel(&self) {
-        self.send(None);
-    }
-
-    fn send(&self, answer: Option<String>) {
-        if let Some(tx) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = tx.send(answer);
-        }
-    }
-}
-
-impl std::fmt::Debug for QuestionReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("QuestionReply")
-    }
-}
-
-impl PartialEq for QuestionReply {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-/// Questions in flight: while any is pending, nimlet reply timeouts are
-/// suspended, and each answer restarts their window (research nimlet.md E14).
-#[derive(Debug)]
-pub(crate) struct QuestionClock {
-    pending: std::sync::atomic::AtomicUsize,
-    last_answer: Mutex<Instant>,
-}
-
-impl QuestionClock {
-    fn new() -> Self {
-        Self {
-            pending: std::sync::atomic::AtomicUsize::new(0),
-            last_answer: Mutex::new(Instant::now()),
-        }
-    }
-
-    pub(crate) fn begin(&self) {
-        self.pending.fetch_add(1, Ordering::SeqCst);
-    }
-
-    pub(crate) fn end(&self) {
-        *self
-            .last_answer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
-        self.pending.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// When a request that started at `start` with `timeout` expires; `None` while a question is pending.
-    pub(crate) fn deadline(&self, start: Instant, timeout: std::time::Duration) -> Option<Instant> {
-        if self.pending.load(Ordering::SeqCst) > 0 {
-            return None;
-        }
-        let last = *self
-            .last_answer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Some(start.max(last) + timeout)
-    }
-}
+use crate::extension::{Extension, Readiness};
+use crate::limits::Limits;
+use crate::manifest::{Dialect, Manifest};
+use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
+use crate::registry::{Conflict, Live, NameKind, Owner};
+use crate::transport::{FrameReader, Peer, ReadError, describe, stdio};
 
 /// Why an extension could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,7 +69,7 @@ pub struct ExtensionReport {
     pub version: Option<String>,
     pub log: Option<PathBuf>,
     pub status: ReportStatus,
-    /// zot or nimlet.
+    /// The protocol its manifest names.
     pub dialect: Dialect,
 }
 
@@ -259,6 +114,18 @@ pub struct ReloadStats {
     pub errors: Vec<LoadError>,
 }
 
+impl ReloadStats {
+    /// The figures as the front ends report them.
+    pub fn summary(&self) -> ReloadSummary {
+        ReloadSummary {
+            stopped: self.stopped,
+            loaded: self.loaded,
+            ready: self.ready,
+            errors: self.errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
 /// The extension host. Cheap to clone; every clone drives the same set.
 /// Dropping the last clone kills every extension process group.
 #[derive(Clone)]
@@ -267,31 +134,20 @@ pub struct ExtensionHost {
 }
 
 pub(crate) struct Inner {
-    pub(crate) config: HostConfig,
+    pub(crate) cx: Arc<HostContext>,
     events: mpsc::UnboundedSender<HostEvent>,
     state: Mutex<HostState>,
     /// Serialises start, reload and shutdown.
     lifecycle: tokio::sync::Mutex<()>,
-    next_id: AtomicU64,
     /// Starts as `config.project_trusted`; the user may trust the project later.
-    project_trusted: std::sync::atomic::AtomicBool,
-    pub(crate) questions: QuestionClock,
-    /// Plan mode: nimlet lifecycle events are not dispatched (research nimlet.md E33).
-    pub(crate) plan: std::sync::atomic::AtomicBool,
-    /// nimlet `entry` data not yet taken by the agent for its session file.
-    entries: Mutex<Vec<(String, serde_json::Value)>>,
+    project_trusted: AtomicBool,
+    /// Plan mode: extensions whose protocol is quiet in plan mode get no hooks.
+    plan: AtomicBool,
+    /// Session entries (a UI effect) not yet taken by the agent for its session file.
+    entries: Mutex<Vec<(String, Value)>>,
 }
 
 type LoadOutcome = Result<Arc<Extension>, LoadError>;
-
-/// How often a nimlet request re-checks its deadline while a question is pending.
-const QUESTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// What an extension said first: zot's `hello` or nimlet's `register`.
-enum Opening {
-    Hello(zot_protocol::zot::Hello),
-    Register(nimlet::Registration),
-}
 
 #[derive(Default)]
 pub(crate) struct HostState {
@@ -302,10 +158,6 @@ pub(crate) struct HostState {
     pub(crate) conflicts: Vec<Conflict>,
     /// Deferred tools that a tool result activated.
     pub(crate) activated: HashSet<String>,
-    pub(crate) provider: String,
-    pub(crate) model: String,
-    /// Sent to nimlet extensions in `initialize` and event payloads.
-    pub(crate) session_id: String,
 }
 
 impl ExtensionHost {
@@ -313,34 +165,36 @@ impl ExtensionHost {
     /// each has ended its registration window (or failed). Never fails as a
     /// whole: per-extension errors are in [`ExtensionHost::report`].
     pub async fn start(config: HostConfig) -> (Self, mpsc::UnboundedReceiver<HostEvent>) {
+        let found = discover(&config);
+        Self::start_with(config, found).await
+    }
+
+    /// [`start`](Self::start) with what discovery already found for this
+    /// configuration (so a caller that looked first does not look twice).
+    pub async fn start_with(
+        config: HostConfig,
+        found: Vec<Found>,
+    ) -> (Self, mpsc::UnboundedReceiver<HostEvent>) {
         let (events, rx) = mpsc::unbounded_channel();
         let trusted = config.project_trusted;
-        let state = HostState {
-            provider: config.provider.clone(),
-            model: config.model.clone(),
-            session_id: config.session_id.clone(),
-            ..HostState::default()
-        };
         let inner = Arc::new(Inner {
-            config,
+            cx: Arc::new(HostContext::new(config)),
             events,
-            state: Mutex::new(state),
+            state: Mutex::new(HostState::default()),
             lifecycle: tokio::sync::Mutex::new(()),
-            next_id: AtomicU64::new(1),
-            project_trusted: std::sync::atomic::AtomicBool::new(trusted),
-            questions: QuestionClock::new(),
-            plan: std::sync::atomic::AtomicBool::new(false),
+            project_trusted: AtomicBool::new(trusted),
+            plan: AtomicBool::new(false),
             entries: Mutex::new(Vec::new()),
         });
         {
             let _guard = inner.lifecycle.lock().await;
-            inner.load().await;
+            inner.load_found(found).await;
         }
         (Self { inner }, rx)
     }
 
     pub fn config(&self) -> &HostConfig {
-        &self.inner.config
+        &self.inner.cx.config
     }
 
     /// Every discovered extension directory, in load order, with its state.
@@ -349,7 +203,7 @@ impl ExtensionHost {
         state
             .found
             .iter()
-            .map(|(found, outcome)| report_entry(&self.inner.config, found, outcome.as_ref()))
+            .map(|(found, outcome)| report_entry(&self.inner.cx.config, found, outcome.as_ref()))
             .collect()
     }
 
@@ -388,19 +242,19 @@ impl ExtensionHost {
             .collect()
     }
 
-    /// The session id nimlet extensions get from now on (in `initialize` after a
-    /// reload, and in event payloads).
+    /// The session id extensions get from now on (in handshakes and payloads).
     pub fn set_session_id(&self, session_id: &str) {
-        self.inner.state().session_id = session_id.to_owned();
+        self.inner.cx.facts().session_id = session_id.to_owned();
     }
 
-    /// Plan mode on or off: in plan mode nimlet extensions get no lifecycle events.
+    /// Plan mode on or off: extensions whose protocol is quiet in plan mode
+    /// get no hooks while it is on.
     pub fn set_plan(&self, plan: bool) {
         self.inner.plan.store(plan, Ordering::SeqCst);
     }
 
-    /// nimlet `entry` data recorded since the last call, for the session file.
-    pub fn take_entries(&self) -> Vec<(String, serde_json::Value)> {
+    /// Session entries recorded since the last call, for the session file.
+    pub fn take_entries(&self) -> Vec<(String, Value)> {
         std::mem::take(
             &mut *self
                 .inner
@@ -417,9 +271,9 @@ impl ExtensionHost {
 
     /// Tells extensions loaded from now on (and prompt preparation) about a model change.
     pub fn set_model(&self, provider: &str, model: &str) {
-        let mut state = self.inner.state();
-        state.provider = provider.to_owned();
-        state.model = model.to_owned();
+        let mut facts = self.inner.cx.facts();
+        facts.provider = provider.to_owned();
+        facts.model = model.to_owned();
     }
 
     /// Stops every extension, re-reads the manifests (same `--ext` paths,
@@ -434,46 +288,60 @@ impl ExtensionHost {
             state.conflicts.clear();
             state.activated.clear();
         }
-        let mut stats = self.inner.load().await;
+        let mut config = self.inner.cx.config.clone();
+        config.project_trusted = self.inner.project_trusted.load(Ordering::SeqCst);
+        let mut stats = self.inner.load_found(discover(&config)).await;
         stats.stopped = stopped;
         self.inner.emit(HostEvent::ToolsChanged);
         self.inner.emit(HostEvent::CommandsChanged);
         stats
     }
 
-    /// Restarts the running extensions of one protocol from the same
-    /// manifests, leaving the others running: a session switch restarts
-    /// nimlet extensions with a fresh `initialize` (nimlet spec) while zot
-    /// extensions keep their state.
-    pub async fn restart(&self, dialect: Dialect) -> ReloadStats {
+    /// The agent moved to another session: the session ends for every
+    /// observer, the new id is taken, and extensions whose protocol ties
+    /// them to a session restart with a fresh handshake; the others keep
+    /// running with their state.
+    pub async fn switch_session(&self, session_id: &str) -> ReloadStats {
+        self.session_ended().await;
+        self.set_session_id(session_id);
         let _guard = self.inner.lifecycle.lock().await;
-        let running: Vec<Arc<Extension>> = self
-            .inner
-            .extensions()
-            .into_iter()
-            .filter(|e| e.dialect == dialect)
-            .collect();
-        let stopped = self.inner.stop(&running).await;
-        let manifests: Vec<(usize, Manifest)> = {
-            let mut state = self.inner.state();
-            let names: Vec<String> = running.iter().map(|e| e.name.clone()).collect();
-            state.extensions.retain(|e| e.dialect != dialect);
-            state.conflicts.retain(|c| {
-                !names.contains(&c.loser)
-                    && !matches!(&c.winner, Owner::Extension(w) if names.contains(w))
-            });
-            state
+        let cx = &self.inner.cx;
+        let restarts = |m: &Manifest| {
+            let dir = std::path::absolute(&m.dir).unwrap_or_else(|_| m.dir.clone());
+            adapter::for_manifest(m, &dir, cx)
+                .is_ok_and(|(a, _)| a.semantics().restart_on_session_switch)
+        };
+        let (running, manifests) = {
+            let state = self.inner.state();
+            let manifests: Vec<(usize, Manifest)> = state
                 .found
                 .iter()
                 .enumerate()
                 .filter_map(|(order, (found, _))| match &found.status {
-                    FoundStatus::Load(m) if m.dialect() == Some(dialect) => {
-                        Some((order, m.clone()))
-                    }
+                    FoundStatus::Load(m) if restarts(m) => Some((order, m.clone())),
                     _ => None,
                 })
-                .collect()
+                .collect();
+            let running: Vec<Arc<Extension>> = state
+                .extensions
+                .iter()
+                .filter(|e| e.is_alive() && manifests.iter().any(|(o, _)| *o == e.order))
+                .cloned()
+                .collect();
+            (running, manifests)
         };
+        let stopped = self.inner.stop(&running).await;
+        {
+            let mut state = self.inner.state();
+            let names: Vec<&str> = running.iter().map(|e| e.name()).collect();
+            state
+                .extensions
+                .retain(|e| !manifests.iter().any(|(o, _)| *o == e.order));
+            state.conflicts.retain(|c| {
+                !names.contains(&c.loser.as_str())
+                    && !matches!(&c.winner, Owner::Extension(w) if names.contains(&w.as_str()))
+            });
+        }
         let loads = manifests
             .iter()
             .map(|(order, manifest)| self.inner.load_one(*order, manifest));
@@ -485,12 +353,38 @@ impl ExtensionHost {
         stats
     }
 
-    /// Stops every extension: queued frames are written, then `shutdown`,
-    /// then stdin is closed; all share one grace period, then SIGTERM and
-    /// SIGKILL go to each holdout's process group. Returns how many were running.
+    /// The session ends (exit, or a switch): observers are told, in load order.
+    pub async fn session_ended(&self) {
+        self.observe(&Hook::SessionEnd).await;
+    }
+
+    /// Stops every extension: queued frames are written, then the
+    /// protocol's shutdown, then the connection is closed; all share one
+    /// grace period, then SIGTERM and SIGKILL go to each holdout's process
+    /// group. Returns how many were running.
     pub async fn shutdown(&self) -> usize {
         let _guard = self.inner.lifecycle.lock().await;
         self.inner.stop(&self.inner.extensions()).await
+    }
+}
+
+/// How an adapter reaches the host about one extension.
+pub(crate) struct Bound<'a> {
+    pub(crate) inner: &'a Inner,
+    pub(crate) ext: &'a Extension,
+}
+
+impl Link for Bound<'_> {
+    fn register(&self, registration: Registration) {
+        self.inner.apply(self.ext, registration);
+    }
+
+    fn effect(&self, effect: Effect) {
+        self.inner.effect(self.ext, effect);
+    }
+
+    fn warn(&self, message: String) {
+        self.inner.warn(self.ext, message);
     }
 }
 
@@ -502,8 +396,7 @@ impl Inner {
     pub(crate) fn live<'a>(&'a self, state: &'a HostState) -> Live<'a> {
         Live {
             extensions: &state.extensions,
-            builtin_commands: &self.config.builtin_commands,
-            builtin_tools: &self.config.builtin_tools,
+            builtin_tools: &self.cx.config.builtin_tools,
         }
     }
 
@@ -511,9 +404,8 @@ impl Inner {
         let _ = self.events.send(event);
     }
 
-    /// A request id unique across every extension of this host.
-    pub(crate) fn next_id(&self) -> String {
-        self.next_id.fetch_add(1, Ordering::Relaxed).to_string()
+    pub(crate) fn in_plan(&self) -> bool {
+        self.plan.load(Ordering::SeqCst)
     }
 
     /// Live extensions, in load order.
@@ -526,72 +418,76 @@ impl Inner {
             .collect()
     }
 
-    /// A nimlet request: the extension's own timeout (none when `null`),
-    /// suspended while a question is pending and restarted by each answer.
-    pub(crate) async fn nimlet_request(
-        &self,
-        ext: &Extension,
-        id: &str,
-        frame: &NimletFrame,
-    ) -> Result<zot_protocol::nimlet::Response, crate::connection::RequestError> {
-        use crate::connection::{Reply, RequestError};
-        let start = Instant::now();
-        let request = ext.conn.request(id, frame, None);
-        tokio::pin!(request);
-        loop {
-            let wake = ext.timeout.map(|t| {
-                self.questions
-                    .deadline(start, t)
-                    .unwrap_or(Instant::now() + QUESTION_POLL)
-            });
-            let outcome = match wake {
-                None => request.as_mut().await,
-                Some(at) => tokio::select! {
-                    outcome = request.as_mut() => outcome,
-                    () = tokio::time::sleep_until(at) => {
-                        let timeout = ext.timeout.unwrap_or_default();
-                        if self.questions.deadline(start, timeout).is_some_and(|d| Instant::now() >= d) {
-                            return Err(RequestError::Timeout(timeout));
-                        }
-                        continue;
-                    }
-                },
-            };
-            return match outcome? {
-                Reply::Nimlet(response) => Ok(*response),
-                Reply::Zot(frame) => Err(RequestError::Malformed(format!(
-                    "unexpected {} reply",
-                    frame.type_name()
-                ))),
-            };
-        }
-    }
-
-    /// Queues nimlet `entry` data for the session and tells the front ends.
-    pub(crate) fn record_entry(&self, extension: &str, data: serde_json::Value) {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((extension.to_owned(), data.clone()));
-        self.emit(HostEvent::Entry {
-            extension: extension.to_owned(),
-            data,
-        });
-    }
-
     /// Logs to the extension's file and tells the front ends.
     pub(crate) fn warn(&self, ext: &Extension, message: String) {
-        ext.log.line(&message);
+        ext.peer.log.line(&message);
         self.emit(HostEvent::Warning {
-            extension: ext.name.clone(),
+            extension: ext.name().to_owned(),
             message,
         });
     }
 
-    async fn load(self: &Arc<Self>) -> ReloadStats {
-        let mut config = self.config.clone();
-        config.project_trusted = self.project_trusted.load(Ordering::SeqCst);
-        let found = discover(&config);
+    /// Attributes a UI effect to its extension and passes it on.
+    fn effect(&self, ext: &Extension, effect: Effect) {
+        let extension = ext.name().to_owned();
+        let event = match effect {
+            Effect::Notify { level, message } => HostEvent::Notify {
+                extension,
+                level,
+                message,
+            },
+            Effect::ClearNotes => HostEvent::ClearNotes { extension },
+            Effect::Submit(text) => HostEvent::Submit { extension, text },
+            Effect::PanelRender(panel) => HostEvent::PanelRender { extension, panel },
+            Effect::PanelClose(panel_id) => HostEvent::PanelClose {
+                extension,
+                panel_id,
+            },
+            // Keys are scoped per extension, so two cannot overwrite each other.
+            Effect::Status { key, text } => HostEvent::Status {
+                key: format!("{extension}:{key}"),
+                extension,
+                text,
+            },
+            Effect::Widget { key, lines } => HostEvent::Widget {
+                key: format!("{extension}:{key}"),
+                extension,
+                lines,
+            },
+            Effect::Entry(data) => {
+                self.entries
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((extension.clone(), data.clone()));
+                HostEvent::Entry { extension, data }
+            }
+            Effect::Question {
+                prompt,
+                options,
+                reply,
+            } => HostEvent::Question {
+                extension,
+                prompt,
+                options,
+                reply,
+            },
+        };
+        self.emit(event);
+    }
+
+    /// Records one registration.
+    fn apply(&self, ext: &Extension, registration: Registration) {
+        match registration {
+            Registration::Command(cmd) => self.add_command(ext, cmd),
+            Registration::Tool(tool) => self.add_tool(ext, tool),
+            Registration::Subscribe(point, mode) => {
+                ext.registrations().hooks.insert((point, mode));
+            }
+            Registration::Ready => ext.set_readiness(Readiness::Ready),
+        }
+    }
+
+    async fn load_found(self: &Arc<Self>, found: Vec<Found>) -> ReloadStats {
         self.state().found = found.iter().map(|f| (f.clone(), None)).collect();
         let loads = found
             .iter()
@@ -636,7 +532,7 @@ impl Inner {
         manifest: &Manifest,
     ) -> Result<Arc<Extension>, LoadError> {
         let name = manifest.name.clone();
-        let log_path = self.config.log_path(&name);
+        let log_path = self.cx.config.log_path(&name);
         let dir = std::path::absolute(&manifest.dir).unwrap_or_else(|_| manifest.dir.clone());
         let error = |kind: LoadErrorKind, status: Option<String>| LoadError {
             extension: name.clone(),
@@ -645,39 +541,13 @@ impl Inner {
             status,
             log: log_path.clone(),
         };
-        let (program, args, cwd, dialect, timeout) = match &manifest.launch {
-            Launch::Process { exec, args } => (
-                resolve_exec(&dir, exec),
-                args.clone(),
-                dir.clone(),
-                Dialect::Zot,
-                None,
-            ),
-            // nimlet: argv verbatim after command[0]; the cwd is the workspace (research E3, E4).
-            Launch::Nimlet { command, timeout } => match command.split_first() {
-                Some((first, rest)) => (
-                    resolve_nimlet(&dir, first),
-                    rest.to_vec(),
-                    self.cwd(),
-                    Dialect::Nimlet,
-                    *timeout,
-                ),
-                None => {
-                    let kind = LoadErrorKind::Spawn {
-                        program: String::new(),
-                        error: "empty command".into(),
-                    };
-                    return Err(error(kind, None));
-                }
-            },
-            _ => {
-                let kind = LoadErrorKind::Spawn {
-                    program: String::new(),
-                    error: "manifest has no exec".into(),
-                };
-                return Err(error(kind, None));
-            }
-        };
+        let (adapter, launch) = adapter::for_manifest(manifest, &dir, &self.cx).map_err(|e| {
+            let kind = LoadErrorKind::Spawn {
+                program: String::new(),
+                error: e,
+            };
+            error(kind, None)
+        })?;
         let log = ExtLog::open(&log_path, &name, manifest.version.as_deref())
             .map(Arc::new)
             .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
@@ -688,43 +558,32 @@ impl Inner {
                 message: warning.clone(),
             });
         }
-        let spawned = log
-            .stderr_handle()
-            .and_then(|stderr| Process::spawn(&program, &args, &cwd, stderr))
-            .map_err(|e| {
-                let kind = LoadErrorKind::Spawn {
-                    program: program.display().to_string(),
-                    error: e.to_string(),
-                };
-                log.line(&kind);
-                error(kind, None)
-            })?;
-        let process = spawned.process;
-        let limits = self.config.limits;
-        let mut reader = FrameReader::new(spawned.stdout, limits.max_frame_bytes);
-        let conn = Connection::new(spawned.stdin, Arc::clone(&log));
-
-        let handshake = match dialect {
-            Dialect::Zot => handshake(&mut reader, &name, limits.hello_timeout)
-                .await
-                .map(Opening::Hello),
-            Dialect::Nimlet => {
-                let session_id = self.state().session_id.clone();
-                conn.send(&NimletFrame::Initialize {
-                    version: zot_protocol::nimlet::VERSION,
-                    workspace: self.cwd().display().to_string(),
-                    session_id,
-                });
-                // Never longer than the host's hello deadline, even with a null timeout.
-                let wait = timeout.map_or(limits.hello_timeout, |t| t.min(limits.hello_timeout));
-                nimlet::register(&mut reader, &name, wait)
-                    .await
-                    .map(Opening::Register)
-            }
+        let limits = self.cx.config.limits;
+        let spawned = stdio::spawn(
+            &launch.program,
+            &launch.args,
+            &launch.cwd,
+            &log,
+            limits.max_frame_bytes,
+        )
+        .map_err(|e| {
+            let kind = LoadErrorKind::Spawn {
+                program: launch.program.display().to_string(),
+                error: e.to_string(),
+            };
+            log.line(&kind);
+            error(kind, None)
+        })?;
+        let (process, mut reader) = (spawned.process, spawned.reader);
+        let peer = Peer {
+            name: name.clone(),
+            log: Arc::clone(&log),
+            conn: spawned.conn,
         };
-        let opening = match handshake {
-            Ok(opening) => opening,
+        let registrations = match adapter.handshake(&peer, &mut reader).await {
+            Ok(registrations) => registrations,
             Err(e) => {
+                use crate::transport::Endpoint;
                 let status = match e {
                     HandshakeError::ExitedBeforeHello => {
                         match process
@@ -737,56 +596,22 @@ impl Inner {
                     }
                     _ => process.kill().await,
                 };
-                let err = error(e.into(), Some(describe(status)));
+                let err = error(e.into(), Some(describe(status.as_deref())));
                 log.line(format_args!("failed to load: {}", err.kind));
-                log.line(format_args!("process: {}", describe(status)));
+                log.line(format_args!("process: {}", describe(status.as_deref())));
                 return Err(err);
             }
         };
-
-        let ext = Arc::new(Extension::new(
-            name, order, log, conn, process, dialect, timeout,
-        ));
+        let ext = Arc::new(Extension::new(peer, order, adapter, Box::new(process)));
         {
             let mut state = self.state();
             let at = state.extensions.partition_point(|e| e.order < order);
             state.extensions.insert(at, Arc::clone(&ext));
         }
-        match opening {
-            Opening::Hello(hello) => {
-                match &hello.version {
-                    Some(version) => ext
-                        .log
-                        .line(format_args!("hello from {}/{version}", hello.name)),
-                    None => ext.log.line(format_args!("hello from {}", hello.name)),
-                }
-                let ack = {
-                    let state = self.state();
-                    HostFrame::HelloAck(HelloAck {
-                        protocol_version: PROTOCOL_VERSION,
-                        zot_version: self.config.zot_version.clone(),
-                        provider: state.provider.clone(),
-                        model: state.model.clone(),
-                        cwd: self.cwd().display().to_string(),
-                        extension_dir: dir.display().to_string(),
-                        data_dir: dir.display().to_string(),
-                    })
-                };
-                ext.conn.send(&ack);
-            }
-            Opening::Register(registration) => {
-                ext.log.line("registered (nimlet protocol)");
-                ext.registrations().events.extend(registration.events);
-                for command in registration.commands {
-                    self.add_command(&ext, command);
-                }
-                for tool in registration.tools {
-                    self.add_tool(&ext, tool);
-                }
-                ext.set_readiness(Readiness::Ready);
-            }
+        for registration in registrations {
+            self.apply(&ext, registration);
         }
-        tokio::spawn(run_reader(
+        tokio::spawn(drive(
             Arc::clone(&ext),
             Arc::downgrade(self),
             reader,
@@ -796,24 +621,20 @@ impl Inner {
         Ok(ext)
     }
 
-    pub(crate) fn cwd(&self) -> PathBuf {
-        std::path::absolute(&self.config.cwd).unwrap_or_else(|_| self.config.cwd.clone())
-    }
-
     /// Stops `running` together under one grace period; returns how many.
     async fn stop(&self, running: &[Arc<Extension>]) -> usize {
-        let deadline = Instant::now() + self.config.limits.shutdown_grace;
+        let deadline = Instant::now() + self.cx.config.limits.shutdown_grace;
         join_all(
             running
                 .iter()
-                .map(|ext| ext.stop(deadline, &self.config.limits)),
+                .map(|ext| ext.stop(deadline, &self.cx.config.limits)),
         )
         .await;
         running.len()
     }
 
     /// Records a command; logs and records any shadowing it causes.
-    pub(crate) fn add_command(&self, ext: &Extension, cmd: CommandInfo) {
+    fn add_command(&self, ext: &Extension, cmd: CommandInfo) {
         let name = cmd.name.clone();
         let added = push_new(&mut ext.registrations().commands, cmd, |c| {
             c.name.eq_ignore_ascii_case(&name)
@@ -822,7 +643,7 @@ impl Inner {
     }
 
     /// Records a tool; logs and records any shadowing it causes.
-    pub(crate) fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
+    fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
         let (name, visible) = (tool.name.clone(), !tool.deferred);
         let added = push_new(&mut ext.registrations().tools, tool, |t| t.name == name);
         self.registered(ext, NameKind::Tool, &name, added, visible);
@@ -832,7 +653,7 @@ impl Inner {
     /// extension is past its registration window.
     fn registered(&self, ext: &Extension, kind: NameKind, name: &str, added: bool, visible: bool) {
         if !added {
-            ext.log.line(format_args!(
+            ext.peer.log.line(format_args!(
                 "{} registered twice; the first stays",
                 describe_name(kind, name)
             ));
@@ -856,16 +677,15 @@ impl Inner {
                 Owner::Builtin => "a built-in".to_owned(),
                 Owner::Extension(name) => format!("extension {name} (earlier in load order)"),
             };
-            loser.log.line(format_args!(
+            loser.peer.log.line(format_args!(
                 "{what} is shadowed by {winner}; it will not be used"
             ));
-            // nimlet warns about a tool named like a built-in (its spec); zot stays silent.
-            if loser.dialect == Dialect::Nimlet
+            if loser.adapter.semantics().warn_builtin_tool_clash
                 && kind == NameKind::Tool
                 && conflict.winner == Owner::Builtin
             {
                 self.emit(HostEvent::Warning {
-                    extension: loser.name.clone(),
+                    extension: loser.name().to_owned(),
                     message: format!(
                         "extension tool '{}' collides with a built-in tool; skipped",
                         conflict.name
@@ -905,11 +725,124 @@ impl Inner {
 
 impl Drop for Inner {
     /// The last handle is gone without `shutdown`: kill every process group
-    /// now. (Reader tasks still hold the records, so `Process::drop` alone
+    /// now. (Reader tasks still hold the records, so dropping them alone
     /// would come too late.)
     fn drop(&mut self) {
         for ext in self.state().extensions.drain(..) {
-            ext.process.kill_now();
+            ext.endpoint.kill_now();
+        }
+    }
+}
+
+/// Drives one extension after its handshake: the registration window
+/// (ready / auto-ready after silence / ready deadline), then every frame
+/// until its connection closes, then the clean-up of a gone extension.
+async fn drive(ext: Arc<Extension>, host: Weak<Inner>, mut reader: FrameReader, limits: Limits) {
+    let window_end = Instant::now() + limits.ready_timeout;
+    let mut last_frame = Instant::now();
+    let end = loop {
+        let next = if ext.is_ready() {
+            reader.next().await
+        } else {
+            let idle_at = (last_frame + limits.auto_ready_idle).min(window_end);
+            tokio::select! {
+                next = reader.next() => next,
+                () = tokio::time::sleep_until(idle_at) => {
+                    if Instant::now() >= window_end {
+                        ext.peer.log.line("timed out waiting for ready frame; proceeding");
+                        ext.set_readiness(Readiness::TimedOut);
+                    } else {
+                        ext.peer.log.line("no ready frame; auto-readying after idle (legacy SDK?)");
+                        ext.set_readiness(Readiness::AutoReady);
+                    }
+                    continue;
+                }
+            }
+        };
+        last_frame = Instant::now();
+        match next {
+            Some(Ok(line)) => match host.upgrade() {
+                Some(inner) => {
+                    let link = Bound {
+                        inner: &inner,
+                        ext: &ext,
+                    };
+                    ext.adapter.on_frame(&ext.peer, &link, &line);
+                }
+                None => break Gone::HostDropped,
+            },
+            Some(Err(ReadError::TooLong)) => break Gone::FrameTooLong,
+            Some(Err(ReadError::Io(e))) => break Gone::ReadError(e.to_string()),
+            None => break Gone::Eof,
+        }
+    };
+    disconnected(&ext, host.upgrade().as_deref(), end, &limits).await;
+}
+
+enum Gone {
+    Eof,
+    FrameTooLong,
+    ReadError(String),
+    HostDropped,
+}
+
+async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: &Limits) {
+    let stopping = ext.is_stopping();
+    ext.mark_gone();
+    let name = ext.name();
+    let status = match why {
+        Gone::FrameTooLong => {
+            ext.peer.log.line(format_args!(
+                "frame exceeds the {} byte limit; disconnecting and killing the extension",
+                limits.max_frame_bytes
+            ));
+            ext.endpoint.kill().await
+        }
+        _ => match ext
+            .endpoint
+            .wait_until(Instant::now() + limits.exit_reap_grace)
+            .await
+        {
+            Some(status) => Some(status),
+            None => ext.endpoint.kill().await,
+        },
+    };
+    let status = describe(status.as_deref());
+    let reason = match &why {
+        Gone::FrameTooLong => format!(
+            "{name} sent a frame over the {} byte limit and was killed ({status})",
+            limits.max_frame_bytes,
+        ),
+        Gone::ReadError(e) => format!("{name}: reading stdout failed: {e} ({status})"),
+        Gone::Eof | Gone::HostDropped => format!("{name} exited ({status})"),
+    };
+    ext.peer.conn.fail_all(&reason);
+    ext.set_readiness(Readiness::Exited);
+    if stopping {
+        return;
+    }
+    ext.peer.log.line(&reason);
+    if let Some(host) = host {
+        let (had_commands, had_tools) = {
+            let regs = ext.registrations();
+            (!regs.commands.is_empty(), !regs.tools.is_empty())
+        };
+        host.emit(HostEvent::Exited {
+            extension: name.to_owned(),
+            reason: reason.clone(),
+        });
+        host.emit(HostEvent::Warning {
+            extension: name.to_owned(),
+            message: format!(
+                "{reason}; its commands and tools are gone (log: {})",
+                ext.peer.log.path().display()
+            ),
+        });
+        if had_commands {
+            host.emit(HostEvent::CommandsChanged);
+        }
+        if had_tools {
+            host.emit(HostEvent::ToolsChanged);
         }
     }
 }
@@ -946,15 +879,25 @@ fn report_entry(
         (FoundStatus::Load(_), Some(Err(e))) => ReportStatus::Failed(e.clone()),
         (FoundStatus::Load(_), Some(Ok(ext))) => {
             let regs = ext.registrations();
+            let listed = |wanted: Mode| {
+                let names: BTreeSet<&str> = regs
+                    .hooks
+                    .iter()
+                    .map(|(point, mode)| ext.adapter.listed_as(*point, *mode))
+                    .filter(|(list, _)| *list == wanted)
+                    .map(|(_, name)| name)
+                    .collect();
+                names.into_iter().map(str::to_owned).collect()
+            };
             ReportStatus::Loaded(LoadedInfo {
-                pid: ext.process.pid(),
+                pid: ext.endpoint.pid(),
                 readiness: ext.readiness(),
                 running: ext.is_alive(),
-                exit: ext.process.status().map(|s| s.to_string()),
+                exit: ext.endpoint.exit(),
                 commands: regs.commands.clone(),
                 tools: regs.tools.clone(),
-                events: regs.events.iter().cloned().collect(),
-                intercepts: regs.intercepts.iter().cloned().collect(),
+                events: listed(Mode::Observe),
+                intercepts: listed(Mode::Intercept),
             })
         }
         (FoundStatus::Load(_), None) => ReportStatus::Starting,

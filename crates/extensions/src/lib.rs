@@ -5,9 +5,9 @@
 //! Start with [`ExtensionHost::start`]; front ends consume the
 //! [`HostEvent`] stream it returns. Unix only (process groups, signals).
 
+mod adapter;
 pub mod config;
-mod connection;
-mod dialect;
+mod context;
 pub mod discovery;
 mod dispatch;
 mod ext_log;
@@ -16,26 +16,27 @@ mod host;
 pub mod limits;
 pub mod manage;
 pub mod manifest;
+pub mod model;
 mod registry;
-mod supervisor;
+mod transport;
 pub mod trust;
 
+pub use adapter::HandshakeError;
 pub use config::{HostConfig, default_zot_home, zot_home_from};
-pub use connection::RequestError;
-pub use dialect::zot::HandshakeError;
 pub use discovery::{Found, FoundStatus, Scope, discover};
-pub use dispatch::{
-    Cancelled, CommandOutcome, CommandReply, CompactDecision, DispatchError, MessageVerdict,
-    PreparedPrompt, ToolCallVerdict, ToolReply, TurnVerdict,
-};
+pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ToolReply};
 pub use extension::Readiness;
 pub use host::{
-    ExtensionHost, ExtensionReport, HostEvent, LoadError, LoadErrorKind, LoadedInfo, QuestionReply,
-    ReloadStats, ReportStatus,
+    ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo, ReloadStats, ReportStatus,
 };
 pub use limits::Limits;
 pub use manifest::{Dialect, Launch, Manifest, ManifestError};
-pub use registry::{CommandInfo, Conflict, NameKind, Owner, ToolInfo};
+pub use model::{CustomSummary, Hook, HookPoint, ToolInfo};
+pub use registry::{Conflict, NameKind, Owner};
 pub use tokio_util::sync::CancellationToken;
+pub use transport::RequestError;
 pub use trust::{TrustEntry, TrustError, TrustStatus, TrustStore};
 pub use zot_protocol;
+pub use zot_protocol::ui::{
+    CommandInfo, CommandOutcome, CommandReply, HostEvent, QuestionReply, ReloadSummary,
+};

@@ -73,6 +73,19 @@ impl Manifest {
         matches!(self.launch, Launch::Process { .. } | Launch::Nimlet { .. })
     }
 
+    /// The program to start and its arguments, resolved against `dir` (the
+    /// extension directory) as the manifest's protocol says; `None` for
+    /// bundles and for an empty `command`.
+    pub fn program(&self, dir: &Path) -> Option<(PathBuf, &[String])> {
+        match &self.launch {
+            Launch::Process { exec, args } => Some((resolve_exec(dir, exec), args.as_slice())),
+            Launch::Nimlet { command, .. } => command
+                .split_first()
+                .map(|(first, rest)| (resolve_nimlet(dir, first), rest)),
+            Launch::ThemeBundle | Launch::SkillBundle => None,
+        }
+    }
+
     /// The protocol of a process manifest.
     pub fn dialect(&self) -> Option<Dialect> {
         match self.launch {
@@ -311,3 +324,33 @@ impl fmt::Display for ManifestError {
 }
 
 impl std::error::Error for ManifestError {}
+
+/// Resolves `exec` as the reference does (research zot.md §2.1 item 6):
+/// absolute as is; anything with a path separator (`./x`, `../x`, `bin/x`,
+/// `.`, `..`) relative to the extension directory; a bare name on `$PATH`.
+fn resolve_exec(dir: &Path, exec: &str) -> PathBuf {
+    let path = Path::new(exec);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else if exec.contains(std::path::MAIN_SEPARATOR)
+        || exec.contains('/')
+        || exec == "."
+        || exec == ".."
+    {
+        dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Resolves a nimlet `command[0]` (research nimlet.md E3): containing `/`
+/// (and not absolute) it is relative to the extension directory; otherwise
+/// it is used as is (an absolute path, or a name looked up on `$PATH`).
+fn resolve_nimlet(dir: &Path, program: &str) -> PathBuf {
+    let path = Path::new(program);
+    if !path.is_absolute() && program.contains('/') {
+        dir.join(path)
+    } else {
+        path.to_path_buf()
+    }
+}

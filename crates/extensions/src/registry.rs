@@ -6,49 +6,18 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use serde_json::Value;
+use zot_protocol::ui::CommandInfo;
 
 use crate::extension::Extension;
+use crate::model::{HookPoint, Mode, ToolInfo};
 
 /// What one extension has registered so far (registrations accumulate).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registrations {
     pub(crate) commands: Vec<CommandInfo>,
     pub(crate) tools: Vec<ToolInfo>,
-    pub(crate) events: BTreeSet<String>,
-    pub(crate) intercepts: BTreeSet<String>,
-}
-
-/// An extension slash command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandInfo {
-    /// The spelling the extension registered.
-    pub name: String,
-    pub description: Option<String>,
-    pub extension: String,
-}
-
-/// An extension tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolInfo {
-    pub name: String,
-    pub description: Option<String>,
-    /// A JSON Schema object.
-    pub schema: Value,
-    pub deferred: bool,
-    pub extension: String,
-    /// nimlet capabilities (read, write, shell, network, user); `None` (all
-    /// zot tools, and nimlet tools that declare none) means act-only.
-    pub capabilities: Option<Vec<String>>,
-}
-
-impl ToolInfo {
-    /// Whether the tool only reads or talks to the user, so plan mode may offer it.
-    pub fn read_only(&self) -> bool {
-        self.capabilities
-            .as_ref()
-            .is_some_and(|caps| caps.iter().all(|c| c == "read" || c == "user"))
-    }
+    /// The hook points it observes or intercepts.
+    pub(crate) hooks: BTreeSet<(HookPoint, Mode)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,7 +46,6 @@ pub struct Conflict {
 /// The live extensions, in load order, as the registry sees them.
 pub(crate) struct Live<'a> {
     pub(crate) extensions: &'a [Arc<Extension>],
-    pub(crate) builtin_commands: &'a [String],
     pub(crate) builtin_tools: &'a [String],
 }
 
@@ -87,9 +55,7 @@ impl Live<'_> {
     }
 
     fn is_builtin_command(&self, name: &str) -> bool {
-        self.builtin_commands
-            .iter()
-            .any(|b| b.eq_ignore_ascii_case(name))
+        zot_protocol::ui::is_builtin_command(name)
     }
 
     fn is_builtin_tool(&self, name: &str) -> bool {
@@ -176,7 +142,7 @@ impl Live<'_> {
             kind,
             name: spelling.to_owned(),
             winner,
-            loser: loser.name.clone(),
+            loser: loser.name().to_owned(),
         };
         if builtin {
             return vec![(conflict(Owner::Builtin, ext, name), Arc::clone(me))];
@@ -191,12 +157,12 @@ impl Live<'_> {
             let Some(spelling) = spelling else { continue };
             if other.order < ext.order {
                 out.push((
-                    conflict(Owner::Extension(other.name.clone()), ext, name),
+                    conflict(Owner::Extension(other.name().to_owned()), ext, name),
                     Arc::clone(me),
                 ));
             } else {
                 out.push((
-                    conflict(Owner::Extension(ext.name.clone()), other, spelling),
+                    conflict(Owner::Extension(ext.name().to_owned()), other, spelling),
                     Arc::clone(other),
                 ));
             }

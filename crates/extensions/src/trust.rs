@@ -12,8 +12,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::{Dialect, Launch, MANIFEST_FILE, Manifest};
-use crate::supervisor::resolve_exec;
+use crate::manifest::{Dialect, MANIFEST_FILE, Manifest};
 
 /// The trust file inside `$ZOT_HOME`.
 pub const TRUST_FILE: &str = "trust.json";
@@ -192,13 +191,8 @@ pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
             let Ok(manifest) = Manifest::load_in(dir, dialect) else {
                 continue;
             };
-            let (program, args) = match &manifest.launch {
-                Launch::Process { exec, args } => (resolve_exec(dir, exec), args.as_slice()),
-                Launch::Nimlet { command, .. } => match command.split_first() {
-                    Some((first, rest)) => (crate::supervisor::resolve_nimlet(dir, first), rest),
-                    None => continue,
-                },
-                _ => continue,
+            let Some((program, args)) = manifest.program(dir) else {
+                continue;
             };
             if program.components().count() > 1 {
                 hash_file(&mut hasher, &root, &program)?;

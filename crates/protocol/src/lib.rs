@@ -6,6 +6,7 @@
 
 pub mod nimlet;
 pub mod schema;
+pub mod ui;
 pub mod zot;
 
 pub use schema::schemas;

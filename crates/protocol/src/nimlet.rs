@@ -145,6 +145,79 @@ pub struct UiRequest {
     pub options: Vec<String>,
 }
 
+/// The `session_id` and `workspace` every session-level event carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub workspace: String,
+}
+
+/// A lifecycle event the host sends as a request, with its payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Event {
+    ToolCall {
+        tool: String,
+        arguments: Value,
+    },
+    ToolResult {
+        tool: String,
+        arguments: Value,
+        output: String,
+        is_error: bool,
+    },
+    /// Once per user prompt (not per model call).
+    TurnStart(SessionInfo),
+    TurnEnd {
+        #[serde(flatten)]
+        session: SessionInfo,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        interrupted: bool,
+    },
+    SessionStart(SessionInfo),
+    SessionEnd(SessionInfo),
+    SessionBeforeCompact {
+        #[serde(flatten)]
+        session: SessionInfo,
+        instruction: String,
+        tokens_before: u64,
+        entries: Value,
+    },
+    SessionCompact {
+        #[serde(flatten)]
+        session: SessionInfo,
+        did_compact: bool,
+        summary: String,
+        first_kept_index: usize,
+        tokens_before: u64,
+        message: String,
+    },
+}
+
+impl Event {
+    /// The event's name, as in `register.events` and the `event` field.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ToolCall { .. } => "tool_call",
+            Self::ToolResult { .. } => "tool_result",
+            Self::TurnStart(_) => "turn_start",
+            Self::TurnEnd { .. } => "turn_end",
+            Self::SessionStart(_) => "session_start",
+            Self::SessionEnd(_) => "session_end",
+            Self::SessionBeforeCompact { .. } => "session_before_compact",
+            Self::SessionCompact { .. } => "session_compact",
+        }
+    }
+
+    /// The `event` request frame carrying this event.
+    pub fn into_frame(self, id: String) -> HostFrame {
+        let event = self.name().to_owned();
+        // Plain structs of strings, numbers and values: serialising cannot fail.
+        let payload = serde_json::to_value(&self).unwrap_or(Value::Null);
+        HostFrame::Event { id, event, payload }
+    }
+}
+
 /// The lifecycle events an extension may subscribe to.
 pub const EVENTS: &[&str] = &[
     "tool_call",
@@ -195,6 +268,42 @@ mod tests {
             })
             .unwrap(),
             json!({"type":"ui_response","id":"q1","answer":"staging","cancelled":false})
+        );
+    }
+
+    #[test]
+    fn events_serialise_as_their_payloads() {
+        let session = SessionInfo {
+            session_id: "s1".into(),
+            workspace: "/w".into(),
+        };
+        let frame = Event::TurnEnd {
+            session: session.clone(),
+            interrupted: true,
+        }
+        .into_frame("4".into());
+        assert_eq!(
+            serde_json::to_value(frame).unwrap(),
+            json!({"type":"event","id":"4","event":"turn_end",
+                "payload":{"session_id":"s1","workspace":"/w","interrupted":true}})
+        );
+        let quiet = Event::TurnEnd {
+            session,
+            interrupted: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&quiet).unwrap(),
+            json!({"session_id":"s1","workspace":"/w"})
+        );
+        let call = Event::ToolCall {
+            tool: "bash".into(),
+            arguments: json!({"command":"ls"}),
+        };
+        assert_eq!(call.name(), "tool_call");
+        assert!(EVENTS.contains(&call.name()));
+        assert_eq!(
+            serde_json::to_value(&call).unwrap(),
+            json!({"tool":"bash","arguments":{"command":"ls"}})
         );
     }
 

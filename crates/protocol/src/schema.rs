@@ -466,6 +466,7 @@ mod tests {
                 description: None,
                 schema: json!({"type": "object"}),
                 deferred: true,
+                read_only: true,
             }),
             ExtFrame::ToolResult(ToolResult {
                 id: "1".into(),

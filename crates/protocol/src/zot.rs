@@ -173,6 +173,9 @@ pub struct RegisterTool {
     /// Registered but not advertised until a `tool_result` activates it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub deferred: bool,
+    /// The tool only reads (no writes, no side effects): plan mode offers it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -13,9 +13,12 @@ use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message, Role};
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent};
 
-use crate::bridge::{
-    CommandEntry, CommandOutcome, CommandReply, Extensions, HostUpdate, ReloadSummary,
+use zot_protocol::ui::{
+    BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOutcome, CommandReply, HostEvent,
+    QuestionReply, ReloadSummary,
 };
+
+use crate::bridge::Extensions;
 use crate::editor::Editor;
 use crate::theme::Theme;
 use crate::worker::{ConfirmRequest, Decision, Work, WorkerEvent, WorkerHandle};
@@ -28,21 +31,6 @@ pub const STATUS_TTL: Duration = Duration::from_secs(5);
 pub const LIVE_OUTPUT_BYTES: usize = 4096;
 /// Rows the popup shows at most.
 pub const POPUP_ROWS: usize = 16;
-
-/// Built-in slash commands, with what they do.
-pub const BUILTINS: &[(&str, &str)] = &[
-    ("help", "show commands and keys"),
-    ("model", "show or switch the model: /model <id>"),
-    ("clear", "start a fresh conversation"),
-    ("compact", "summarise older messages to free context"),
-    ("sessions", "resume an earlier session of this directory"),
-    ("skills", "list the skills the agent can load"),
-    ("reload-ext", "restart every extension"),
-    ("yolo", "stop asking before tool calls"),
-    ("plan", "plan mode: only read-only tools"),
-    ("act", "act mode: every tool"),
-    ("exit", "quit zot"),
-];
 
 /// Facts about the session the app shows.
 #[derive(Debug, Clone, Default)]
@@ -131,7 +119,7 @@ pub enum Overlay {
         prompt: String,
         options: Vec<String>,
         selected: usize,
-        answer: crate::bridge::Answer,
+        answer: QuestionReply,
     },
     Confirm {
         request: ConfirmRequest,
@@ -182,7 +170,7 @@ pub struct App {
     pub cost: f64,
     pub quit: bool,
     last_ctrl_c: Option<Instant>,
-    commands: Vec<CommandEntry>,
+    commands: Vec<CommandInfo>,
     worker: Option<WorkerHandle>,
     ext: Arc<dyn Extensions>,
     msgs: mpsc::UnboundedSender<AppMsg>,
@@ -301,7 +289,7 @@ impl App {
             .filter(|(name, _)| name.starts_with(&typed))
             .map(|(name, desc)| ((*name).to_owned(), (*desc).to_owned(), false))
             .collect();
-        let mut ext: Vec<&CommandEntry> = self
+        let mut ext: Vec<&CommandInfo> = self
             .commands
             .iter()
             .filter(|c| c.name.to_lowercase().starts_with(&typed))
@@ -897,9 +885,9 @@ impl App {
         }
     }
 
-    pub fn on_host(&mut self, update: HostUpdate) {
-        match update {
-            HostUpdate::Notify {
+    pub fn on_host(&mut self, event: HostEvent) {
+        match event {
+            HostEvent::Notify {
                 extension,
                 level,
                 message,
@@ -910,9 +898,9 @@ impl App {
                     text: message,
                 });
             }
-            HostUpdate::ClearNotes { extension } => self.notes.retain(|n| n.extension != extension),
-            HostUpdate::Submit { text, .. } => self.submit(&text),
-            HostUpdate::PanelRender {
+            HostEvent::ClearNotes { extension } => self.notes.retain(|n| n.extension != extension),
+            HostEvent::Submit { text, .. } => self.submit(&text),
+            HostEvent::PanelRender {
                 extension,
                 panel: render,
             } => {
@@ -930,7 +918,7 @@ impl App {
                     }
                 }
             }
-            HostUpdate::PanelClose {
+            HostEvent::PanelClose {
                 extension,
                 panel_id,
             } => {
@@ -942,25 +930,31 @@ impl App {
                     self.panel = None;
                 }
             }
-            HostUpdate::Warning { extension, message } => {
+            HostEvent::Warning { extension, message }
+            | HostEvent::Exited {
+                extension,
+                reason: message,
+            } => {
                 self.notes.push(Note {
                     extension,
                     level: NotifyLevel::Warn,
                     text: message,
                 });
             }
-            HostUpdate::CommandsChanged => self.refresh_commands(),
-            HostUpdate::Status { key, text } => {
+            HostEvent::CommandsChanged => self.refresh_commands(),
+            HostEvent::Status { key, text, .. } => {
                 upsert(&mut self.statuses, key, text, String::is_empty)
             }
-            HostUpdate::Widget { key, lines } => {
+            HostEvent::Widget { key, lines, .. } => {
                 upsert(&mut self.widgets, key, lines, Vec::is_empty)
             }
-            HostUpdate::Question {
+            // The agent's tool list and session file take these through its hooks.
+            HostEvent::ToolsChanged | HostEvent::Entry { .. } => {}
+            HostEvent::Question {
                 extension,
                 prompt,
                 options,
-                answer,
+                reply: answer,
             } => {
                 // One dialog at a time: a question arriving over another is dismissed.
                 if matches!(self.overlay, Overlay::None) {

@@ -20,7 +20,9 @@ use tokio::sync::mpsc;
 use zot_core::agent::Agent;
 
 use crate::app::{App, AppConfig};
-use crate::bridge::{Extensions, HostUpdate};
+use zot_protocol::ui::HostEvent;
+
+use crate::bridge::Extensions;
 
 /// How often the spinner turns and status lines expire.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -34,7 +36,7 @@ pub struct Tui {
     /// `--no-yolo`.
     pub ask_before_tools: bool,
     pub extensions: Arc<dyn Extensions>,
-    pub host_updates: mpsc::UnboundedReceiver<HostUpdate>,
+    pub host_updates: mpsc::UnboundedReceiver<HostEvent>,
 }
 
 /// Runs the TUI until the user exits. The terminal is restored on every

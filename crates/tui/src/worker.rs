@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use zot_core::agent::{Agent, COMPACT_KEEP_TAIL, Confirm};
+use zot_core::agent::{Agent, AgentError, Confirm};
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message};
 use zot_core::provider::Provider;
@@ -199,7 +199,7 @@ async fn run(
                 let _ = events.send(WorkerEvent::Error(e.to_string()));
             }
         }
-        Work::Compact => match agent.compact(COMPACT_KEEP_TAIL, cancel).await {
+        Work::Compact => match compact(agent, events, cancel).await {
             Ok(_) => {
                 let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
                 let _ = events.send(WorkerEvent::Status(
@@ -240,4 +240,19 @@ async fn run(
             }
         },
     }
+}
+
+/// `/compact`: the agent's events (its `compact_done`) reach the app like a prompt's.
+async fn compact(
+    agent: &mut Agent,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+    cancel: &CancellationToken,
+) -> Result<String, AgentError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let result = agent.compact_now(&tx, cancel).await;
+    drop(tx);
+    while let Some(event) = rx.recv().await {
+        let _ = events.send(WorkerEvent::Agent(event));
+    }
+    result
 }

@@ -26,19 +26,14 @@ impl Recorder {
 }
 
 impl Hooks for Recorder {
-    fn event(&self, event: HookEvent) {
-        if let HookEvent::SessionStart = event {
-            self.push("event:session_start");
+    fn event(&self, event: HookEvent) -> BoxFuture<'_, ()> {
+        match event {
+            HookEvent::SessionStart => self.push("session_start"),
+            HookEvent::PromptStart => self.push("prompt_start"),
+            HookEvent::PromptEnd { interrupted } => self.push(format!("prompt_end:{interrupted}")),
+            _ => {}
         }
-    }
-    fn session_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async { self.push("session_start") })
-    }
-    fn prompt_start(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async { self.push("prompt_start") })
-    }
-    fn prompt_end(&self, interrupted: bool) -> BoxFuture<'_, ()> {
-        Box::pin(async move { self.push(format!("prompt_end:{interrupted}")) })
+        Box::pin(async {})
     }
     fn tool_result<'a>(
         &'a self,
@@ -121,13 +116,11 @@ async fn prompts_tool_results_entries_and_session_switches() {
     assert_eq!(
         log,
         [
-            "event:session_start",
             "session_start",
             "prompt_start",
             "tool_result:bash",
             "prompt_end:false",
             &format!("session_changed:{second_id}"),
-            "event:session_start",
             "session_start",
             "prompt_start",
             "prompt_end:false",

@@ -2,8 +2,8 @@
 //! one-way frames reaching the host as `HostEvent`s.
 
 use serde_json::{Value, json};
-use zot_extensions::zot_protocol::zot::{Event, Key, NotifyLevel, PanelRender};
-use zot_extensions::{CommandOutcome, HostEvent};
+use zot_extensions::zot_protocol::zot::{Key, NotifyLevel, PanelRender};
+use zot_extensions::{CommandOutcome, Hook, HostEvent};
 
 use super::support::{Env, SECS5, assert_frames_valid, event_matching, eventually};
 
@@ -21,24 +21,27 @@ async fn events_are_handled_in_order_and_only_when_subscribed() {
     let env = Env::new();
     let dir = env.probe("probe", &[]);
     let (host, _rx) = env.start(&[&dir]).await;
-    host.emit_event(&Event::SessionStart);
+    host.observe(&Hook::SessionStart).await;
     for step in 1..=100 {
-        host.emit_event(&Event::TurnStart { step });
-        host.emit_event(&Event::AssistantMessage {
+        host.observe(&Hook::TurnStart { step }).await;
+        host.observe(&Hook::AssistantMessage {
             text: "not subscribed".into(),
-        });
+        })
+        .await;
         if step == 50 {
-            host.emit_event(&Event::ToolCall {
-                tool_id: "t1".into(),
-                tool_name: "read".into(),
-                tool_args: json!({"path": "foo.go"}),
-            });
+            host.observe(&Hook::ToolCall {
+                id: "t1".into(),
+                name: "read".into(),
+                args: json!({"path": "foo.go"}),
+            })
+            .await;
         }
     }
-    host.emit_event(&Event::TurnEnd {
+    host.observe(&Hook::TurnEnd {
         stop: "end_turn".into(),
         error: None,
-    });
+    })
+    .await;
     assert!(eventually(SECS5, || recorded(&dir).len() >= 103).await);
     let events = recorded(&dir);
     assert_eq!(events.len(), 103);

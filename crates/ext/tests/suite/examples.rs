@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use zot_extensions::manage::install;
-use zot_extensions::{CommandOutcome, Readiness, ToolCallVerdict};
+use zot_extensions::{CommandOutcome, Outcome, Readiness};
 
 use super::support::{Env, example_bin, loaded};
 
@@ -91,7 +91,7 @@ async fn guard_example_blocks_rewrites_and_logs_its_decisions() {
     assert_eq!(
         host.intercept_tool_call("1", "bash", &bash("rm  -rf /"))
             .await,
-        ToolCallVerdict::Block {
+        Outcome::Block {
             extension: "guard".into(),
             reason: "refused: matches danger pattern \"rm -rf\"".into()
         }
@@ -99,27 +99,23 @@ async fn guard_example_blocks_rewrites_and_logs_its_decisions() {
     assert_eq!(
         host.intercept_tool_call("2", "bash", &bash("sudo apt install jq"))
             .await,
-        ToolCallVerdict::Allow {
-            args: Some(bash("apt install jq"))
-        }
+        Outcome::Allow(Some(bash("apt install jq")))
     );
     let push = json!({"command": "git push -f origin main", "timeout": 30});
     assert_eq!(
         host.intercept_tool_call("3", "bash", &push).await,
-        ToolCallVerdict::Allow {
-            args: Some(
-                json!({"command": "git push --force-with-lease origin main", "timeout": 30})
-            )
-        }
+        Outcome::Allow(Some(
+            json!({"command": "git push --force-with-lease origin main", "timeout": 30})
+        ))
     );
     assert_eq!(
         host.intercept_tool_call("4", "bash", &bash("ls -la")).await,
-        ToolCallVerdict::Allow { args: None }
+        Outcome::Allow(None)
     );
     assert_eq!(
         host.intercept_tool_call("5", "read", &json!({"path": "rm -rf"}))
             .await,
-        ToolCallVerdict::Allow { args: None }
+        Outcome::Allow(None)
     );
 
     let log: Vec<Value> = std::fs::read_to_string(dir.join("guard.jsonl"))

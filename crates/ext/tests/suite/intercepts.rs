@@ -3,12 +3,12 @@
 
 use serde_json::json;
 use tokio::sync::watch;
-use zot_extensions::{CancellationToken, MessageVerdict, ToolCallVerdict, TurnVerdict};
+use zot_extensions::{CancellationToken, Outcome};
 
 use super::support::{Env, assert_frames_valid, sent};
 
-fn blocked(reason: &str) -> ToolCallVerdict {
-    ToolCallVerdict::Block {
+fn blocked(reason: &str) -> Outcome<serde_json::Value> {
+    Outcome::Block {
         extension: "probe".into(),
         reason: reason.into(),
     }
@@ -26,21 +26,16 @@ async fn tool_call_interceptor_blocks_rewrites_and_passes() {
         .await;
     assert_eq!(verdict, blocked("refused: rm -rf /tmp/foo"));
     let verdict = host.intercept_tool_call("t2", "bash", &bash("ls")).await;
-    assert_eq!(
-        verdict,
-        ToolCallVerdict::Allow {
-            args: Some(bash("echo GUARDED: ls"))
-        }
-    );
+    assert_eq!(verdict, Outcome::Allow(Some(bash("echo GUARDED: ls"))));
     let verdict = host
         .intercept_tool_call("t3", "read", &json!({"path": "x"}))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     // A rewrite to a non-object is dropped by the SDK, never sent.
     let verdict = host
         .intercept_tool_call("t4", "bash", &bash("bad rewrite"))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     host.shutdown().await;
     assert!(
         !sent(&dir)
@@ -60,8 +55,8 @@ async fn a_panicking_interceptor_allows() {
     let verdict = host
         .intercept_tool_call("t1", "bash", &json!({"command": "PANIC"}))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
-    assert_eq!(host.intercept_turn_start(99).await, TurnVerdict::Allow);
+    assert_eq!(verdict, Outcome::Allow(None));
+    assert_eq!(host.intercept_turn_start(99).await, Outcome::Allow(None));
     let log = env.log("probe");
     assert!(log.contains("tool_call interceptor panicked"), "{log}");
     assert!(log.contains("turn_start interceptor panicked"), "{log}");
@@ -79,10 +74,10 @@ async fn turn_start_interceptor_blocks_late_steps() {
     let env = Env::new();
     let dir = env.probe("probe", &[]);
     let (host, _rx) = env.start(&[&dir]).await;
-    assert_eq!(host.intercept_turn_start(1).await, TurnVerdict::Allow);
+    assert_eq!(host.intercept_turn_start(1).await, Outcome::Allow(None));
     assert_eq!(
         host.intercept_turn_start(3).await,
-        TurnVerdict::Block {
+        Outcome::Block {
             extension: "probe".into(),
             reason: "step 3 is too many".into()
         }
@@ -98,17 +93,15 @@ async fn assistant_message_interceptor_replaces_and_blocks() {
     let (host, _rx) = env.start(&[&dir]).await;
     assert_eq!(
         host.intercept_assistant_message("hello").await,
-        MessageVerdict::Allow { text: None }
+        Outcome::Allow(None)
     );
     assert_eq!(
         host.intercept_assistant_message("the SECRET is out").await,
-        MessageVerdict::Allow {
-            text: Some("the [redacted] is out".into())
-        }
+        Outcome::Allow(Some("the [redacted] is out".into()))
     );
     assert_eq!(
         host.intercept_assistant_message("FORBIDDEN words").await,
-        MessageVerdict::Block {
+        Outcome::Block {
             extension: "probe".into(),
             reason: "forbidden text".into()
         }

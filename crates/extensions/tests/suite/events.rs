@@ -1,8 +1,8 @@
 //! Items 10 and 12: lifecycle events to extensions, one-way frames from them.
 
 use serde_json::json;
-use zot_extensions::HostEvent;
-use zot_extensions::zot_protocol::zot::{Event, NotifyLevel, PanelRender};
+use zot_extensions::zot_protocol::zot::{NotifyLevel, PanelRender};
+use zot_extensions::{Hook, HostEvent};
 
 use super::support::{Env, SECS5, event_matching, received_of, registers};
 
@@ -20,21 +20,23 @@ async fn events_arrive_in_order_and_none_is_lost_before_shutdown() {
         &registers(r#"[{"type":"subscribe","events":["turn_end"]}]"#),
     );
     let (host, _rx) = env.start(&[&dir, &other]).await;
-    host.emit_event(&Event::SessionStart);
+    host.observe(&Hook::SessionStart).await;
     for step in 1..=300 {
-        host.emit_event(&Event::TurnStart { step });
+        host.observe(&Hook::TurnStart { step }).await;
         if step == 150 {
-            host.emit_event(&Event::ToolCall {
-                tool_id: "t1".into(),
-                tool_name: "read".into(),
-                tool_args: json!({"path": "foo.go"}),
-            });
+            host.observe(&Hook::ToolCall {
+                id: "t1".into(),
+                name: "read".into(),
+                args: json!({"path": "foo.go"}),
+            })
+            .await;
         }
     }
-    host.emit_event(&Event::TurnEnd {
+    host.observe(&Hook::TurnEnd {
         stop: "end".into(),
         error: None,
-    });
+    })
+    .await;
     host.shutdown().await;
 
     let frames: Vec<_> = super::support::received(&dir)

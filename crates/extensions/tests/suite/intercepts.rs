@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use zot_extensions::{ExtensionHost, HostEvent, MessageVerdict, ToolCallVerdict, TurnVerdict};
+use zot_extensions::{ExtensionHost, HostEvent, Outcome};
 
 use super::support::{Env, SECS5, event_matching, interceptor, received_of};
 
@@ -41,9 +41,7 @@ async fn tool_call_chain_runs_in_load_order_rewrites_chain_first_block_wins() {
             .await;
         assert_eq!(
             verdict,
-            ToolCallVerdict::Allow {
-                args: Some(json!({"command": "echo GUARDED: ls -la"}))
-            }
+            Outcome::Allow(Some(json!({"command": "echo GUARDED: ls -la"})))
         );
         let verdict = host
             .intercept_tool_call(
@@ -54,7 +52,7 @@ async fn tool_call_chain_runs_in_load_order_rewrites_chain_first_block_wins() {
             .await;
         assert_eq!(
             verdict,
-            ToolCallVerdict::Block {
+            Outcome::Block {
                 extension: "guard".into(),
                 reason: "refused: matches danger pattern".into()
             }
@@ -73,7 +71,7 @@ async fn tool_call_chain_runs_in_load_order_rewrites_chain_first_block_wins() {
     let verdict = host
         .intercept_tool_call("r1", "read", &json!({"path": "a"}))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     host.shutdown().await;
 }
 
@@ -93,7 +91,7 @@ def decide(msg):
     let verdict = host
         .intercept_tool_call("t", "bash", &json!({"command": "ls"}))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     let warning = event_matching(&mut rx, SECS5, |e| matches!(e, HostEvent::Warning { .. }))
         .await
         .unwrap();
@@ -145,7 +143,7 @@ async fn timeouts_crashes_and_malformed_replies_allow_with_warnings() {
     // Everyone before the blocker failed open; the blocker's missing reason gets a default.
     assert_eq!(
         verdict,
-        ToolCallVerdict::Block {
+        Outcome::Block {
             extension: "blocker".into(),
             reason: "tool call refused by extension blocker".into()
         }
@@ -193,10 +191,10 @@ def decide(msg):
 "#,
     );
     let (host, _rx) = env.start(&[&gate]).await;
-    assert_eq!(host.intercept_turn_start(1).await, TurnVerdict::Allow);
+    assert_eq!(host.intercept_turn_start(1).await, Outcome::Allow(None));
     assert_eq!(
         host.intercept_turn_start(3).await,
-        TurnVerdict::Block {
+        Outcome::Block {
             extension: "gate".into(),
             reason: "outside business hours".into()
         }
@@ -204,7 +202,7 @@ def decide(msg):
     // Not subscribed to tool_call: never asked.
     assert_eq!(
         host.intercept_tool_call("t", "bash", &json!({})).await,
-        ToolCallVerdict::Allow { args: None }
+        Outcome::Allow(None)
     );
     assert_eq!(received_of(&gate, "event_intercept").len(), 2);
     host.shutdown().await;
@@ -242,18 +240,16 @@ def decide(msg):
     assert_eq!(
         host.intercept_assistant_message("your password is SECRET")
             .await,
-        MessageVerdict::Allow {
-            text: Some("your password is [redacted]!".into())
-        }
+        Outcome::Allow(Some("your password is [redacted]!".into()))
     );
     // Empty and identical replacements are no change.
     assert_eq!(
         host.intercept_assistant_message("hello world").await,
-        MessageVerdict::Allow { text: None }
+        Outcome::Allow(None)
     );
     assert_eq!(
         host.intercept_assistant_message("forbidden words").await,
-        MessageVerdict::Block {
+        Outcome::Block {
             extension: "redact".into(),
             reason: "not for your eyes".into()
         }
@@ -281,7 +277,7 @@ time.sleep(60)
     let (host, mut rx) = ExtensionHost::start(config).await;
     let huge = json!({"content": "x".repeat(1024 * 1024)});
     let verdict = host.intercept_tool_call("t", "write", &huge).await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     event_matching(
         &mut rx,
         SECS5,
@@ -300,7 +296,7 @@ time.sleep(60)
     let verdict = host
         .intercept_tool_call("t2", "bash", &json!({"command": "ls"}))
         .await;
-    assert_eq!(verdict, ToolCallVerdict::Allow { args: None });
+    assert_eq!(verdict, Outcome::Allow(None));
     let warning = event_matching(&mut rx, SECS5, |e| matches!(e, HostEvent::Warning { .. }))
         .await
         .unwrap();

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use zot_extensions::{
-    CommandOutcome, Dialect, ExtensionHost, HostEvent, Launch, LoadErrorKind, Manifest,
-    ReportStatus, ToolCallVerdict, discover,
+    CommandOutcome, Dialect, ExtensionHost, Hook, HookPoint, HostEvent, Launch, LoadErrorKind,
+    Manifest, Outcome, ReportStatus, discover,
 };
 
 use super::support::{
@@ -273,12 +273,11 @@ async fn handshake_commands_tools_side_effects_and_shutdown() {
         "blank names are skipped"
     );
     let tools = host.tools();
-    assert_eq!(
-        tools[0].capabilities.as_deref(),
-        Some(&["read".to_owned(), "user".to_owned()][..])
+    assert!(
+        tools[0].read_only,
+        "capabilities read and user are read-only"
     );
-    assert!(tools[0].read_only());
-    assert!(!tools[1].read_only(), "no capabilities means act-only");
+    assert!(!tools[1].read_only, "no capabilities means act-only");
 
     // Commands: message → display (with side effects), message + prompt.
     let reply = host
@@ -348,9 +347,9 @@ async fn handshake_commands_tools_side_effects_and_shutdown() {
     assert!(host.take_entries().is_empty());
 
     // Lifecycle notices are requests that get acknowledged.
-    host.session_started().await;
-    host.prompt_started().await;
-    host.prompt_ended(true).await;
+    host.observe(&Hook::SessionStart).await;
+    host.observe(&Hook::PromptStart).await;
+    host.observe(&Hook::PromptEnd { interrupted: true }).await;
     let events: Vec<Value> = received(&dir)
         .into_iter()
         .filter(|m| m["type"] == "event")
@@ -609,7 +608,7 @@ for msg in frames():
     assert_eq!(
         host.intercept_tool_call("1", "bash", &json!({"command": "curl evil"}))
             .await,
-        ToolCallVerdict::Block {
+        Outcome::Block {
             extension: "nguard".into(),
             reason: "no network".into()
         }
@@ -617,7 +616,7 @@ for msg in frames():
     assert_eq!(
         host.intercept_tool_call("2", "bash", &json!({"command": "rm -rf /"}))
             .await,
-        ToolCallVerdict::Block {
+        Outcome::Block {
             extension: "zguard".into(),
             reason: "zot says no".into()
         }
@@ -625,24 +624,22 @@ for msg in frames():
     assert_eq!(
         host.intercept_tool_call("3", "bash", &json!({"command": "ls"}))
             .await,
-        ToolCallVerdict::Allow {
-            args: Some(json!({"command": "ls -la --color=never"}))
-        },
+        Outcome::Allow(Some(json!({"command": "ls -la --color=never"}))),
         "the nimlet rewrite reached the zot guard, whose rewrite won"
     );
-    assert!(host.wants_tool_results());
+    assert!(host.intercepted(HookPoint::ToolResult));
     assert_eq!(
-        host.after_tool("bash", &json!({}), "out".into(), true)
+        host.intercept_tool_result("bash", &json!({}), "out".into(), true)
             .await,
         ("OUT".to_owned(), false)
     );
     // Plan mode: no nimlet lifecycle events at all.
     host.set_plan(true);
-    assert!(!host.wants_tool_results());
+    assert!(!host.intercepted(HookPoint::ToolResult));
     assert_eq!(
         host.intercept_tool_call("4", "bash", &json!({"command": "curl evil"}))
             .await,
-        ToolCallVerdict::Allow { args: None }
+        Outcome::Allow(None)
     );
     host.set_plan(false);
     host.shutdown().await;
@@ -685,9 +682,7 @@ async fn a_session_switch_restarts_only_nimlet_extensions() {
     );
     let (host, _rx) = ExtensionHost::start(env.config(&[&nim, &zot])).await;
     assert!(eventually(SECS5, || !received(&nim).is_empty()).await);
-    host.set_session_id("session-2");
-    host.session_ended().await;
-    let stats = host.restart(Dialect::Nimlet).await;
+    let stats = host.switch_session("session-2").await;
     assert_eq!((stats.stopped, stats.loaded), (1, 1));
     assert!(
         eventually(SECS5, || received(&nim)

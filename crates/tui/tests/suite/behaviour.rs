@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, QuestionReply};
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
 use zot_tui::app::{AppMsg, Entry, StatusKind};
-use zot_tui::bridge::{CommandOutcome, CommandReply, HostUpdate};
 
 use super::support::{app, app_with, config};
 
@@ -53,7 +53,7 @@ async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
     type_text(&mut app, "second");
     app.on_key(key(KeyCode::Enter));
     assert_eq!(app.queue, ["second"]);
-    app.on_host(HostUpdate::Notify {
+    app.on_host(HostEvent::Notify {
         extension: "x".into(),
         level: NotifyLevel::Info,
         message: "hi".into(),
@@ -90,13 +90,13 @@ async fn queued_prompts_are_delivered_in_order_when_idle() {
 async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_next_prompt() {
     let (mut app, _, _) = app();
     for ext in ["a", "b", "a"] {
-        app.on_host(HostUpdate::Notify {
+        app.on_host(HostEvent::Notify {
             extension: ext.into(),
             level: NotifyLevel::Warn,
             message: "m".into(),
         });
     }
-    app.on_host(HostUpdate::ClearNotes {
+    app.on_host(HostEvent::ClearNotes {
         extension: "a".into(),
     });
     assert_eq!(app.notes.len(), 1);
@@ -201,16 +201,16 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
         lines: vec!["new".into()],
         footer: None,
     };
-    app.on_host(HostUpdate::PanelRender {
+    app.on_host(HostEvent::PanelRender {
         extension: "other".into(),
         panel: render("p1"),
     });
-    app.on_host(HostUpdate::PanelRender {
+    app.on_host(HostEvent::PanelRender {
         extension: "todo".into(),
         panel: render("p2"),
     });
     assert_eq!(app.panel.as_ref().unwrap().lines, ["a"]);
-    app.on_host(HostUpdate::PanelRender {
+    app.on_host(HostEvent::PanelRender {
         extension: "todo".into(),
         panel: render("p1"),
     });
@@ -237,7 +237,7 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
     assert!(!app.quit);
     // The extension closing its own panel sends nothing back.
     app.on_app(reply(panel("p4"), None));
-    app.on_host(HostUpdate::PanelClose {
+    app.on_host(HostEvent::PanelClose {
         extension: "todo".into(),
         panel_id: "p4".into(),
     });
@@ -386,15 +386,18 @@ async fn built_in_commands() {
 #[tokio::test]
 async fn extension_status_widgets_and_questions() {
     let (mut app, _, _) = app();
-    app.on_host(HostUpdate::Status {
+    app.on_host(HostEvent::Status {
+        extension: "notes".into(),
         key: "notes:job".into(),
         text: "researching".into(),
     });
-    app.on_host(HostUpdate::Status {
+    app.on_host(HostEvent::Status {
+        extension: "other".into(),
         key: "other:x".into(),
         text: "busy".into(),
     });
-    app.on_host(HostUpdate::Status {
+    app.on_host(HostEvent::Status {
+        extension: "notes".into(),
         key: "notes:job".into(),
         text: "testing".into(),
     });
@@ -405,12 +408,14 @@ async fn extension_status_widgets_and_questions() {
             ("other:x".to_owned(), "busy".to_owned())
         ]
     );
-    app.on_host(HostUpdate::Status {
+    app.on_host(HostEvent::Status {
+        extension: "other".into(),
         key: "other:x".into(),
         text: String::new(),
     });
     assert_eq!(app.statuses.len(), 1);
-    app.on_host(HostUpdate::Widget {
+    app.on_host(HostEvent::Widget {
+        extension: "notes".into(),
         key: "notes:w".into(),
         lines: vec!["✓ research".into(), "… tests".into()],
     });
@@ -419,19 +424,20 @@ async fn extension_status_widgets_and_questions() {
         screen.contains("testing") && screen.contains("✓ research"),
         "{screen}"
     );
-    app.on_host(HostUpdate::Widget {
+    app.on_host(HostEvent::Widget {
+        extension: "notes".into(),
         key: "notes:w".into(),
         lines: vec![],
     });
     assert!(app.widgets.is_empty());
 
     let (tx, rx) = std::sync::mpsc::channel();
-    let answer = zot_tui::bridge::Answer::new(move |a| tx.send(a).unwrap());
-    app.on_host(HostUpdate::Question {
+    let answer = QuestionReply::new(move |a| tx.send(a).unwrap());
+    app.on_host(HostEvent::Question {
         extension: "deploy".into(),
         prompt: "Which environment?".into(),
         options: vec!["staging".into(), "production".into()],
-        answer,
+        reply: answer,
     });
     let screen = super::support::render(&mut app, 80, 16);
     assert!(
@@ -443,12 +449,12 @@ async fn extension_status_widgets_and_questions() {
     assert_eq!(rx.recv().unwrap(), Some("production".to_owned()));
 
     let (tx, rx) = std::sync::mpsc::channel();
-    let answer = zot_tui::bridge::Answer::new(move |a| tx.send(a).unwrap());
-    app.on_host(HostUpdate::Question {
+    let answer = QuestionReply::new(move |a| tx.send(a).unwrap());
+    app.on_host(HostEvent::Question {
         extension: "d".into(),
         prompt: "?".into(),
         options: vec!["a".into()],
-        answer,
+        reply: answer,
     });
     app.on_key(key(KeyCode::Esc));
     assert_eq!(rx.recv().unwrap(), None, "dismissed");

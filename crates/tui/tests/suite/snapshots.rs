@@ -6,9 +6,9 @@ use serde_json::json;
 use tokio::sync::oneshot;
 use zot_core::event::AgentEvent;
 use zot_core::message::Block;
+use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, ReloadSummary};
 use zot_protocol::zot::{NotifyLevel, PanelContent};
 use zot_tui::app::{AppMsg, Entry};
-use zot_tui::bridge::{CommandOutcome, CommandReply, HostUpdate, ReloadSummary};
 use zot_tui::worker::{ConfirmRequest, WorkerEvent};
 
 use super::support::{app, render};
@@ -133,7 +133,7 @@ async fn every_note_level() {
         (NotifyLevel::Warn, "disk almost full"),
         (NotifyLevel::Error, "build failed"),
     ] {
-        app.on_host(HostUpdate::Notify {
+        app.on_host(HostEvent::Notify {
             extension: "ops".into(),
             level,
             message: text.into(),
@@ -202,7 +202,7 @@ async fn narrow_and_wide_terminals() {
     app.submit("explain the borrow checker");
     agent(&mut app, AgentEvent::AssistantStart);
     agent(&mut app, AgentEvent::TextDelta { delta: "The borrow checker makes sure references never outlive the data they point to, and that mutation is exclusive.".into() });
-    app.on_host(HostUpdate::Notify {
+    app.on_host(HostEvent::Notify {
         extension: "ops".into(),
         level: NotifyLevel::Info,
         message: "note".into(),

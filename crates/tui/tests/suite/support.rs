@@ -6,9 +6,10 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokio::sync::mpsc;
 use zot_core::tool::BoxFuture;
+use zot_protocol::ui::{CommandInfo, CommandOutcome, CommandReply, ReloadSummary};
 use zot_protocol::zot::Key;
 use zot_tui::app::{App, AppConfig, AppMsg};
-use zot_tui::bridge::{CommandEntry, CommandOutcome, CommandReply, Extensions, ReloadSummary};
+use zot_tui::bridge::Extensions;
 use zot_tui::view;
 use zot_tui::worker;
 
@@ -23,19 +24,19 @@ pub struct FakeHost {
 }
 
 impl Extensions for FakeHost {
-    fn commands(&self) -> Vec<CommandEntry> {
+    fn commands(&self) -> Vec<CommandInfo> {
         vec![
-            CommandEntry {
+            CommandInfo {
                 name: "todo".into(),
                 description: Some("open the todo panel".into()),
                 extension: "todo".into(),
             },
-            CommandEntry {
+            CommandInfo {
                 name: "Deploy".into(),
                 description: None,
                 extension: "shipit".into(),
             },
-            CommandEntry {
+            CommandInfo {
                 name: "weather".into(),
                 description: Some("weather for a city".into()),
                 extension: "weather".into(),

@@ -1,26 +1,62 @@
-//! The framed stdio connection to one extension: a reader that enforces the
-//! frame limit, one writer task that owns stdin (frames never interleave and
-//! stay in order), and the table of requests waiting for a reply by id.
+//! Transports: how frames travel between the host and one extension,
+//! whatever protocol they carry. This module holds what every transport
+//! shares: the frame reader (limit enforced while reading), the outgoing
+//! queue (frames never interleave and stay in order), the table of requests
+//! waiting for a reply by id, and the [`Endpoint`] the host stops. Each
+//! transport is a module of its own: `stdio` (a child process) today.
 
+pub(crate) mod stdio;
+
+use std::any::Any;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use serde::Serialize;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
-use zot_protocol::zot::{ExtFrame, to_line};
+use zot_protocol::zot::to_line;
 
 use crate::ext_log::ExtLog;
-use std::sync::Arc;
+
+/// What one extension is reached through: its name, its log, and the
+/// connection its adapter sends frames and requests over.
+pub(crate) struct Peer {
+    pub(crate) name: String,
+    pub(crate) log: Arc<ExtLog>,
+    pub(crate) conn: Connection,
+}
+
+/// The far end of a transport, as the host supervises it: a process today.
+/// Exit descriptions read `exit status: 3` or `signal: 9 (SIGKILL)`.
+pub(crate) trait Endpoint: Send + Sync {
+    /// The process id (the process group leader).
+    fn pid(&self) -> i32;
+    /// How it ended, once it has.
+    fn exit(&self) -> Option<String>;
+    /// Waits until `deadline` for it to end by itself.
+    fn wait_until(&self, deadline: Instant) -> BoxFuture<'_, Option<String>>;
+    /// Ends it at once and waits briefly for the end to be seen.
+    fn kill(&self) -> BoxFuture<'_, Option<String>>;
+    /// After the protocol's shutdown request: waits until `deadline`, then escalates.
+    fn stop(&self, deadline: Instant, term_grace: Duration) -> BoxFuture<'_, Option<String>>;
+    /// Ends it at once without waiting (the host is being dropped).
+    fn kill_now(&self);
+}
+
+/// `exit status: 3`, or that it is still running.
+pub(crate) fn describe(exit: Option<&str>) -> String {
+    exit.unwrap_or("still running").to_owned()
+}
 
 /// Reads LF-delimited frames: a trailing CR is dropped, blank lines skipped.
 pub(crate) struct FrameReader {
-    inner: FramedRead<ChildStdout, AnyDelimiterCodec>,
+    inner: FramedRead<Box<dyn AsyncRead + Send + Unpin>, AnyDelimiterCodec>,
 }
 
 #[derive(Debug)]
@@ -30,11 +66,14 @@ pub(crate) enum ReadError {
 }
 
 impl FrameReader {
-    pub(crate) fn new(stdout: ChildStdout, max_frame_bytes: usize) -> Self {
+    pub(crate) fn new(
+        input: impl AsyncRead + Send + Unpin + 'static,
+        max_frame_bytes: usize,
+    ) -> Self {
         let codec =
             AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_frame_bytes);
         Self {
-            inner: FramedRead::new(stdout, codec),
+            inner: FramedRead::new(Box::new(input), codec),
         }
     }
 
@@ -70,25 +109,44 @@ pub enum RequestError {
     Malformed(String),
 }
 
-enum Outgoing {
+pub(crate) enum Outgoing {
     Frame {
         line: Vec<u8>,
         written: Option<oneshot::Sender<()>>,
     },
-    /// Close stdin once everything queued before it is written.
+    /// Close the way out once everything queued before it is written.
     Close,
 }
 
-/// A reply to a request, in the dialect of the extension that sent it.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    Zot(Box<ExtFrame>),
-    Nimlet(Box<zot_protocol::nimlet::Response>),
-}
+/// A reply to a request: the frame the adapter parsed, which only that
+/// adapter knows the type of (it downcasts its own frames).
+pub(crate) type Reply = Box<dyn Any + Send>;
 
 type Outcome = Result<Reply, RequestError>;
 
-/// The host's side of one extension's stdio.
+/// What a transport's writer task consumes: queued frames, and the signal
+/// to give up at once (a write blocked past a request's deadline).
+pub(crate) struct Outbox {
+    pub(crate) queue: mpsc::UnboundedReceiver<Outgoing>,
+    pub(crate) abort: watch::Receiver<bool>,
+}
+
+/// Queues one-way frames on a connection; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Sender(mpsc::UnboundedSender<Outgoing>);
+
+impl Sender {
+    pub(crate) fn send<T: Serialize>(&self, frame: &T) {
+        if let Ok(line) = to_line(frame) {
+            let _ = self.0.send(Outgoing::Frame {
+                line,
+                written: None,
+            });
+        }
+    }
+}
+
+/// The host's side of one extension's connection, whatever the transport.
 pub(crate) struct Connection {
     queue: mpsc::UnboundedSender<Outgoing>,
     pending: Mutex<Pending>,
@@ -104,29 +162,36 @@ struct Pending {
 }
 
 impl Connection {
-    /// Starts the writer task for `stdin`.
-    pub(crate) fn new(stdin: ChildStdin, log: Arc<ExtLog>) -> Self {
+    /// A connection and the outbox its transport's writer task drains.
+    pub(crate) fn new() -> (Self, Outbox) {
         let (queue, rx) = mpsc::unbounded_channel();
         let (abort_input, abort_rx) = watch::channel(false);
-        tokio::spawn(write_loop(stdin, rx, abort_rx, log));
-        Self {
+        let conn = Self {
             queue,
             pending: Mutex::new(Pending::default()),
             abort_input,
-        }
+        };
+        (
+            conn,
+            Outbox {
+                queue: rx,
+                abort: abort_rx,
+            },
+        )
     }
 
     /// Queues a one-way frame.
     pub(crate) fn send<T: Serialize>(&self, frame: &T) {
-        if let Ok(line) = to_line(frame) {
-            let _ = self.queue.send(Outgoing::Frame {
-                line,
-                written: None,
-            });
-        }
+        self.sender().send(frame);
     }
 
-    /// Closes stdin after everything queued so far has been written.
+    /// A handle that only queues one-way frames, for answers given later
+    /// (a question the user answers after the adapter has returned).
+    pub(crate) fn sender(&self) -> Sender {
+        Sender(self.queue.clone())
+    }
+
+    /// Closes the way out (stdin) after everything queued so far has been written.
     pub(crate) fn close_input(&self) {
         let _ = self.queue.send(Outgoing::Close);
     }
@@ -220,41 +285,6 @@ impl Connection {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-async fn write_loop(
-    mut stdin: ChildStdin,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut abort: watch::Receiver<bool>,
-    log: Arc<ExtLog>,
-) {
-    loop {
-        let next = tokio::select! {
-            biased;
-            _ = abort.wait_for(|a| *a) => break,
-            next = rx.recv() => next,
-        };
-        let Some(Outgoing::Frame { line, written }) = next else {
-            break;
-        };
-        let result = tokio::select! {
-            biased;
-            _ = abort.wait_for(|a| *a) => {
-                log.line("a request write blocked past its deadline; closing the extension's stdin");
-                break;
-            }
-            result = stdin.write_all(&line) => result,
-        };
-        if let Err(e) = result {
-            log.line(format_args!("write to extension failed: {e}"));
-            break;
-        }
-        if let Some(written) = written {
-            let _ = written.send(());
-        }
-    }
-    // Dropping stdin closes the pipe: the extension reads EOF.
-    drop(stdin);
 }
 
 /// Runs a closure when dropped.

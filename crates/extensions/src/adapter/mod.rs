@@ -1,0 +1,214 @@
+//! Protocol adapters: each maps one extension protocol onto the neutral
+//! model (`model.rs`). An adapter owns its handshake, encodes the host's
+//! requests into its frames, decodes replies into verdicts and effects, and
+//! declares its [`Semantics`]. It talks over a [`Peer`], whatever transport
+//! carries the frames. [`for_manifest`] is the one place that picks an
+//! adapter; nothing else in the host knows which protocol an extension speaks.
+
+pub(crate) mod nimlet;
+pub(crate) mod zot;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use zot_protocol::ui::CommandOutcome;
+use zot_protocol::zot::{ContentBlock, Key};
+
+use crate::context::HostContext;
+use crate::manifest::{Launch, Manifest};
+use crate::model::{Ask, Effect, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
+use crate::transport::{FrameReader, Peer, ReadError, RequestError};
+
+/// How the host hears from an adapter about one extension: registrations,
+/// UI effects, and warnings for the user (also written to the extension's log).
+pub(crate) trait Link: Send + Sync {
+    fn register(&self, registration: Registration);
+    fn effect(&self, effect: Effect);
+    fn warn(&self, message: String);
+}
+
+/// A command's answer: what to do, and an error line to show whatever the outcome.
+pub(crate) type CommandAnswer = (CommandOutcome, Option<String>);
+
+/// A tool's answer in neutral terms.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ToolAnswer {
+    /// Text and image blocks (unknown block types arrive as a text note).
+    pub(crate) content: Vec<ContentBlock>,
+    pub(crate) is_error: bool,
+    /// Deferred tools the result asks to make visible.
+    pub(crate) activate: Vec<String>,
+}
+
+/// Input for an open panel.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PanelInput {
+    Key {
+        panel_id: String,
+        key: Key,
+        text: Option<String>,
+    },
+    Closed {
+        panel_id: String,
+    },
+}
+
+/// One protocol, as the host drives it. One instance per extension.
+pub(crate) trait Adapter: Send + Sync {
+    fn semantics(&self) -> Semantics;
+
+    /// Reads (and answers) the opening of the conversation; returns what
+    /// the extension registered in it. The host then reads every later frame.
+    fn handshake<'a>(
+        &'a self,
+        peer: &'a Peer,
+        reader: &'a mut FrameReader,
+    ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>>;
+
+    /// Handles one frame after the handshake.
+    fn on_frame(&self, peer: &Peer, link: &dyn Link, line: &[u8]);
+
+    fn command<'a>(
+        &'a self,
+        peer: &'a Peer,
+        link: &'a dyn Link,
+        name: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<CommandAnswer, RequestError>>;
+
+    fn call_tool<'a>(
+        &'a self,
+        peer: &'a Peer,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolAnswer, RequestError>>;
+
+    /// Tells a subscriber what happened; returns once the protocol has
+    /// delivered it (for request-style protocols, once answered).
+    fn observe<'a>(
+        &'a self,
+        peer: &'a Peer,
+        link: &'a dyn Link,
+        hook: &'a Hook,
+    ) -> BoxFuture<'a, ()>;
+
+    /// Asks an interceptor. `None` when it could not answer (timeout,
+    /// crash, malformed reply): the adapter has warned, and the chain goes
+    /// on as if it allowed (fail-open).
+    fn intercept<'a>(
+        &'a self,
+        peer: &'a Peer,
+        link: &'a dyn Link,
+        ask: &'a Ask,
+    ) -> BoxFuture<'a, Option<Verdict>>;
+
+    /// Delivers panel input; `false` when the protocol has no panels.
+    fn panel_input(&self, _peer: &Peer, _input: PanelInput) -> bool {
+        false
+    }
+
+    /// Sends the protocol's shutdown request (the host then closes the
+    /// connection and waits).
+    fn shutdown(&self, peer: &Peer);
+
+    /// How a subscription is listed in reports: under events (`Observe`)
+    /// or intercepts, by the protocol's own name for it.
+    fn listed_as(&self, point: HookPoint, mode: Mode) -> (Mode, &'static str);
+}
+
+/// How to start an extension's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchSpec {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: PathBuf,
+}
+
+/// The adapter for a process manifest, and how to start it. `dir` is the
+/// extension directory (absolute). An error says why it cannot start.
+pub(crate) fn for_manifest(
+    manifest: &Manifest,
+    dir: &Path,
+    cx: &Arc<HostContext>,
+) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
+    let Some((program, args)) = manifest.program(dir) else {
+        return Err(match manifest.launch {
+            Launch::Nimlet { .. } => "empty command".to_owned(),
+            _ => "manifest has no exec".to_owned(),
+        });
+    };
+    let args = args.to_vec();
+    Ok(match &manifest.launch {
+        Launch::Nimlet { timeout, .. } => {
+            let adapter = nimlet::Nimlet::new(Arc::clone(cx), *timeout);
+            // Runs in the workspace (research nimlet.md E4).
+            let cwd = cx.cwd();
+            (Box::new(adapter), LaunchSpec { program, args, cwd })
+        }
+        _ => {
+            let adapter = zot::Zot::new(Arc::clone(cx), manifest.name.clone(), dir.to_path_buf());
+            let cwd = dir.to_path_buf();
+            (Box::new(adapter), LaunchSpec { program, args, cwd })
+        }
+    })
+}
+
+/// Why an extension's opening was not acceptable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("exited before hello")]
+    ExitedBeforeHello,
+    #[error("no hello within {0:?}")]
+    Timeout(Duration),
+    #[error("first frame exceeds the frame size limit")]
+    FrameTooLong,
+    #[error("reading the first frame failed: {0}")]
+    Io(String),
+    #[error("first frame is not valid JSON: {0}")]
+    BadJson(String),
+    #[error("first frame must be hello (got {0})")]
+    NotHello(String),
+    #[error("hello name \"{got}\" does not match the manifest name \"{want}\"")]
+    NameMismatch { got: String, want: String },
+    /// The first frame broke the protocol's registration rules (its own message).
+    #[error("{0}")]
+    BadRegister(String),
+}
+
+/// The first frame within `timeout`, parsed as JSON.
+pub(crate) async fn first_frame(
+    reader: &mut FrameReader,
+    timeout: Duration,
+) -> Result<Value, HandshakeError> {
+    let line = match tokio::time::timeout(timeout, reader.next()).await {
+        Err(_) => return Err(HandshakeError::Timeout(timeout)),
+        Ok(None) => return Err(HandshakeError::ExitedBeforeHello),
+        Ok(Some(Err(ReadError::TooLong))) => return Err(HandshakeError::FrameTooLong),
+        Ok(Some(Err(ReadError::Io(e)))) => return Err(HandshakeError::Io(e.to_string())),
+        Ok(Some(Ok(line))) => line,
+    };
+    serde_json::from_slice(&line).map_err(|e| HandshakeError::BadJson(e.to_string()))
+}
+
+/// A reply the adapter itself parsed, back from the connection's table.
+pub(crate) fn own_reply<T: 'static>(reply: crate::transport::Reply) -> Result<T, RequestError> {
+    reply
+        .downcast::<T>()
+        .map(|frame| *frame)
+        .map_err(|_| RequestError::Malformed("reply of another protocol".into()))
+}
+
+/// `a boolean`, `an object`…, for messages about a wrong JSON type.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

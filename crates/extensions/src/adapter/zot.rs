@@ -1,0 +1,520 @@
+//! The zot protocol: the extension speaks first (`hello`), the host answers
+//! `hello_ack`, registrations stream in until `ready`; events are one-way
+//! frames, intercepts and calls are requests answered by id.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use zot_protocol::PROTOCOL_VERSION;
+use zot_protocol::ui::{CommandInfo, CommandOutcome};
+use zot_protocol::zot::{
+    CommandAction, CommandInvoked, ContentBlock, Event, EventIntercept, ExtFrame, HelloAck,
+    HostFrame, Intercept, InterceptResponse, PanelClose, PanelKey, RegisterCommand, RegisterTool,
+    Subscribe, ToolCall,
+};
+
+use super::{
+    Adapter, CommandAnswer, HandshakeError, Link, PanelInput, ToolAnswer, first_frame, json_kind,
+    own_reply,
+};
+use crate::context::HostContext;
+use crate::model::{
+    Ask, Effect, Hook, HookPoint, Mode, Registration, Rewrite, Semantics, ToolInfo, Verdict,
+};
+use crate::transport::{FrameReader, Peer, RequestError};
+
+pub(crate) struct Zot {
+    cx: Arc<HostContext>,
+    /// The manifest's name, which `hello` must repeat.
+    name: String,
+    /// The extension directory, sent in `hello_ack`.
+    dir: PathBuf,
+}
+
+impl Zot {
+    pub(crate) fn new(cx: Arc<HostContext>, name: String, dir: PathBuf) -> Self {
+        Self { cx, name, dir }
+    }
+
+    /// One intercept request; `None` (allow) with a warning on timeout,
+    /// crash or a malformed reply.
+    async fn ask(
+        &self,
+        peer: &Peer,
+        link: &dyn Link,
+        payload: Intercept,
+    ) -> Option<InterceptResponse> {
+        let event = payload.name();
+        let id = self.cx.next_id();
+        let frame = HostFrame::EventIntercept(EventIntercept {
+            id: id.clone(),
+            payload,
+        });
+        let deadline = self.cx.config.limits.intercept_timeout;
+        let problem = match peer.conn.request(&id, &frame, Some(deadline)).await {
+            Ok(reply) => match own_reply::<ExtFrame>(reply) {
+                Ok(ExtFrame::EventInterceptResponse(reply)) => return Some(reply),
+                Ok(other) => unexpected(&other).to_string(),
+                Err(e) => e.to_string(),
+            },
+            Err(RequestError::Timeout(after)) => format!("timed out after {after:?}"),
+            Err(e) => e.to_string(),
+        };
+        let keep = if event == "before_agent_start" {
+            "keeping the prompt"
+        } else {
+            "allowing"
+        };
+        link.warn(format!("intercept {event} {problem}; {keep}"));
+        None
+    }
+
+    async fn request(
+        &self,
+        peer: &Peer,
+        frame: HostFrame,
+        id: &str,
+        deadline: std::time::Duration,
+    ) -> Result<ExtFrame, RequestError> {
+        let reply = peer.conn.request(id, &frame, Some(deadline)).await?;
+        own_reply::<ExtFrame>(reply)
+    }
+}
+
+impl Adapter for Zot {
+    fn semantics(&self) -> Semantics {
+        Semantics {
+            joined_blocks: false,
+            hooks_in_plan: true,
+            restart_on_session_switch: false,
+            warn_builtin_tool_clash: false,
+        }
+    }
+
+    fn handshake<'a>(
+        &'a self,
+        peer: &'a Peer,
+        reader: &'a mut FrameReader,
+    ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>> {
+        async move {
+            let value = first_frame(reader, self.cx.config.limits.hello_timeout).await?;
+            let hello = hello(value, &self.name)?;
+            match &hello.version {
+                Some(version) => peer
+                    .log
+                    .line(format_args!("hello from {}/{version}", hello.name)),
+                None => peer.log.line(format_args!("hello from {}", hello.name)),
+            }
+            let facts = self.cx.facts().clone();
+            let dir = self.dir.display().to_string();
+            peer.conn.send(&HostFrame::HelloAck(HelloAck {
+                protocol_version: PROTOCOL_VERSION,
+                zot_version: self.cx.config.zot_version.clone(),
+                provider: facts.provider,
+                model: facts.model,
+                cwd: self.cx.cwd().display().to_string(),
+                extension_dir: dir.clone(),
+                data_dir: dir,
+            }));
+            Ok(Vec::new())
+        }
+        .boxed()
+    }
+
+    fn on_frame(&self, peer: &Peer, link: &dyn Link, line: &[u8]) {
+        let frame = match serde_json::from_slice::<ExtFrame>(line) {
+            Ok(frame) => frame,
+            Err(err) => return bad_frame(peer, line, &err),
+        };
+        match frame {
+            ExtFrame::Hello(_) => peer.log.line("unexpected second hello; ignored"),
+            ExtFrame::RegisterCommand(cmd) => register_command(peer, link, cmd),
+            ExtFrame::RegisterTool(tool) => register_tool(peer, link, tool),
+            ExtFrame::Ready => link.register(Registration::Ready),
+            ExtFrame::Subscribe(sub) => subscribe(peer, link, sub),
+            ExtFrame::ToolResult(ref r) => reply(peer, &r.id.clone(), frame),
+            ExtFrame::CommandResponse(ref r) => reply(peer, &r.id.clone(), frame),
+            ExtFrame::EventInterceptResponse(ref r) => reply(peer, &r.id.clone(), frame),
+            ExtFrame::Submit(submit) => {
+                if !submit.text.trim().is_empty() {
+                    link.effect(Effect::Submit(submit.text));
+                }
+            }
+            ExtFrame::PanelRender(panel) => link.effect(Effect::PanelRender(panel)),
+            ExtFrame::PanelClose(close) => link.effect(Effect::PanelClose(close.panel_id)),
+            ExtFrame::Notify(n) => link.effect(Effect::Notify {
+                level: n.level,
+                message: n.message,
+            }),
+            ExtFrame::ClearNotes => link.effect(Effect::ClearNotes),
+            ExtFrame::ShutdownAck => {}
+        }
+    }
+
+    fn command<'a>(
+        &'a self,
+        peer: &'a Peer,
+        _link: &'a dyn Link,
+        name: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<CommandAnswer, RequestError>> {
+        async move {
+            let id = self.cx.next_id();
+            let frame = HostFrame::CommandInvoked(CommandInvoked {
+                id: id.clone(),
+                name: name.to_owned(),
+                args: args.to_owned(),
+            });
+            let timeout = self.cx.config.limits.command_timeout;
+            let response = match self.request(peer, frame, &id, timeout).await? {
+                ExtFrame::CommandResponse(r) => r,
+                other => return Err(unexpected(&other)),
+            };
+            let text = |s: Option<String>| s.unwrap_or_default();
+            let outcome = match response.action {
+                CommandAction::Prompt => CommandOutcome::Prompt(text(response.prompt)),
+                CommandAction::Insert => CommandOutcome::Insert(text(response.insert)),
+                CommandAction::Display => CommandOutcome::Display(text(response.display)),
+                CommandAction::OpenPanel => match response.open_panel {
+                    Some(panel) => CommandOutcome::OpenPanel(panel),
+                    None => {
+                        return Err(RequestError::Malformed(
+                            "action open_panel without an open_panel object".into(),
+                        ));
+                    }
+                },
+                CommandAction::Noop => CommandOutcome::Noop,
+            };
+            Ok((outcome, response.error.filter(|e| !e.trim().is_empty())))
+        }
+        .boxed()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        peer: &'a Peer,
+        name: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolAnswer, RequestError>> {
+        async move {
+            let id = self.cx.next_id();
+            let frame = HostFrame::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.to_owned(),
+                args,
+            });
+            let timeout = self.cx.config.limits.tool_timeout;
+            let result = match self.request(peer, frame, &id, timeout).await? {
+                ExtFrame::ToolResult(r) => r,
+                other => return Err(unexpected(&other)),
+            };
+            let content = result
+                .content
+                .into_iter()
+                .filter(|b| !matches!(b, ContentBlock::Text { text } if text.is_empty()))
+                .map(|b| match b {
+                    ContentBlock::Unsupported => ContentBlock::Text {
+                        text: format!("[unsupported content block from extension {}]", peer.name),
+                    },
+                    other => other,
+                })
+                .collect();
+            Ok(ToolAnswer {
+                content,
+                is_error: result.is_error,
+                activate: result.activate_tools,
+            })
+        }
+        .boxed()
+    }
+
+    fn observe<'a>(
+        &'a self,
+        peer: &'a Peer,
+        _link: &'a dyn Link,
+        hook: &'a Hook,
+    ) -> BoxFuture<'a, ()> {
+        if let Some(event) = event(hook) {
+            peer.conn.send(&HostFrame::Event(event));
+        }
+        async {}.boxed()
+    }
+
+    fn intercept<'a>(
+        &'a self,
+        peer: &'a Peer,
+        link: &'a dyn Link,
+        ask: &'a Ask,
+    ) -> BoxFuture<'a, Option<Verdict>> {
+        async move {
+            let payload = intercept(ask)?;
+            let reply = self.ask(peer, link, payload).await?;
+            if reply.block {
+                return Some(Verdict::Block(reply.reason.unwrap_or_default()));
+            }
+            let rewrite = match ask {
+                Ask::ToolCall { .. } => match reply.modified_args {
+                    Some(new @ Value::Object(_)) => Some(Rewrite::Args(new)),
+                    Some(other) => {
+                        link.warn(format!(
+                            "modified_args must be a JSON object, got {}; ignored",
+                            json_kind(&other)
+                        ));
+                        None
+                    }
+                    None => None,
+                },
+                // An empty replace_text is no change (blocking is how a message is suppressed).
+                Ask::AssistantMessage { .. } => reply
+                    .replace_text
+                    .filter(|t| !t.is_empty())
+                    .map(Rewrite::Text),
+                Ask::BeforeAgentStart { .. } => reply.system_prompt.map(Rewrite::SystemPrompt),
+                _ => None,
+            };
+            Some(rewrite.map_or(Verdict::Allow, Verdict::Rewrite))
+        }
+        .boxed()
+    }
+
+    fn panel_input(&self, peer: &Peer, input: PanelInput) -> bool {
+        let frame = match input {
+            PanelInput::Key {
+                panel_id,
+                key,
+                text,
+            } => HostFrame::PanelKey(PanelKey {
+                panel_id,
+                key,
+                text,
+            }),
+            PanelInput::Closed { panel_id } => HostFrame::PanelClose(PanelClose { panel_id }),
+        };
+        peer.conn.send(&frame);
+        true
+    }
+
+    fn shutdown(&self, peer: &Peer) {
+        peer.conn.send(&HostFrame::Shutdown);
+    }
+
+    fn listed_as(&self, point: HookPoint, mode: Mode) -> (Mode, &'static str) {
+        (mode, hook_name(point).unwrap_or(""))
+    }
+}
+
+/// The zot name of a hook point, where zot has one.
+fn hook_name(point: HookPoint) -> Option<&'static str> {
+    Some(match point {
+        HookPoint::SessionStart => "session_start",
+        HookPoint::TurnStart => "turn_start",
+        HookPoint::TurnEnd => "turn_end",
+        HookPoint::ToolCall => "tool_call",
+        HookPoint::ToolConfirmation => "tool_confirmation_requested",
+        HookPoint::AssistantMessage => "assistant_message",
+        HookPoint::BeforeAgentStart => "before_agent_start",
+        _ => return None,
+    })
+}
+
+/// The hook point a zot subscription name stands for.
+fn hook_point(name: &str) -> Option<HookPoint> {
+    [
+        HookPoint::SessionStart,
+        HookPoint::TurnStart,
+        HookPoint::TurnEnd,
+        HookPoint::ToolCall,
+        HookPoint::ToolConfirmation,
+        HookPoint::AssistantMessage,
+        HookPoint::BeforeAgentStart,
+    ]
+    .into_iter()
+    .find(|p| hook_name(*p) == Some(name))
+}
+
+/// The one-way event frame for a hook, where zot has that event.
+fn event(hook: &Hook) -> Option<Event> {
+    Some(match hook.clone() {
+        Hook::SessionStart => Event::SessionStart,
+        Hook::TurnStart { step } => Event::TurnStart { step },
+        Hook::TurnEnd { stop, error } => Event::TurnEnd { stop, error },
+        Hook::ToolCall { id, name, args } => Event::ToolCall {
+            tool_id: id,
+            tool_name: name,
+            tool_args: args,
+        },
+        Hook::ToolConfirmation { id, name, preview } => Event::ToolConfirmationRequested {
+            tool_id: id,
+            tool_name: name,
+            tool_preview: preview,
+        },
+        Hook::AssistantMessage { text } => Event::AssistantMessage { text },
+        Hook::SessionEnd | Hook::PromptStart | Hook::PromptEnd { .. } | Hook::AfterCompact(_) => {
+            return None;
+        }
+    })
+}
+
+/// The intercept payload for a request, where zot intercepts that point.
+fn intercept(ask: &Ask) -> Option<Intercept> {
+    Some(match ask.clone() {
+        Ask::TurnStart { step } => Intercept::TurnStart { step },
+        Ask::ToolCall { id, name, args } => Intercept::ToolCall {
+            tool_id: id,
+            tool_name: name,
+            tool_args: args,
+        },
+        Ask::AssistantMessage { text } => Intercept::AssistantMessage { text },
+        Ask::BeforeAgentStart {
+            session_id,
+            agent_run_id,
+            cwd,
+            provider,
+            model,
+            system_prompt,
+        } => Intercept::BeforeAgentStart {
+            session_id,
+            agent_run_id,
+            cwd,
+            provider,
+            model,
+            system_prompt,
+        },
+        Ask::ToolResult { .. } | Ask::BeforeCompact { .. } => return None,
+    })
+}
+
+/// Checks the first frame: a `hello` naming `manifest_name`.
+fn hello(value: Value, manifest_name: &str) -> Result<zot_protocol::zot::Hello, HandshakeError> {
+    let kind = match value.get("type") {
+        Some(Value::String(t)) => format!("\"{t}\""),
+        _ => "a frame without a type".to_owned(),
+    };
+    match serde_json::from_value::<ExtFrame>(value) {
+        Ok(ExtFrame::Hello(hello)) if hello.name == manifest_name => Ok(hello),
+        Ok(ExtFrame::Hello(hello)) => Err(HandshakeError::NameMismatch {
+            got: hello.name,
+            want: manifest_name.to_owned(),
+        }),
+        Ok(_) => Err(HandshakeError::NotHello(kind)),
+        Err(e) if kind == "\"hello\"" => Err(HandshakeError::BadJson(e.to_string())),
+        Err(_) => Err(HandshakeError::NotHello(kind)),
+    }
+}
+
+fn unexpected(frame: &ExtFrame) -> RequestError {
+    RequestError::Malformed(format!("unexpected {} reply", frame.type_name()))
+}
+
+fn reply(peer: &Peer, id: &str, frame: ExtFrame) {
+    let kind = frame.type_name();
+    if peer.conn.resolve(id, Ok(Box::new(frame))).is_some() {
+        peer.log.line(format_args!(
+            "{kind} for unknown or expired id \"{id}\"; dropped"
+        ));
+    }
+}
+
+/// Logs a frame that did not parse; a malformed reply fails its request at once.
+fn bad_frame(peer: &Peer, line: &[u8], err: &serde_json::Error) {
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        peer.log
+            .line(format_args!("malformed json from extension: {err}"));
+        return;
+    };
+    let Some(kind) = value.get("type").and_then(Value::as_str) else {
+        peer.log.line("frame without a \"type\" field; skipped");
+        return;
+    };
+    if !ExtFrame::TYPES.contains(&kind) {
+        peer.log
+            .line(format_args!("unknown frame type \"{kind}\"; skipped"));
+        return;
+    }
+    peer.log
+        .line(format_args!("bad {kind} frame: {err}; skipped"));
+    if let Some(id) = value.get("id").and_then(Value::as_str)
+        && peer.conn.is_waiting(id)
+    {
+        peer.conn.resolve(
+            id,
+            Err(RequestError::Malformed(format!("bad {kind} frame: {err}"))),
+        );
+    }
+}
+
+fn register_command(peer: &Peer, link: &dyn Link, cmd: RegisterCommand) {
+    let name = cmd.name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) || name.starts_with('/') {
+        peer.log.line(format_args!(
+            "command {:?} rejected: a name is one word without a leading '/'",
+            cmd.name
+        ));
+        return;
+    }
+    link.register(Registration::Command(CommandInfo {
+        name: name.to_owned(),
+        description: cmd.description,
+        extension: peer.name.clone(),
+    }));
+}
+
+fn register_tool(peer: &Peer, link: &dyn Link, tool: RegisterTool) {
+    if tool.name.trim().is_empty() {
+        peer.log.line("tool with an empty name rejected");
+        return;
+    }
+    if !tool.schema.is_object() {
+        peer.log.line(format_args!(
+            "tool \"{}\" rejected: schema must be a JSON object (got {})",
+            tool.name,
+            json_kind(&tool.schema)
+        ));
+        return;
+    }
+    link.register(Registration::Tool(ToolInfo {
+        name: tool.name,
+        description: tool.description,
+        schema: tool.schema,
+        deferred: tool.deferred,
+        extension: peer.name.clone(),
+        read_only: tool.read_only,
+    }));
+}
+
+fn subscribe(peer: &Peer, link: &dyn Link, sub: Subscribe) {
+    for event in sub.events {
+        let point = hook_point(&event).filter(|_| Event::NAMES.contains(&event.as_str()));
+        match point {
+            Some(point) => link.register(Registration::Subscribe(point, Mode::Observe)),
+            None => peer
+                .log
+                .line(format_args!("subscribe: unknown event \"{event}\" ignored")),
+        }
+    }
+    for event in sub.intercept {
+        let point = hook_point(&event).filter(|_| Intercept::NAMES.contains(&event.as_str()));
+        match point {
+            Some(point) => link.register(Registration::Subscribe(point, Mode::Intercept)),
+            None => peer.log.line(format_args!(
+                "subscribe: \"{event}\" cannot be intercepted; ignored"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_zot_name_maps_to_one_hook_point_and_back() {
+        for name in Event::NAMES.iter().chain(Intercept::NAMES) {
+            let point = hook_point(name).unwrap();
+            assert_eq!(hook_name(point), Some(*name));
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The one extension model every protocol adapter maps onto: hook points
+//! and what the host says at them, interceptors' verdicts, registrations,
+//! and UI effects. The host, the registry and the dispatcher work only with
+//! these types; which protocol an extension speaks stays in its adapter.
+
+use serde_json::Value;
+use zot_protocol::ui::{CommandInfo, QuestionReply};
+use zot_protocol::zot::{NotifyLevel, PanelRender};
+
+/// A point in the agent's run where extensions may observe or intercept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HookPoint {
+    /// The first prompt of a session is about to run.
+    SessionStart,
+    /// The session ends (a switch to another, or exit).
+    SessionEnd,
+    /// A user prompt starts (once per prompt, however many model calls follow).
+    PromptStart,
+    /// A user prompt ended: finished, failed or interrupted.
+    PromptEnd,
+    /// The system prompt is prepared before the first model call after a reset.
+    BeforeAgentStart,
+    /// One model call (a step of a prompt) starts.
+    TurnStart,
+    /// One model call ended.
+    TurnEnd,
+    /// The model asked for a tool call.
+    ToolCall,
+    /// The user is asked to confirm a tool call.
+    ToolConfirmation,
+    /// A tool ran; its output may be rewritten before the model sees it.
+    ToolResult,
+    /// The model's text is about to be shown.
+    AssistantMessage,
+    /// Older messages are about to be summarised.
+    BeforeCompact,
+    /// A compaction ran or failed.
+    AfterCompact,
+}
+
+/// How an extension takes part at a hook point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// Told what happened; its answer (if its protocol has one) changes nothing.
+    Observe,
+    /// Asked for a verdict that may block or rewrite.
+    Intercept,
+}
+
+/// What the host tells observers at a hook point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hook {
+    SessionStart,
+    SessionEnd,
+    PromptStart,
+    PromptEnd {
+        interrupted: bool,
+    },
+    TurnStart {
+        step: u32,
+    },
+    TurnEnd {
+        stop: String,
+        error: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolConfirmation {
+        id: String,
+        name: String,
+        preview: String,
+    },
+    AssistantMessage {
+        text: String,
+    },
+    AfterCompact(Compaction),
+}
+
+impl Hook {
+    pub fn point(&self) -> HookPoint {
+        match self {
+            Self::SessionStart => HookPoint::SessionStart,
+            Self::SessionEnd => HookPoint::SessionEnd,
+            Self::PromptStart => HookPoint::PromptStart,
+            Self::PromptEnd { .. } => HookPoint::PromptEnd,
+            Self::TurnStart { .. } => HookPoint::TurnStart,
+            Self::TurnEnd { .. } => HookPoint::TurnEnd,
+            Self::ToolCall { .. } => HookPoint::ToolCall,
+            Self::ToolConfirmation { .. } => HookPoint::ToolConfirmation,
+            Self::AssistantMessage { .. } => HookPoint::AssistantMessage,
+            Self::AfterCompact(_) => HookPoint::AfterCompact,
+        }
+    }
+}
+
+/// How a compaction went, for observers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    pub did_compact: bool,
+    pub summary: String,
+    pub first_kept_index: usize,
+    pub tokens_before: u64,
+    pub message: String,
+}
+
+/// What the host asks interceptors at a hook point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    TurnStart {
+        step: u32,
+    },
+    BeforeAgentStart {
+        session_id: String,
+        agent_run_id: String,
+        cwd: String,
+        provider: String,
+        model: String,
+        system_prompt: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolResult {
+        name: String,
+        args: Value,
+        output: String,
+        is_error: bool,
+    },
+    AssistantMessage {
+        text: String,
+    },
+    BeforeCompact {
+        instruction: String,
+        tokens_before: u64,
+        /// The conversation as JSON.
+        entries: Value,
+    },
+}
+
+impl Ask {
+    pub fn point(&self) -> HookPoint {
+        match self {
+            Self::TurnStart { .. } => HookPoint::TurnStart,
+            Self::BeforeAgentStart { .. } => HookPoint::BeforeAgentStart,
+            Self::ToolCall { .. } => HookPoint::ToolCall,
+            Self::ToolResult { .. } => HookPoint::ToolResult,
+            Self::AssistantMessage { .. } => HookPoint::AssistantMessage,
+            Self::BeforeCompact { .. } => HookPoint::BeforeCompact,
+        }
+    }
+}
+
+/// An interceptor's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Allow,
+    /// Refuse; the reason may be empty (the host then words one).
+    Block(String),
+    Rewrite(Rewrite),
+}
+
+/// What an interceptor changes, by hook point.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewrite {
+    /// Tool call: run with these arguments (a JSON object).
+    Args(Value),
+    /// Assistant message: show this text instead.
+    Text(String),
+    /// Before agent start: the system prompt ("" removes it).
+    SystemPrompt(String),
+    /// Tool result: replace the output text and/or the error flag.
+    ToolOutput {
+        output: Option<String>,
+        is_error: Option<bool>,
+    },
+    /// Before compaction: an extra instruction for the summariser, and/or a
+    /// summary of its own (`Some(None)` withdraws an earlier one).
+    Compaction {
+        instruction: Option<String>,
+        summary: Option<Option<CustomSummary>>,
+    },
+}
+
+/// A summary an extension wrote, replacing the messages before `first_kept_index`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomSummary {
+    pub summary: String,
+    pub first_kept_index: usize,
+}
+
+/// An extension tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: Option<String>,
+    /// A JSON Schema object.
+    pub schema: Value,
+    pub deferred: bool,
+    pub extension: String,
+    /// Only reads (no writes, no side effects): offered in plan mode.
+    pub read_only: bool,
+}
+
+/// Something an extension registers, during its handshake or later.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Registration {
+    Command(CommandInfo),
+    Tool(ToolInfo),
+    Subscribe(HookPoint, Mode),
+    /// The registration window is over.
+    Ready,
+}
+
+/// What an extension makes the user see, before the host attributes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Notify {
+        level: NotifyLevel,
+        message: String,
+    },
+    ClearNotes,
+    /// Submit text as a user prompt.
+    Submit(String),
+    PanelRender(PanelRender),
+    PanelClose(String),
+    /// Footer text under `key` (the host scopes keys per extension).
+    Status {
+        key: String,
+        text: String,
+    },
+    /// Lines above the footer under `key`.
+    Widget {
+        key: String,
+        lines: Vec<String>,
+    },
+    /// Durable data for the session file, never sent to the model.
+    Entry(Value),
+    Question {
+        prompt: String,
+        options: Vec<String>,
+        reply: QuestionReply,
+    },
+}
+
+/// How a protocol's extensions take part in the model, where protocols
+/// differ. Each adapter declares its own; the host reads only these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Semantics {
+    /// A block does not end the chain: later interceptors of the same
+    /// semantics still see the request, and every reason is joined with
+    /// "; ". Otherwise the first block wins and the chain stops.
+    pub joined_blocks: bool,
+    /// Observers and interceptors are called in plan mode too.
+    pub hooks_in_plan: bool,
+    /// A session switch restarts the extension with a fresh handshake that
+    /// carries the new session id.
+    pub restart_on_session_switch: bool,
+    /// A tool named like a built-in is reported to the user, not only logged.
+    pub warn_builtin_tool_clash: bool,
+}

@@ -1,0 +1,232 @@
+//! The child-process transport: the extension runs in its own process
+//! group (with a parent-death signal on Linux), frames travel over its
+//! stdin and stdout, its stderr is its log file, and it is stopped with
+//! escalating signals to the whole group.
+
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing};
+use crate::ext_log::ExtLog;
+
+/// A running extension process (and its process group).
+#[derive(Debug)]
+pub(crate) struct Process {
+    pgid: Pid,
+    exit: watch::Receiver<Option<ExitStatus>>,
+}
+
+/// A started extension process: what the host supervises, the connection
+/// over its stdin, and the frames from its stdout.
+pub(crate) struct Spawned {
+    pub(crate) process: Process,
+    pub(crate) conn: Connection,
+    pub(crate) reader: FrameReader,
+}
+
+/// Starts `program args…` in `cwd`, its stderr appended to the log; frames
+/// longer than `max_frame_bytes` end the connection.
+pub(crate) fn spawn(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    log: &Arc<ExtLog>,
+    max_frame_bytes: usize,
+) -> io::Result<Spawned> {
+    let (process, stdin, stdout) = Process::spawn(program, args, cwd, log.stderr_handle()?)?;
+    let (conn, outbox) = Connection::new();
+    tokio::spawn(write_loop(stdin, outbox, Arc::clone(log)));
+    Ok(Spawned {
+        process,
+        conn,
+        reader: FrameReader::new(stdout, max_frame_bytes),
+    })
+}
+
+/// Writes queued frames to stdin in order; dropping stdin at the end closes
+/// the pipe, so the extension reads EOF.
+async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>) {
+    let Outbox {
+        queue: mut rx,
+        mut abort,
+    } = outbox;
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = abort.wait_for(|a| *a) => break,
+            next = rx.recv() => next,
+        };
+        let Some(Outgoing::Frame { line, written }) = next else {
+            break;
+        };
+        let result = tokio::select! {
+            biased;
+            _ = abort.wait_for(|a| *a) => {
+                log.line("a request write blocked past its deadline; closing the extension's stdin");
+                break;
+            }
+            result = stdin.write_all(&line) => result,
+        };
+        if let Err(e) = result {
+            log.line(format_args!("write to extension failed: {e}"));
+            break;
+        }
+        if let Some(written) = written {
+            let _ = written.send(());
+        }
+    }
+    drop(stdin);
+}
+
+impl Process {
+    /// Starts `program args…` in `cwd` with piped stdin/stdout and `stderr`
+    /// (the log file) as its stderr.
+    fn spawn(
+        program: &Path,
+        args: &[String],
+        cwd: &Path,
+        stderr: std::fs::File,
+    ) -> io::Result<(Self, ChildStdin, tokio::process::ChildStdout)> {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .process_group(0);
+        #[cfg(target_os = "linux")]
+        {
+            let host = nix::unistd::getpid();
+            // SAFETY: the closure runs between fork and exec and only makes
+            // async-signal-safe syscalls (prctl, getppid).
+            unsafe {
+                command.pre_exec(move || {
+                    // The signal fires when the thread that forked us exits;
+                    // the host spawns from runtime threads that live as long as it.
+                    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+                    if nix::unistd::getppid() != host {
+                        // The host died before prctl took effect.
+                        return Err(io::Error::other("host exited during spawn"));
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout), Some(pid)) =
+            (child.stdin.take(), child.stdout.take(), child.id())
+        else {
+            return Err(io::Error::other("child has no stdio pipes"));
+        };
+        let pgid = Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
+        let (tx, exit) = watch::channel(None);
+        // The one place that reaps the child: no zombies, whoever stops it.
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = tx.send(Some(status.unwrap_or_else(|_| failed_wait_status())));
+        });
+        Ok((Process { pgid, exit }, stdin, stdout))
+    }
+
+    /// The exit status once the process has been reaped.
+    fn status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Waits for the exit until `deadline`.
+    async fn wait_for_exit(&self, deadline: Instant) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(status)) => *status,
+            _ => self.status(),
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        // ESRCH (the group is gone) is the expected outcome late in a stop.
+        let _ = killpg(self.pgid, signal);
+    }
+
+    /// Kills the group at once and reaps the leader.
+    async fn kill_group(&self) -> Option<ExitStatus> {
+        self.signal(Signal::SIGKILL);
+        self.wait_for_exit(Instant::now() + KILL_REAP).await
+    }
+
+    /// Waits for a voluntary exit until `deadline`, then SIGTERM, `term_grace`,
+    /// SIGKILL. The group is swept with SIGKILL at the end so no grandchild survives.
+    async fn stop_group(&self, deadline: Instant, term_grace: Duration) -> Option<ExitStatus> {
+        let mut status = self.wait_for_exit(deadline).await;
+        if status.is_none() {
+            self.signal(Signal::SIGTERM);
+            status = self.wait_for_exit(Instant::now() + term_grace).await;
+        }
+        if status.is_none() {
+            status = self.kill_group().await;
+        }
+        self.signal(Signal::SIGKILL);
+        status
+    }
+}
+
+/// How long a SIGKILLed leader may take to be reaped before we stop waiting.
+const KILL_REAP: Duration = Duration::from_secs(5);
+
+fn text(status: Option<ExitStatus>) -> Option<String> {
+    status.map(|s| s.to_string())
+}
+
+impl Endpoint for Process {
+    fn pid(&self) -> i32 {
+        self.pgid.as_raw()
+    }
+
+    fn exit(&self) -> Option<String> {
+        text(self.status())
+    }
+
+    fn wait_until(&self, deadline: Instant) -> BoxFuture<'_, Option<String>> {
+        self.wait_for_exit(deadline).map(text).boxed()
+    }
+
+    fn kill(&self) -> BoxFuture<'_, Option<String>> {
+        self.kill_group().map(text).boxed()
+    }
+
+    fn stop(&self, deadline: Instant, term_grace: Duration) -> BoxFuture<'_, Option<String>> {
+        self.stop_group(deadline, term_grace).map(text).boxed()
+    }
+
+    /// SIGKILL to the group unless the leader is already reaped; does not wait.
+    fn kill_now(&self) {
+        if self.status().is_none() {
+            self.signal(Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for Process {
+    /// A record dropped while its process runs still leaves nothing behind.
+    fn drop(&mut self) {
+        Endpoint::kill_now(self);
+    }
+}
+
+fn failed_wait_status() -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw(0xff << 8)
+}
