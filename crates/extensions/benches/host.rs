@@ -276,10 +276,7 @@ async fn intercept_chain(root: &Path, script: &Path) -> Vec<Duration> {
         let verdict = host
             .intercept_tool_call(&i.to_string(), "bash", &args)
             .await;
-        assert_eq!(
-            verdict,
-            zot_extensions::Outcome::Allow(None)
-        );
+        assert_eq!(verdict, zot_extensions::Outcome::Allow(None));
         if i >= WARMUP {
             times.push(started.elapsed());
         }

@@ -58,7 +58,7 @@ impl HostContext {
 
 /// Questions in flight: while any is pending, reply timeouts that exclude
 /// the user's thinking time are suspended, and each answer restarts their
-/// window (research nimlet.md E14).
+/// window (for protocols whose timeouts exclude the user's thinking time).
 #[derive(Debug)]
 pub(crate) struct QuestionClock {
     pending: AtomicUsize,

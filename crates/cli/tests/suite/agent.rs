@@ -896,3 +896,48 @@ async fn json_events_show_image_sizes_not_their_data() {
         model.requests()[1].body
     );
 }
+
+const CAREFUL: &str = r#"
+handshake(NAME)
+emit({"type":"register_tool","name":"peek","description":"Look.","schema":{"type":"object"},"read_only":True})
+emit({"type":"register_tool","name":"poke","description":"Change.","schema":{"type":"object"}})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "shutdown":
+        break
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zot_tool_with_read_only_true_is_offered_in_plan_mode() {
+    let w = World::new();
+    let ext = w.py_ext("careful", CAREFUL);
+    let model = MockModel::start([openai::text("planned"), openai::text("acted")]).await;
+    let run = zot(
+        &w,
+        &model,
+        "openai",
+        &with_ext(&["--plan", "-p", "--no-session", "hi"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "planned\n", "{run:?}");
+    let planned = tool_names(&model.requests()[0].body, "openai");
+    assert!(planned.contains(&"peek".to_owned()), "{planned:?}");
+    for act in ["poke", "bash", "write", "edit"] {
+        assert!(
+            !planned.contains(&act.to_owned()),
+            "{act} offered in plan mode: {planned:?}"
+        );
+    }
+
+    let run = zot(
+        &w,
+        &model,
+        "openai",
+        &with_ext(&["-p", "--no-session", "hi"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let acting = tool_names(&model.requests()[1].body, "openai");
+    for name in ["peek", "poke"] {
+        assert!(acting.contains(&name.to_owned()), "{acting:?}");
+    }
+}

@@ -528,3 +528,76 @@ async fn nimlet_extensions_install_like_any_other() {
     assert_eq!(listed[0]["state"], "disabled");
     assert_eq!(listed[0]["protocol"], "nimlet");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nimlets_initialize_carries_the_same_session_id_as_the_agents_session_file() {
+    let w = World::new();
+    let ext = nimlet_ext(
+        &w,
+        "recorder",
+        r#"
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    msg = json.loads(line)
+    log(msg)
+    if msg.get("type") == "initialize":
+        send({"type": "register", "commands": [], "tools": []})
+    elif msg.get("type") == "shutdown":
+        break
+"#,
+    );
+    let initializes = || -> Vec<Value> {
+        seen(&ext)
+            .into_iter()
+            .filter(|m| m["type"] == "initialize")
+            .collect()
+    };
+    let model = MockModel::start([openai::text("hello"), openai::text("hello again")]).await;
+
+    // With a session: print mode writes one session file.
+    let run = zot(&w, &model, &["-p", "--ext", ext.to_str().unwrap(), "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "hello\n", "{run:?}");
+    let dirs: Vec<_> = std::fs::read_dir(w.home.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let files: Vec<_> = std::fs::read_dir(&dirs[0])
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let file = &files[0];
+    let text = std::fs::read_to_string(file).unwrap();
+    let meta: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(meta["type"], "meta", "{text}");
+    let id = meta["meta"]["id"].as_str().unwrap().to_owned();
+    // The file is named after the session's id.
+    assert_eq!(
+        file.file_name().unwrap().to_str().unwrap(),
+        format!("{id}.jsonl")
+    );
+    let inits = initializes();
+    assert!(!inits.is_empty(), "no initialize recorded: {run:?}");
+    for init in &inits {
+        assert_eq!(init["session_id"], id.as_str(), "{init}");
+    }
+
+    // Without a session: a local id.
+    let before = inits.len();
+    let run = zot(
+        &w,
+        &model,
+        &["-p", "--no-session", "--ext", ext.to_str().unwrap(), "hi"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let inits = initializes();
+    assert!(inits.len() > before, "no initialize recorded: {run:?}");
+    for init in &inits[before..] {
+        let session_id = init["session_id"].as_str().unwrap();
+        assert!(session_id.starts_with("local-"), "{init}");
+        assert_ne!(session_id, id);
+    }
+}

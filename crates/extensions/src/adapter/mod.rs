@@ -212,3 +212,98 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+/// What adapter unit tests share: a peer whose frames land in an outbox the
+/// test reads, and a link that records what the adapter reported.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::Value;
+
+    use super::Link;
+    use crate::config::HostConfig;
+    use crate::context::HostContext;
+    use crate::ext_log::ExtLog;
+    use crate::model::{Effect, Registration};
+    use crate::transport::{Connection, FrameReader, Outbox, Outgoing, Peer};
+
+    pub(crate) struct Harness {
+        pub(crate) cx: Arc<HostContext>,
+        pub(crate) peer: Peer,
+        pub(crate) outbox: tokio::sync::Mutex<Outbox>,
+        pub(crate) link: Recorder,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Harness {
+        pub(crate) fn new(name: &str) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = HostConfig::new(dir.path().join("home"), dir.path());
+            config.session_id = "s-1".into();
+            config.provider = "anthropic".into();
+            config.model = "m".into();
+            let log = ExtLog::open(&dir.path().join("ext.log"), name, None).unwrap();
+            let (conn, outbox) = Connection::new();
+            Self {
+                cx: Arc::new(HostContext::new(config)),
+                peer: Peer {
+                    name: name.into(),
+                    log: Arc::new(log),
+                    conn,
+                },
+                outbox: tokio::sync::Mutex::new(outbox),
+                link: Recorder::default(),
+                _dir: dir,
+            }
+        }
+
+        /// The next frame the adapter sent, as JSON.
+        pub(crate) async fn sent(&self) -> Value {
+            let mut outbox = self.outbox.lock().await;
+            match outbox.queue.recv().await {
+                Some(Outgoing::Frame { line, written }) => {
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                    }
+                    serde_json::from_slice(&line).unwrap()
+                }
+                _ => panic!("the connection closed"),
+            }
+        }
+
+        /// Nothing more was sent.
+        pub(crate) async fn nothing_sent(&self) -> bool {
+            self.outbox.lock().await.queue.try_recv().is_err()
+        }
+    }
+
+    /// A reader that yields these lines, then the end of the stream.
+    pub(crate) fn reader(lines: &[Value]) -> FrameReader {
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        FrameReader::new(std::io::Cursor::new(text.into_bytes()), 1 << 20)
+    }
+
+    #[derive(Default)]
+    pub(crate) struct Recorder {
+        pub(crate) registrations: Mutex<Vec<Registration>>,
+        pub(crate) effects: Mutex<Vec<Effect>>,
+        pub(crate) warnings: Mutex<Vec<String>>,
+    }
+
+    impl Link for Recorder {
+        fn register(&self, registration: Registration) {
+            self.registrations.lock().unwrap().push(registration);
+        }
+        fn effect(&self, effect: Effect) {
+            self.effects.lock().unwrap().push(effect);
+        }
+        fn warn(&self, message: String) {
+            self.warnings.lock().unwrap().push(message);
+        }
+    }
+}

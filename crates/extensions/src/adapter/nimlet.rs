@@ -615,3 +615,222 @@ fn ask(cx: &Arc<HostContext>, peer: &Peer, link: &dyn Link, request: UiRequest) 
         reply,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::adapter::testing::{Harness, reader};
+    use crate::model::Compaction;
+
+    fn adapter(h: &Harness) -> Nimlet {
+        Nimlet::new(Arc::clone(&h.cx), Some(Duration::from_secs(5)))
+    }
+
+    /// Runs `call` while answering its one request with `reply` (id filled in).
+    async fn answered<T>(
+        h: &Harness,
+        reply: Value,
+        call: impl std::future::Future<Output = T>,
+    ) -> (Value, T) {
+        let nimlet = adapter(h);
+        let answer = async {
+            let request = h.sent().await;
+            let mut reply = reply;
+            reply["type"] = json!("response");
+            reply["id"] = request["id"].clone();
+            nimlet.on_frame(&h.peer, &h.link, reply.to_string().as_bytes());
+            request
+        };
+        tokio::join!(answer, call)
+    }
+
+    #[tokio::test]
+    async fn the_handshake_sends_initialize_and_maps_register() {
+        let h = Harness::new("notes");
+        let nimlet = adapter(&h);
+        let register = json!({"type":"register",
+            "commands":[{"name":"note","description":"save"}],
+            "events":["tool_call","turn_start","session_compact","bogus"],
+            "tools":[{"name":"recall","description":"read notes","input_schema":{"type":"object"},
+                "capabilities":["read","user"]}]});
+        let regs = nimlet
+            .handshake(&h.peer, &mut reader(&[register]))
+            .await
+            .unwrap();
+        let init = h.sent().await;
+        assert_eq!(init["type"], "initialize");
+        assert_eq!(init["session_id"], "s-1", "the host's one session id");
+        assert_eq!(
+            regs,
+            [
+                Registration::Subscribe(HookPoint::ToolCall, Mode::Intercept),
+                Registration::Subscribe(HookPoint::PromptStart, Mode::Observe),
+                Registration::Subscribe(HookPoint::AfterCompact, Mode::Observe),
+                Registration::Command(CommandInfo {
+                    name: "note".into(),
+                    description: Some("save".into()),
+                    extension: "notes".into(),
+                }),
+                Registration::Tool(ToolInfo {
+                    name: "recall".into(),
+                    description: Some("read notes".into()),
+                    schema: json!({"type":"object"}),
+                    deferred: false,
+                    extension: "notes".into(),
+                    read_only: true,
+                }),
+                Registration::Ready,
+            ]
+        );
+        let bad = json!({"type":"register","commands":{}});
+        assert_eq!(
+            nimlet.handshake(&h.peer, &mut reader(&[bad])).await,
+            Err(HandshakeError::BadRegister(
+                "register commands must be an array".into()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn tool_call_and_tool_result_verdicts() {
+        let h = Harness::new("notes");
+        let nimlet = adapter(&h);
+        let ask = Ask::ToolCall {
+            id: "t1".into(),
+            name: "bash".into(),
+            args: json!({"command":"curl x"}),
+        };
+        let (request, verdict) = answered(
+            &h,
+            json!({"allow": false, "reason": "no network"}),
+            nimlet.intercept(&h.peer, &h.link, &ask),
+        )
+        .await;
+        assert_eq!(request["event"], "tool_call");
+        assert_eq!(
+            request["payload"],
+            json!({"tool":"bash","arguments":{"command":"curl x"}})
+        );
+        assert_eq!(verdict, Some(Verdict::Block("no network".into())));
+
+        let (_, verdict) = answered(
+            &h,
+            json!({"arguments": {"command": "true"}}),
+            nimlet.intercept(&h.peer, &h.link, &ask),
+        )
+        .await;
+        assert_eq!(
+            verdict,
+            Some(Verdict::Rewrite(Rewrite::Args(json!({"command":"true"}))))
+        );
+
+        let ask = Ask::ToolResult {
+            name: "bash".into(),
+            args: json!({}),
+            output: "out".into(),
+            is_error: true,
+        };
+        let (request, verdict) = answered(
+            &h,
+            json!({"output": "OUT", "is_error": false}),
+            nimlet.intercept(&h.peer, &h.link, &ask),
+        )
+        .await;
+        assert_eq!(request["payload"]["is_error"], true);
+        assert_eq!(
+            verdict,
+            Some(Verdict::Rewrite(Rewrite::ToolOutput {
+                output: Some("OUT".into()),
+                is_error: Some(false),
+            }))
+        );
+    }
+
+    #[tokio::test]
+    async fn compaction_verdicts_and_observed_hooks() {
+        let h = Harness::new("notes");
+        let nimlet = adapter(&h);
+        let ask = Ask::BeforeCompact {
+            instruction: String::new(),
+            tokens_before: 10,
+            entries: json!([]),
+        };
+        let reply = json!({"instruction": "keep names",
+            "compaction": {"summary": "S", "first_kept_index": 2}});
+        let (request, verdict) =
+            answered(&h, reply, nimlet.intercept(&h.peer, &h.link, &ask)).await;
+        assert_eq!(request["event"], "session_before_compact");
+        assert_eq!(request["payload"]["session_id"], "s-1");
+        assert_eq!(
+            verdict,
+            Some(Verdict::Rewrite(Rewrite::Compaction {
+                instruction: Some("keep names".into()),
+                summary: Some(Some(CustomSummary {
+                    summary: "S".into(),
+                    first_kept_index: 2,
+                })),
+            }))
+        );
+
+        let hook = Hook::PromptEnd { interrupted: true };
+        let (request, ()) = answered(&h, json!({}), nimlet.observe(&h.peer, &h.link, &hook)).await;
+        assert_eq!(request["event"], "turn_end");
+        assert_eq!(request["payload"]["interrupted"], true);
+
+        let hook = Hook::AfterCompact(Compaction {
+            did_compact: true,
+            summary: "S".into(),
+            first_kept_index: 2,
+            tokens_before: 10,
+            message: "Compacted.".into(),
+        });
+        let (request, ()) = answered(&h, json!({}), nimlet.observe(&h.peer, &h.link, &hook)).await;
+        assert_eq!(request["event"], "session_compact");
+
+        nimlet
+            .observe(&h.peer, &h.link, &Hook::TurnStart { step: 1 })
+            .await;
+        assert!(
+            h.nothing_sent().await,
+            "per model call, nimlet hears nothing"
+        );
+    }
+
+    #[tokio::test]
+    async fn side_effects_and_questions_become_ui_effects() {
+        let h = Harness::new("notes");
+        let nimlet = adapter(&h);
+        let update = json!({"type":"update","status":{"key":"job","text":"busy"},
+            "notification":{"level":"warning","message":"careful"},"entry":{"n":1}});
+        nimlet.on_frame(&h.peer, &h.link, update.to_string().as_bytes());
+        let question = json!({"type":"ui_request","id":"q1","method":"question",
+            "prompt":"Which?","options":["a","b"]});
+        nimlet.on_frame(&h.peer, &h.link, question.to_string().as_bytes());
+        let effects = std::mem::take(&mut *h.link.effects.lock().unwrap());
+        assert_eq!(
+            effects[..3],
+            [
+                Effect::Status {
+                    key: "job".into(),
+                    text: "busy".into()
+                },
+                Effect::Notify {
+                    level: NotifyLevel::Warn,
+                    message: "careful".into()
+                },
+                Effect::Entry(json!({"n":1})),
+            ]
+        );
+        let Some(Effect::Question { reply, options, .. }) = effects.into_iter().nth(3) else {
+            panic!("no question");
+        };
+        assert_eq!(options, ["a", "b"]);
+        reply.answer("b");
+        assert_eq!(
+            h.sent().await,
+            json!({"type":"ui_response","id":"q1","answer":"b","cancelled":false})
+        );
+    }
+}

@@ -508,7 +508,14 @@ fn subscribe(peer: &Peer, link: &dyn Link, sub: Subscribe) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::adapter::testing::{Harness, reader};
+
+    fn adapter(h: &Harness) -> Zot {
+        Zot::new(Arc::clone(&h.cx), "guard".into(), "/ext/guard".into())
+    }
 
     #[test]
     fn every_zot_name_maps_to_one_hook_point_and_back() {
@@ -516,5 +523,161 @@ mod tests {
             let point = hook_point(name).unwrap();
             assert_eq!(hook_name(point), Some(*name));
         }
+    }
+
+    #[tokio::test]
+    async fn the_handshake_checks_hello_and_answers_hello_ack() {
+        let h = Harness::new("guard");
+        let zot = adapter(&h);
+        let mut lines = reader(&[json!({"type":"hello","name":"guard","version":"1.0"})]);
+        assert_eq!(zot.handshake(&h.peer, &mut lines).await, Ok(Vec::new()));
+        let ack = h.sent().await;
+        assert_eq!(ack["type"], "hello_ack");
+        assert_eq!(ack["extension_dir"], "/ext/guard");
+        assert_eq!(
+            (ack["provider"].as_str(), ack["model"].as_str()),
+            (Some("anthropic"), Some("m"))
+        );
+
+        let mut lines = reader(&[json!({"type":"hello","name":"other"})]);
+        assert!(matches!(
+            zot.handshake(&h.peer, &mut lines).await,
+            Err(HandshakeError::NameMismatch { .. })
+        ));
+        let mut lines = reader(&[json!({"type":"ready"})]);
+        assert_eq!(
+            zot.handshake(&h.peer, &mut lines).await,
+            Err(HandshakeError::NotHello("\"ready\"".into()))
+        );
+    }
+
+    #[test]
+    fn registrations_map_onto_the_model() {
+        let h = Harness::new("guard");
+        let zot = adapter(&h);
+        for frame in [
+            json!({"type":"register_tool","name":"peek","schema":{"type":"object"},"read_only":true}),
+            json!({"type":"register_tool","name":"poke","schema":{"type":"object"}}),
+            json!({"type":"register_tool","name":"bad","schema":[]}),
+            json!({"type":"register_command","name":"greet","description":"hi"}),
+            json!({"type":"subscribe","events":["turn_start","nope"],"intercept":["tool_call","turn_end"]}),
+            json!({"type":"ready"}),
+        ] {
+            zot.on_frame(&h.peer, &h.link, frame.to_string().as_bytes());
+        }
+        let regs = h.link.registrations.lock().unwrap().clone();
+        let tool = |name: &str, read_only| {
+            Registration::Tool(ToolInfo {
+                name: name.into(),
+                description: None,
+                schema: json!({"type":"object"}),
+                deferred: false,
+                extension: "guard".into(),
+                read_only,
+            })
+        };
+        assert_eq!(
+            regs,
+            [
+                tool("peek", true),
+                tool("poke", false),
+                Registration::Command(CommandInfo {
+                    name: "greet".into(),
+                    description: Some("hi".into()),
+                    extension: "guard".into(),
+                }),
+                Registration::Subscribe(HookPoint::TurnStart, Mode::Observe),
+                Registration::Subscribe(HookPoint::ToolCall, Mode::Intercept),
+                Registration::Ready,
+            ],
+            "a non-object schema, an unknown event and a turn_end intercept are refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn hooks_become_one_way_events_where_zot_has_them() {
+        let h = Harness::new("guard");
+        let zot = adapter(&h);
+        zot.observe(&h.peer, &h.link, &Hook::TurnStart { step: 2 })
+            .await;
+        assert_eq!(
+            h.sent().await,
+            json!({"type":"event","event":"turn_start","step":2})
+        );
+        zot.observe(&h.peer, &h.link, &Hook::PromptStart).await;
+        zot.observe(&h.peer, &h.link, &Hook::SessionEnd).await;
+        assert!(
+            h.nothing_sent().await,
+            "zot has no prompt or session-end events"
+        );
+    }
+
+    /// Asks `ask`, answering the intercept request with `reply` (its id filled in).
+    async fn verdict(h: &Harness, ask: Ask, reply: Value) -> (Value, Option<Verdict>) {
+        let zot = adapter(h);
+        let answer = async {
+            let request = h.sent().await;
+            let mut reply = reply;
+            reply["id"] = request["id"].clone();
+            zot.on_frame(&h.peer, &h.link, reply.to_string().as_bytes());
+            request
+        };
+        let (request, verdict) = tokio::join!(answer, zot.intercept(&h.peer, &h.link, &ask));
+        (request, verdict)
+    }
+
+    #[tokio::test]
+    async fn intercepts_encode_the_ask_and_decode_the_verdict() {
+        let h = Harness::new("guard");
+        let ask = Ask::ToolCall {
+            id: "t1".into(),
+            name: "bash".into(),
+            args: json!({"command":"rm -rf /"}),
+        };
+        let response = json!({"type":"event_intercept_response","block":true,"reason":"no"});
+        let (request, got) = verdict(&h, ask.clone(), response).await;
+        assert_eq!(request["event"], "tool_call");
+        assert_eq!(request["tool_args"], json!({"command":"rm -rf /"}));
+        assert_eq!(got, Some(Verdict::Block("no".into())));
+
+        let response = json!({"type":"event_intercept_response","modified_args":{"command":"ls"}});
+        let (_, got) = verdict(&h, ask.clone(), response).await;
+        assert_eq!(
+            got,
+            Some(Verdict::Rewrite(Rewrite::Args(json!({"command":"ls"}))))
+        );
+
+        let response = json!({"type":"event_intercept_response","modified_args":"ls"});
+        let (_, got) = verdict(&h, ask, response).await;
+        assert_eq!(got, Some(Verdict::Allow));
+        assert!(h.link.warnings.lock().unwrap()[0].contains("must be a JSON object"));
+
+        let ask = Ask::AssistantMessage { text: "hi".into() };
+        let response = json!({"type":"event_intercept_response","replace_text":"HI"});
+        let (_, got) = verdict(&h, ask, response).await;
+        assert_eq!(got, Some(Verdict::Rewrite(Rewrite::Text("HI".into()))));
+
+        let ask = Ask::BeforeAgentStart {
+            session_id: "s".into(),
+            agent_run_id: "r".into(),
+            cwd: "/".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            system_prompt: "base".into(),
+        };
+        let response = json!({"type":"event_intercept_response","system_prompt":""});
+        let (_, got) = verdict(&h, ask, response).await;
+        assert_eq!(
+            got,
+            Some(Verdict::Rewrite(Rewrite::SystemPrompt(String::new())))
+        );
+
+        let ask = Ask::ToolResult {
+            name: "bash".into(),
+            args: json!({}),
+            output: String::new(),
+            is_error: false,
+        };
+        assert_eq!(adapter(&h).intercept(&h.peer, &h.link, &ask).await, None);
     }
 }

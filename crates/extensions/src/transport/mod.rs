@@ -228,7 +228,7 @@ impl Connection {
             return Err(RequestError::Disconnected("input closed".to_owned()));
         }
         let Some(deadline) = deadline else {
-            // No deadline of its own: the caller bounds the wait (nimlet's
+            // No deadline of its own: the caller bounds the wait (an adapter's
             // question-aware timeout, or none at all).
             return reply_rx.await.unwrap_or_else(|_| {
                 Err(RequestError::Disconnected(
