@@ -161,10 +161,11 @@ fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
 }
 
 fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
-    ctx.warn_untrusted(&discover(&ctx.config));
+    let found = discover(&ctx.config);
+    ctx.warn_untrusted(&found);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let (reports, conflicts, mut warnings) = runtime.block_on(async {
-        let (host, mut events) = ExtensionHost::start(ctx.config.clone()).await;
+        let (host, mut events) = ExtensionHost::start_with(ctx.config.clone(), found).await;
         let reports = host.report();
         let conflicts = host.conflicts();
         host.shutdown().await;

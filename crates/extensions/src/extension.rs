@@ -8,11 +8,23 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use std::collections::BTreeSet;
+
+use zot_protocol::ui::CommandInfo;
+
 use crate::adapter::Adapter;
 use crate::limits::Limits;
-use crate::model::{HookPoint, Mode};
-use crate::registry::Registrations;
+use crate::model::{HookPoint, Mode, ToolInfo};
 use crate::transport::{Endpoint, Peer, describe};
+
+/// What one extension has registered so far (registrations accumulate).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registrations {
+    pub(crate) commands: Vec<CommandInfo>,
+    pub(crate) tools: Vec<ToolInfo>,
+    /// The hook points it observes or intercepts.
+    pub(crate) hooks: BTreeSet<(HookPoint, Mode)>,
+}
 
 /// How an extension's registration window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,22 +3,13 @@
 //! order wins (whenever it registered); commands match case-insensitively,
 //! tools exactly. Every shadowing is logged to the loser's log and recorded.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use zot_protocol::ui::CommandInfo;
 
 use crate::extension::Extension;
-use crate::model::{HookPoint, Mode, ToolInfo};
-
-/// What one extension has registered so far (registrations accumulate).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Registrations {
-    pub(crate) commands: Vec<CommandInfo>,
-    pub(crate) tools: Vec<ToolInfo>,
-    /// The hook points it observes or intercepts.
-    pub(crate) hooks: BTreeSet<(HookPoint, Mode)>,
-}
+use crate::model::ToolInfo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NameKind {
