@@ -25,7 +25,7 @@ fn hook(event: HookEvent) -> Hook {
         HookEvent::PromptEnd { interrupted } => Hook::PromptEnd { interrupted },
         HookEvent::TurnStart { step } => Hook::TurnStart { step },
         HookEvent::TurnEnd { stop, error } => Hook::TurnEnd {
-            stop: stop.to_owned(),
+            stop: stop.as_str().to_owned(),
             error,
         },
         HookEvent::ToolCall { id, name, args } => Hook::ToolCall { id, name, args },

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use zot_core::CancellationToken;
 use zot_core::event::AgentEvent;
 use zot_core::message::Block;
+use zot_core::provider::StopReason;
 use zot_extensions::{ExtensionHost, HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
@@ -276,11 +277,12 @@ async fn run_prompt(
                     eprintln!("zot: extension {extension} hid the answer: {reason}");
                 }
                 AgentEvent::TurnEnd {
-                    stop: "error",
+                    stop: StopReason::Error,
                     error: Some(e),
                 } => failure = Some(e),
                 AgentEvent::TurnEnd {
-                    stop: "aborted", ..
+                    stop: StopReason::Aborted,
+                    ..
                 } => eprintln!("zot: aborted"),
                 _ => {}
             }

@@ -579,15 +579,10 @@ impl Agent {
         error: Option<String>,
     ) {
         let _ = events.send(AgentEvent::TurnEnd {
-            stop: stop.as_str(),
+            stop,
             error: error.clone(),
         });
-        self.hooks
-            .event(HookEvent::TurnEnd {
-                stop: stop.as_str(),
-                error,
-            })
-            .await;
+        self.hooks.event(HookEvent::TurnEnd { stop, error }).await;
     }
 
     async fn call_model(

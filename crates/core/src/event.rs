@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::message::{Block, Message};
-use crate::provider::Usage;
+use crate::provider::{StopReason, Usage};
 
 /// Token counts and cost, per call and cumulative.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -120,9 +120,8 @@ pub enum AgentEvent {
         is_error: bool,
         content: Vec<Block>,
     },
-    /// `stop`: end_turn, tool_use, length, error or aborted.
     TurnEnd {
-        stop: &'static str,
+        stop: StopReason,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::provider::StopReason;
 use crate::tool::{BoxFuture, ToolOutput, ToolSpec};
 
 /// What extensions decided before a compaction.
@@ -54,7 +55,7 @@ pub enum HookEvent {
         step: u32,
     },
     TurnEnd {
-        stop: &'static str,
+        stop: StopReason,
         error: Option<String>,
     },
     ToolCall {

@@ -4,6 +4,7 @@
 //!
 //! Each protocol dialect lives in its own module; `zot` is the native one.
 
+pub mod events;
 pub mod nimlet;
 pub mod schema;
 pub mod ui;

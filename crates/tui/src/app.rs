@@ -11,6 +11,7 @@ use ratatui::text::Line;
 use tokio::sync::mpsc;
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message, Role};
+use zot_core::provider::StopReason;
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
@@ -1160,11 +1161,12 @@ impl App {
                 self.cost = cumulative.cost_usd;
             }
             AgentEvent::TurnEnd {
-                stop: "error",
+                stop: StopReason::Error,
                 error: Some(error),
             } => self.push(Entry::Error(error)),
             AgentEvent::TurnEnd {
-                stop: "aborted", ..
+                stop: StopReason::Aborted,
+                ..
             } => self.push(Entry::Info("aborted".into())),
             AgentEvent::CompactDone { automatic, .. } => {
                 let how = if automatic {

@@ -96,27 +96,8 @@ pub struct Request {
     pub reasoning: Option<Reasoning>,
 }
 
-/// Why the model stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    EndTurn,
-    ToolUse,
-    Length,
-    Error,
-    Aborted,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::EndTurn => "end_turn",
-            Self::ToolUse => "tool_use",
-            Self::Length => "length",
-            Self::Error => "error",
-            Self::Aborted => "aborted",
-        }
-    }
-}
+/// Why the model stopped (a front-end protocol type).
+pub use zot_protocol::events::StopReason;
 
 /// Token counts of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
