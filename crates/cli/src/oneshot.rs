@@ -5,12 +5,12 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use zot_core::CancellationToken;
 use zot_core::event::AgentEvent;
 use zot_core::message::Block;
 use zot_core::provider::StopReason;
+use zot_extensions::zot_protocol::events::Event;
 use zot_extensions::{ExtensionHost, HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
@@ -18,104 +18,54 @@ use crate::context::Context;
 use crate::run::{self, Running};
 use crate::slash::{self, Resolved};
 
-/// Serialises host events for JSON and RPC output; `None` for ones those modes ignore.
-pub fn host_event_json(event: &HostEvent) -> Option<Value> {
-    Some(match event {
-        HostEvent::Notify {
-            extension,
-            level,
-            message,
-        } => {
-            json!({"type": "ext_notify", "extension": extension, "level": level, "message": message})
-        }
-        HostEvent::ClearNotes { extension } => {
-            json!({"type": "ext_clear_notes", "extension": extension})
-        }
-        HostEvent::Warning { extension, message } => {
-            json!({"type": "ext_warning", "extension": extension, "message": message})
-        }
-        HostEvent::Exited { extension, reason } => {
-            json!({"type": "ext_warning", "extension": extension, "message": reason})
-        }
-        HostEvent::Status {
-            extension,
-            key,
-            text,
-        } => {
-            json!({"type": "ext_status", "extension": extension, "key": key, "text": text})
-        }
-        HostEvent::Widget {
-            extension,
-            key,
-            lines,
-        } => {
-            json!({"type": "ext_widget", "extension": extension, "key": key, "lines": lines})
-        }
-        HostEvent::Entry { extension, data } => {
-            json!({"type": "ext_entry", "extension": extension, "data": data})
-        }
-        // No one to ask outside the TUI: the answer is "" with cancelled (nimlet spec, ui_request).
-        HostEvent::Question { reply, .. } => {
-            reply.cancel();
-            return None;
-        }
-        // `submit` is for the interactive editor only (spec, "submit"); panels are TUI-only.
-        HostEvent::Submit { .. }
-        | HostEvent::PanelRender { .. }
-        | HostEvent::PanelClose { .. }
-        | HostEvent::ToolsChanged
-        | HostEvent::CommandsChanged => return None,
-    })
-}
-
-/// An agent event for the JSON and RPC streams: image blocks carry their
-/// size in `bytes` instead of the base64 data (research zot.md §1.2), so a
-/// screenshot does not flood the stream.
-pub fn event_json(event: &AgentEvent) -> serde_json::Result<Value> {
-    let mut value = serde_json::to_value(event)?;
-    shrink_images(&mut value);
-    Ok(value)
-}
-
-fn shrink_images(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if map.get("type").and_then(Value::as_str) == Some("image")
-                && let Some(Value::String(data)) = map.remove("data")
-            {
-                let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
-                map.insert(
-                    "bytes".into(),
-                    Value::from((data.len() / 4 * 3).saturating_sub(padding.min(2))),
-                );
-            }
-            map.values_mut().for_each(shrink_images);
-        }
-        Value::Array(items) => items.iter_mut().for_each(shrink_images),
-        _ => {}
+/// The stream line for a load error.
+pub fn load_error_event(error: &LoadError) -> Event {
+    Event::ExtWarning {
+        extension: Some(error.extension.clone()),
+        message: error.to_string(),
     }
 }
 
-pub fn load_error_json(error: &LoadError) -> Value {
-    json!({"type": "ext_warning", "extension": error.extension, "message": error.to_string()})
+/// The stream line for an invalid manifest (no extension name is known).
+pub fn manifest_error_event(error: &str) -> Event {
+    Event::ExtWarning {
+        extension: None,
+        message: error.to_owned(),
+    }
+}
+
+/// Writes stream lines to stdout, one JSON object per line, flushed each.
+pub fn spawn_writer() -> (mpsc::UnboundedSender<Event>, tokio::task::JoinHandle<()>) {
+    let (lines, mut rx) = mpsc::unbounded_channel::<Event>();
+    let writer = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            let Ok(line) = serde_json::to_string(&event) else {
+                continue;
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+    });
+    (lines, writer)
 }
 
 /// Where output goes: stdout lines for JSON, stderr notes for print.
 #[derive(Clone)]
 struct Out {
     mode: Mode,
-    lines: mpsc::UnboundedSender<Value>,
+    lines: mpsc::UnboundedSender<Event>,
 }
 
 impl Out {
-    fn json(&self, value: Value) {
-        let _ = self.lines.send(value);
+    fn json(&self, event: Event) {
+        let _ = self.lines.send(event);
     }
 
     fn host_event(&self, event: &HostEvent) {
         if self.mode == Mode::Json {
-            if let Some(value) = host_event_json(event) {
-                self.json(value);
+            if let Some(line) = Event::from_host(event) {
+                self.json(line);
             }
             return;
         }
@@ -143,7 +93,7 @@ impl Out {
 
     fn load_error(&self, error: &LoadError) {
         match self.mode {
-            Mode::Json => self.json(load_error_json(error)),
+            Mode::Json => self.json(load_error_event(error)),
             _ => eprintln!("zot: warning: {error}"),
         }
     }
@@ -165,14 +115,7 @@ pub fn run(
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let running = run::start(args, ctx, mode).await?;
-        let (lines, mut rx) = mpsc::unbounded_channel::<Value>();
-        let writer = tokio::spawn(async move {
-            while let Some(value) = rx.recv().await {
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{value}");
-                let _ = stdout.flush();
-            }
-        });
+        let (lines, writer) = spawn_writer();
         let out = Out { mode, lines };
         let code = drive(running, &prompt, &out).await;
         drop(out);
@@ -194,9 +137,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
     }
     for error in &manifest_errors {
         match out.mode {
-            Mode::Json => {
-                out.json(json!({"type": "ext_warning", "extension": Value::Null, "message": error}))
-            }
+            Mode::Json => out.json(manifest_error_event(error)),
             _ => eprintln!("zot: warning: {error}"),
         }
     }
@@ -244,16 +185,18 @@ async fn run_prompt(
             text,
         }) => {
             match out.mode {
-                Mode::Json => out.json(json!({
-                    "type": "ext_display", "extension": extension, "command": command, "text": text,
-                })),
+                Mode::Json => out.json(Event::ExtDisplay {
+                    extension,
+                    command,
+                    text,
+                }),
                 _ => println!("{text}"),
             }
             return Ok(ExitCode::SUCCESS);
         }
     };
 
-    let (events, mut rx) = mpsc::unbounded_channel();
+    let (events, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let mode = out.mode;
     let json_out = out.clone();
     let collector = tokio::spawn(async move {
@@ -261,9 +204,7 @@ async fn run_prompt(
         let mut failure = None;
         while let Some(event) = rx.recv().await {
             if mode == Mode::Json {
-                if let Ok(value) = event_json(&event) {
-                    json_out.json(value);
-                }
+                json_out.json(event.to_wire());
                 continue;
             }
             match event {
@@ -329,7 +270,9 @@ fn join_text(content: &[Block]) -> String {
 fn fail(out: &Out, message: &str) -> anyhow::Result<ExitCode> {
     match out.mode {
         Mode::Json => {
-            out.json(json!({"type": "error", "message": message}));
+            out.json(Event::Error {
+                message: message.to_owned(),
+            });
             Ok(ExitCode::FAILURE)
         }
         _ => anyhow::bail!("{message}"),

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use zot_core::CancellationToken;
@@ -16,11 +16,15 @@ use zot_core::message::Block;
 use zot_core::models;
 use zot_core::provider::Provider;
 use zot_extensions::ExtensionHost;
+use zot_extensions::zot_protocol::events::{
+    CommandEntry, CommandSource, Data, Event, ModelInfo, Response,
+};
+use zot_extensions::zot_protocol::rpc::{Envelope, Image, Request};
 use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
-use crate::oneshot::{event_json, host_event_json, load_error_json};
+use crate::oneshot::{load_error_event, manifest_error_event, spawn_writer};
 use crate::run as setup;
 use crate::slash::{self, Resolved};
 
@@ -33,7 +37,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 struct Server {
     agent: Arc<Mutex<Agent>>,
     host: ExtensionHost,
-    out: mpsc::UnboundedSender<Value>,
+    out: mpsc::UnboundedSender<Event>,
     /// Cancels whatever prompt or compaction runs now.
     current: std::sync::Mutex<CancellationToken>,
     busy: Arc<std::sync::atomic::AtomicUsize>,
@@ -50,28 +54,19 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let running = setup::start(args, ctx, Mode::Rpc).await?;
-        let (out, mut rx) = mpsc::unbounded_channel::<Value>();
-        let writer = tokio::spawn(async move {
-            use std::io::Write;
-            while let Some(value) = rx.recv().await {
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "{value}");
-                let _ = stdout.flush();
-            }
-        });
+        let (out, writer) = spawn_writer();
         for error in &running.load_errors {
-            let _ = out.send(load_error_json(error));
+            let _ = out.send(load_error_event(error));
         }
         for error in &running.manifest_errors {
-            let _ = out
-                .send(json!({"type": "ext_warning", "extension": Value::Null, "message": error}));
+            let _ = out.send(manifest_error_event(error));
         }
         let mut host_events = running.host_events;
         let host_out = out.clone();
         let host_task = tokio::spawn(async move {
             while let Some(event) = host_events.recv().await {
-                if let Some(value) = host_event_json(&event) {
-                    let _ = host_out.send(value);
+                if let Some(line) = Event::from_host(&event) {
+                    let _ = host_out.send(line);
                 }
             }
         });
@@ -131,30 +126,23 @@ async fn serve(server: &Arc<Server>) -> ExitCode {
             );
             continue;
         }
-        let request: Value = match serde_json::from_str(&line) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(_) => {
-                server.respond(
-                    "",
-                    None,
-                    Err("malformed json: a request is an object".into()),
-                );
-                continue;
-            }
-            Err(e) => {
-                server.respond("", None, Err(format!("malformed json: {e}")));
+        let envelope = match Envelope::parse(line.as_bytes()) {
+            Ok(envelope) => envelope,
+            Err(problem) => {
+                server.respond("", None, Err(problem));
                 continue;
             }
         };
-        let id = request.get("id").cloned().filter(|v| !v.is_null());
-        let command = request
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        if command == "hello" {
-            let given = request.get("token").and_then(Value::as_str);
-            if token.as_deref().is_some_and(|t| Some(t) != given) {
+        let Envelope {
+            id,
+            command,
+            request,
+        } = envelope;
+        if let Ok(Request::Hello { token: given }) = &request {
+            if token
+                .as_deref()
+                .is_some_and(|t| Some(t) != given.as_deref())
+            {
                 server.respond(&command, id, Err("invalid token".into()));
                 return ExitCode::FAILURE;
             }
@@ -167,7 +155,10 @@ async fn serve(server: &Arc<Server>) -> ExitCode {
             );
             continue;
         }
-        let result = Arc::clone(server).handle(&command, &request).await;
+        let result = match request {
+            Ok(request) => Arc::clone(server).handle(request).await,
+            Err(problem) => Err(problem),
+        };
         server.respond(&command, id, result);
         if let Some(go) = server
             .gate
@@ -181,28 +172,22 @@ async fn serve(server: &Arc<Server>) -> ExitCode {
 }
 
 impl Server {
-    fn respond(&self, command: &str, id: Option<Value>, result: Result<Value, String>) {
-        let mut response = json!({"type": "response", "command": command});
-        match result {
-            Ok(data) => {
-                response["success"] = json!(true);
-                if !data.is_null() {
-                    response["data"] = data;
-                }
-            }
-            Err(error) => {
-                response["success"] = json!(false);
-                response["error"] = json!(error);
-            }
-        }
-        if let Some(id) = id {
-            response["id"] = id;
-        }
-        let _ = self.out.send(response);
+    fn respond(&self, command: &str, id: Option<Value>, result: Result<Option<Data>, String>) {
+        let (data, error) = match result {
+            Ok(data) => (data, None),
+            Err(error) => (None, Some(error)),
+        };
+        let _ = self.out.send(Event::Response(Response {
+            command: command.to_owned(),
+            success: error.is_none(),
+            data,
+            error,
+            id,
+        }));
     }
 
-    fn event(&self, value: Value) {
-        let _ = self.out.send(value);
+    fn event(&self, event: Event) {
+        let _ = self.out.send(event);
     }
 
     fn is_busy(&self) -> bool {
@@ -216,7 +201,7 @@ impl Server {
     /// with `get_state` sees an idle agent.
     fn spawn<F>(
         self: &Arc<Self>,
-        finish: Option<Value>,
+        finish: Option<Event>,
         work: impl FnOnce(Arc<Self>, CancellationToken) -> F,
     ) where
         F: std::future::Future<Output = ()> + Send + 'static,
@@ -249,53 +234,53 @@ impl Server {
             .push(handle);
     }
 
-    async fn handle(self: Arc<Self>, command: &str, request: &Value) -> Result<Value, String> {
-        match command {
-            "hello" => {
+    async fn handle(self: Arc<Self>, request: Request) -> Result<Option<Data>, String> {
+        let data = match request {
+            Request::Hello { .. } => {
                 let agent = self.agent.lock().await;
-                Ok(json!({
-                    "protocol_version": 1,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "provider": self.provider_name,
-                    "model": agent.config().model,
-                }))
+                Data::Hello {
+                    protocol_version: 1,
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    provider: self.provider_name.clone(),
+                    model: agent.config().model.clone(),
+                }
             }
-            "ping" => Ok(json!({"pong": true})),
-            "prompt" => {
-                let content = prompt_content(request)?;
-                self.spawn(Some(json!({"type": "done"})), |server, cancel| async move {
+            Request::Ping => Data::Pong { pong: true },
+            Request::Prompt { message, images } => {
+                let content = prompt_content(message, images)?;
+                self.spawn(Some(Event::Done), |server, cancel| async move {
                     server.prompt(content, cancel).await
                 });
-                Ok(json!({"started": true}))
+                Data::Started { started: true }
             }
-            "abort" => {
+            Request::Abort => {
                 self.current
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .cancel();
-                Ok(Value::Null)
+                return Ok(None);
             }
-            "compact" => {
+            Request::Compact => {
                 self.spawn(None, |server, cancel| async move {
                     let mut agent = server.agent.lock().await;
                     let (events, mut rx) = mpsc::unbounded_channel();
                     let result = agent.compact_now(&events, &cancel).await;
                     drop(events);
                     while let Some(event) = rx.recv().await {
-                        if let Ok(value) = event_json(&event) {
-                            server.event(value);
-                        }
+                        server.event(event.to_wire());
                     }
                     if let Err(e) = result {
-                        server.event(json!({"type": "error", "message": e.to_string()}));
+                        server.event(Event::Error {
+                            message: e.to_string(),
+                        });
                     }
                 });
-                Ok(json!({"started": true}))
+                Data::Started { started: true }
             }
-            "get_state" => {
+            Request::GetState => {
                 let busy = self.is_busy();
                 let agent = self.agent.try_lock();
-                let (model, count, usage) = match &agent {
+                let (model, message_count, usage) = match &agent {
                     Ok(agent) => (
                         agent.config().model.clone(),
                         agent.messages().len(),
@@ -303,23 +288,29 @@ impl Server {
                     ),
                     Err(_) => (String::new(), 0, Default::default()),
                 };
-                Ok(json!({
-                    "provider": self.provider_name, "model": model, "cwd": self.cwd,
-                    "message_count": count, "busy": busy || agent.is_err(), "usage": usage,
-                }))
+                Data::State {
+                    provider: self.provider_name.clone(),
+                    model,
+                    cwd: self.cwd.clone(),
+                    message_count,
+                    busy: busy || agent.is_err(),
+                    usage: usage.into(),
+                }
             }
-            "get_messages" => {
+            Request::GetMessages => {
                 let agent = self.agent.lock().await;
-                Ok(json!({"messages": agent.messages()}))
+                let messages = agent
+                    .messages()
+                    .iter()
+                    .filter_map(|m| serde_json::to_value(m).ok())
+                    .collect();
+                Data::Messages { messages }
             }
-            "clear" => {
+            Request::Clear => {
                 self.agent.lock().await.clear();
-                Ok(Value::Null)
+                return Ok(None);
             }
-            "set_model" => {
-                let Some(model) = request.get("model").and_then(Value::as_str) else {
-                    return Err("set_model needs \"model\"".into());
-                };
+            Request::SetModel { model } => {
                 let mut agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
                 let known = models::models(kind);
@@ -327,48 +318,60 @@ impl Server {
                     return Err(format!("unknown model \"{model}\" for {}", kind.name()));
                 }
                 let provider = Provider::new(agent.provider().config().clone());
-                agent.set_model(provider, model.to_owned());
-                self.host.set_model(kind.name(), model);
-                Ok(Value::Null)
+                agent.set_model(provider, model.clone());
+                self.host.set_model(kind.name(), &model);
+                return Ok(None);
             }
-            "get_models" => {
+            Request::GetModels => {
                 let agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
-                let list: Vec<Value> = models::models(kind)
+                let models = models::models(kind)
                     .iter()
-                    .map(|m| {
-                        json!({
-                            "id": m.id, "provider": kind.name(), "context_window": m.context_window,
-                            "max_output": m.max_output, "reasoning": m.reasoning,
-                        })
+                    .map(|m| ModelInfo {
+                        id: m.id.to_owned(),
+                        provider: kind.name().to_owned(),
+                        context_window: m.context_window,
+                        max_output: m.max_output,
+                        reasoning: m.reasoning,
                     })
                     .collect();
-                Ok(json!({"models": list}))
+                Data::Models { models }
             }
-            "get_commands" => {
-                let mut list: Vec<Value> = BUILTIN_COMMANDS
+            Request::GetCommands => {
+                let builtins = BUILTIN_COMMANDS
                     .iter()
-                    .map(|(name, _)| json!({"name": name, "source": "builtin"}))
-                    .collect();
-                list.extend(self.host.commands().into_iter().map(|c| {
-                    json!({"name": c.name, "description": c.description, "source": "extension", "extension": c.extension})
-                }));
-                Ok(json!({"commands": list}))
+                    .map(|(name, description)| CommandEntry {
+                        name: (*name).to_owned(),
+                        description: Some((*description).to_owned()),
+                        source: CommandSource::Builtin,
+                        extension: None,
+                    });
+                let extensions = self.host.commands().into_iter().map(|c| CommandEntry {
+                    name: c.name,
+                    description: c.description,
+                    source: CommandSource::Extension,
+                    extension: Some(c.extension),
+                });
+                Data::Commands {
+                    commands: builtins.chain(extensions).collect(),
+                }
             }
-            "reload_extensions" => {
+            Request::ReloadExtensions => {
                 let stats = self.host.reload().await;
                 self.agent.lock().await.reset_system_prompt();
                 for error in &stats.errors {
-                    self.event(load_error_json(error));
+                    self.event(load_error_event(error));
                 }
-                Ok(json!({
-                    "stopped": stats.stopped, "loaded": stats.loaded, "ready": stats.ready,
-                    "errors": stats.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                }))
+                let summary = stats.summary();
+                Data::Reloaded {
+                    stopped: summary.stopped,
+                    loaded: summary.loaded,
+                    ready: summary.ready,
+                    errors: summary.errors,
+                }
             }
-            "" => Err("malformed request: no \"type\"".into()),
-            _ => Err("unknown command".into()),
-        }
+        };
+        Ok(Some(data))
     }
 
     /// One prompt: an extension command when it names one, else a turn.
@@ -385,9 +388,11 @@ impl Server {
                 command,
                 text,
             }) => {
-                return self.event(json!({
-                    "type": "ext_display", "extension": extension, "command": command, "text": text,
-                }));
+                return self.event(Event::ExtDisplay {
+                    extension,
+                    command,
+                    text,
+                });
             }
         }
         let (events, mut rx) = mpsc::unbounded_channel();
@@ -398,9 +403,7 @@ impl Server {
                 if matches!(event, zot_core::AgentEvent::Done) {
                     continue;
                 }
-                if let Ok(value) = event_json(&event) {
-                    let _ = out.send(value);
-                }
+                let _ = out.send(event.to_wire());
             }
         });
         // A failed prompt has emitted turn_end and error; `spawn` still ends it with done.
@@ -410,7 +413,7 @@ impl Server {
     }
 
     fn finish_with_error(&self, message: String) {
-        self.event(json!({"type": "error", "message": message}));
+        self.event(Event::Error { message });
     }
 }
 
@@ -424,34 +427,15 @@ fn first_text(content: &[Block]) -> String {
         .unwrap_or_default()
 }
 
-fn prompt_content(request: &Value) -> Result<Vec<Block>, String> {
-    let message = request
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn prompt_content(message: String, images: Vec<Image>) -> Result<Vec<Block>, String> {
     let mut content = Vec::new();
     if !message.trim().is_empty() {
-        content.push(Block::Text {
-            text: message.to_owned(),
-        });
+        content.push(Block::Text { text: message });
     }
-    for image in request
-        .get("images")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let (Some(mime_type), Some(data)) = (
-            image.get("mime_type").and_then(Value::as_str),
-            image.get("data").and_then(Value::as_str),
-        ) else {
-            return Err("each image needs \"mime_type\" and \"data\" (base64)".into());
-        };
-        content.push(Block::Image {
-            mime_type: mime_type.to_owned(),
-            data: data.to_owned(),
-        });
-    }
+    content.extend(images.into_iter().map(|image| Block::Image {
+        mime_type: image.mime_type,
+        data: image.data,
+    }));
     if content.is_empty() {
         return Err("prompt needs a non-empty \"message\" or images".into());
     }

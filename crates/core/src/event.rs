@@ -1,8 +1,10 @@
 //! `AgentEvent`: everything the agent reports while it works. Every front
-//! end consumes this one stream; `--json` and `rpc` are serialisations of it.
+//! end consumes this one stream; `--json` and `rpc` print it as the typed
+//! lines of `zot_protocol::events` (`AgentEvent::to_wire`).
 
 use serde::Serialize;
 use serde_json::Value;
+use zot_protocol::events as wire;
 
 use crate::message::{Block, Message};
 use crate::provider::{StopReason, Usage};
@@ -55,12 +57,11 @@ impl std::ops::AddAssign for UsageReport {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// Not serialisable on purpose: the streams print [`AgentEvent::to_wire`].
+#[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     UserMessage {
         content: Vec<Block>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         time: Option<String>,
     },
     /// 1-based per prompt.
@@ -86,14 +87,12 @@ pub enum AgentEvent {
         id: String,
     },
     Usage {
-        #[serde(flatten)]
         usage: UsageReport,
         cumulative: UsageReport,
     },
     /// The message as the user sees it (an extension may have replaced its text).
     AssistantMessage {
         content: Vec<Block>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         time: Option<String>,
     },
     /// An extension hid the assistant message; the transcript keeps it.
@@ -122,7 +121,6 @@ pub enum AgentEvent {
     },
     TurnEnd {
         stop: StopReason,
-        #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
     /// The prompt is finished.
@@ -142,6 +140,107 @@ impl AgentEvent {
         Self::AssistantMessage {
             content: message.content.clone(),
             time: message.time.clone(),
+        }
+    }
+}
+
+impl From<UsageReport> for wire::Usage {
+    fn from(u: UsageReport) -> Self {
+        Self {
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+            cost_usd: u.cost_usd,
+        }
+    }
+}
+
+/// A block as the streams show it: an image's size in `bytes`, not its data.
+pub fn wire_block(block: &Block) -> wire::Block {
+    match block {
+        Block::Text { text } => wire::Block::Text { text: text.clone() },
+        Block::Image { mime_type, data } => {
+            let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+            let bytes = (data.len() / 4 * 3).saturating_sub(padding.min(2));
+            wire::Block::Image {
+                mime_type: mime_type.clone(),
+                bytes: bytes as u64,
+            }
+        }
+        Block::Thinking {
+            thinking,
+            signature,
+        } => wire::Block::Thinking {
+            thinking: thinking.clone(),
+            signature: signature.clone(),
+        },
+        Block::ToolCall { id, name, args } => wire::Block::ToolCall {
+            id: id.clone(),
+            name: name.clone(),
+            args: args.clone(),
+        },
+        Block::ToolResult {
+            call_id,
+            is_error,
+            content,
+        } => wire::Block::ToolResult {
+            call_id: call_id.clone(),
+            is_error: *is_error,
+            content: wire_blocks(content),
+        },
+    }
+}
+
+fn wire_blocks(blocks: &[Block]) -> Vec<wire::Block> {
+    blocks.iter().map(wire_block).collect()
+}
+
+impl AgentEvent {
+    /// The event as a `--json` / `zot rpc` line.
+    pub fn to_wire(&self) -> wire::Event {
+        use wire::Event as W;
+        match self.clone() {
+            Self::UserMessage { content, time } => W::UserMessage {
+                content: wire_blocks(&content),
+                time,
+            },
+            Self::TurnStart { step } => W::TurnStart { step },
+            Self::AssistantStart => W::AssistantStart,
+            Self::TextDelta { delta } => W::TextDelta { delta },
+            Self::ThinkingDelta { delta } => W::ThinkingDelta { delta },
+            Self::ToolUseStart { id, name } => W::ToolUseStart { id, name },
+            Self::ToolUseArgs { id, delta } => W::ToolUseArgs { id, delta },
+            Self::ToolUseEnd { id } => W::ToolUseEnd { id },
+            Self::Usage { usage, cumulative } => W::Usage {
+                usage: usage.into(),
+                cumulative: cumulative.into(),
+            },
+            Self::AssistantMessage { content, time } => W::AssistantMessage {
+                content: wire_blocks(&content),
+                time,
+            },
+            Self::AssistantBlocked { extension, reason } => {
+                W::AssistantBlocked { extension, reason }
+            }
+            Self::ToolCall { id, name, args } => W::ToolCall { id, name, args },
+            Self::ToolConfirmationRequested { id, name, preview } => {
+                W::ToolConfirmationRequested { id, name, preview }
+            }
+            Self::ToolProgress { id, text } => W::ToolProgress { id, text },
+            Self::ToolResult {
+                id,
+                is_error,
+                content,
+            } => W::ToolResult {
+                id,
+                is_error,
+                content: wire_blocks(&content),
+            },
+            Self::TurnEnd { stop, error } => W::TurnEnd { stop, error },
+            Self::Done => W::Done,
+            Self::CompactDone { summary, automatic } => W::CompactDone { summary, automatic },
+            Self::Error { message } => W::Error { message },
         }
     }
 }

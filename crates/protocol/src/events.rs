@@ -5,6 +5,10 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ui::HostEvent;
+use crate::zot::NotifyLevel;
 
 /// Why a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -30,5 +34,298 @@ impl StopReason {
             Self::Error => "error",
             Self::Aborted => "aborted",
         }
+    }
+}
+
+/// Token counts and cost of one model call, or of the session so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// USD at list prices, when the model's prices are known (else 0).
+    pub cost_usd: f64,
+}
+
+/// One block of a message as the streams show it: images carry their size
+/// in `bytes`, not their data, so a screenshot does not flood the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    Image {
+        mime_type: String,
+        /// Decoded size of the image.
+        bytes: u64,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolResult {
+        call_id: String,
+        #[serde(default)]
+        is_error: bool,
+        content: Vec<Block>,
+    },
+}
+
+/// One line of `--json` output or of the `zot rpc` stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    UserMessage {
+        content: Vec<Block>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<String>,
+    },
+    /// A model call starts; `step` is 1-based per prompt.
+    TurnStart {
+        step: u32,
+    },
+    AssistantStart,
+    TextDelta {
+        delta: String,
+    },
+    ThinkingDelta {
+        delta: String,
+    },
+    ToolUseStart {
+        id: String,
+        name: String,
+    },
+    ToolUseArgs {
+        id: String,
+        delta: String,
+    },
+    ToolUseEnd {
+        id: String,
+    },
+    Usage {
+        #[serde(flatten)]
+        usage: Usage,
+        cumulative: Usage,
+    },
+    /// The message as the user sees it (an extension may have replaced its text).
+    AssistantMessage {
+        content: Vec<Block>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<String>,
+    },
+    /// An extension hid the assistant message.
+    AssistantBlocked {
+        extension: String,
+        reason: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolConfirmationRequested {
+        id: String,
+        name: String,
+        preview: String,
+    },
+    ToolProgress {
+        id: String,
+        text: String,
+    },
+    ToolResult {
+        id: String,
+        is_error: bool,
+        content: Vec<Block>,
+    },
+    TurnEnd {
+        stop: StopReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The prompt is finished.
+    Done,
+    /// Older messages were replaced by a summary (`automatic`: the context
+    /// was getting full; otherwise `/compact` or RPC `compact` asked).
+    CompactDone {
+        summary: String,
+        automatic: bool,
+    },
+    Error {
+        message: String,
+    },
+    ExtNotify {
+        extension: String,
+        level: NotifyLevel,
+        message: String,
+    },
+    ExtClearNotes {
+        extension: String,
+    },
+    /// `extension` is null for a manifest that could not be read.
+    ExtWarning {
+        extension: Option<String>,
+        message: String,
+    },
+    ExtStatus {
+        extension: String,
+        key: String,
+        text: String,
+    },
+    ExtWidget {
+        extension: String,
+        key: String,
+        lines: Vec<String>,
+    },
+    ExtEntry {
+        extension: String,
+        data: Value,
+    },
+    /// What an extension command displayed.
+    ExtDisplay {
+        extension: String,
+        command: String,
+        text: String,
+    },
+    /// `zot rpc` only: the answer to a request.
+    Response(Response),
+}
+
+/// The answer to one RPC request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Response {
+    /// The request's `type` ("" when it had none).
+    pub command: String,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Data>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The request's `id`, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Value>,
+}
+
+/// What a successful request returns, by command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Data {
+    /// `hello`.
+    Hello {
+        protocol_version: u32,
+        version: String,
+        provider: String,
+        model: String,
+    },
+    /// `ping`.
+    Pong { pong: bool },
+    /// `prompt`, `compact`: the work runs; its events follow.
+    Started { started: bool },
+    /// `get_state`.
+    State {
+        provider: String,
+        model: String,
+        cwd: String,
+        message_count: usize,
+        busy: bool,
+        usage: Usage,
+    },
+    /// `get_messages`: the conversation as the session file stores it.
+    Messages { messages: Vec<Value> },
+    /// `get_models`.
+    Models { models: Vec<ModelInfo> },
+    /// `get_commands`.
+    Commands { commands: Vec<CommandEntry> },
+    /// `reload_extensions`.
+    Reloaded {
+        stopped: usize,
+        loaded: usize,
+        ready: usize,
+        errors: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelInfo {
+    pub id: String,
+    pub provider: String,
+    pub context_window: u32,
+    pub max_output: u32,
+    pub reasoning: bool,
+}
+
+/// A slash command: built in, or an extension's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CommandEntry {
+    pub name: String,
+    pub description: Option<String>,
+    pub source: CommandSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandSource {
+    Builtin,
+    Extension,
+}
+
+impl Event {
+    /// The stream line for a host event; `None` for the ones only the TUI
+    /// shows (a question dropped unanswered counts as dismissed).
+    pub fn from_host(event: &HostEvent) -> Option<Self> {
+        Some(match event.clone() {
+            HostEvent::Notify {
+                extension,
+                level,
+                message,
+            } => Event::ExtNotify {
+                extension,
+                level,
+                message,
+            },
+            HostEvent::ClearNotes { extension } => Event::ExtClearNotes { extension },
+            HostEvent::Warning { extension, message }
+            | HostEvent::Exited {
+                extension,
+                reason: message,
+            } => Event::ExtWarning {
+                extension: Some(extension),
+                message,
+            },
+            HostEvent::Status {
+                extension,
+                key,
+                text,
+            } => Event::ExtStatus {
+                extension,
+                key,
+                text,
+            },
+            HostEvent::Widget {
+                extension,
+                key,
+                lines,
+            } => Event::ExtWidget {
+                extension,
+                key,
+                lines,
+            },
+            HostEvent::Entry { extension, data } => Event::ExtEntry { extension, data },
+            HostEvent::Question { .. }
+            | HostEvent::Submit { .. }
+            | HostEvent::PanelRender { .. }
+            | HostEvent::PanelClose { .. }
+            | HostEvent::ToolsChanged
+            | HostEvent::CommandsChanged => return None,
+        })
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod events;
 pub mod nimlet;
+pub mod rpc;
 pub mod schema;
 pub mod ui;
 pub mod zot;

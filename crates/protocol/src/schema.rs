@@ -1,11 +1,15 @@
-//! The JSON Schema contract of the zot protocol, derived from the wire types
-//! with schemars: one schema per direction, checked in under `schema/` at the
-//! repository root so SDKs in any language can validate against it.
+//! The JSON Schema contracts, derived from the wire types with schemars and
+//! checked in under `schema/` at the repository root so SDKs and clients in
+//! any language can validate against them: the extension protocol (one
+//! schema per direction) and the front-end protocol (`--json` and `zot rpc`
+//! lines, RPC requests).
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
+use crate::events::Event;
+use crate::rpc::Request;
 use crate::zot::{ExtFrame, HostFrame};
 
 /// File name of the schema of every extension → host frame ([`ExtFrame`]).
@@ -13,6 +17,12 @@ pub const EXT_FRAME_SCHEMA: &str = "ext-frame.schema.json";
 
 /// File name of the schema of every host → extension frame ([`HostFrame`]).
 pub const HOST_FRAME_SCHEMA: &str = "host-frame.schema.json";
+
+/// File name of the schema of every `--json` and `zot rpc` output line ([`Event`]).
+pub const EVENT_SCHEMA: &str = "event.schema.json";
+
+/// File name of the schema of every `zot rpc` request line ([`Request`]).
+pub const RPC_REQUEST_SCHEMA: &str = "rpc-request.schema.json";
 
 /// Every schema as `(file name, schema)`, in a stable order.
 ///
@@ -24,6 +34,8 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
     vec![
         (EXT_FRAME_SCHEMA, root::<ExtFrame>()),
         (HOST_FRAME_SCHEMA, root::<HostFrame>()),
+        (EVENT_SCHEMA, root::<Event>()),
+        (RPC_REQUEST_SCHEMA, root::<Request>()),
     ]
 }
 

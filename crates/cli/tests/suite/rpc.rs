@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
-use super::support::World;
+use super::support::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA, World, check_schema};
 
+/// An RPC client: every line zot prints is checked against the published
+/// event schema, every well-formed request against the request schema.
 struct Rpc {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
+    /// Lines that broke the event schema.
+    invalid: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Rpc {
@@ -35,21 +39,46 @@ impl Rpc {
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = std::sync::mpsc::channel();
+        let invalid: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+        let seen = std::sync::Arc::clone(&invalid);
         std::thread::spawn(move || {
             for line in stdout.lines() {
                 let Ok(line) = line else { break };
-                let _ =
-                    tx.send(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+                let value: Value = match serde_json::from_str(&line) {
+                    Ok(value) => value,
+                    Err(e) => {
+                        seen.lock().unwrap().push(format!("{e}: {line}"));
+                        continue;
+                    }
+                };
+                if let Err(e) = check_schema(EVENT_SCHEMA, &value) {
+                    seen.lock().unwrap().push(e);
+                }
+                let _ = tx.send(value);
             }
         });
         Self {
             child,
             stdin,
             lines,
+            invalid,
         }
     }
 
     fn send(&mut self, line: &str) {
+        if let Ok(request) = serde_json::from_str::<Value>(line)
+            && request
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| zot_extensions::zot_protocol::rpc::Request::COMMANDS.contains(&t))
+        {
+            check_schema(RPC_REQUEST_SCHEMA, &request).unwrap();
+        }
+        self.send_raw(line);
+    }
+
+    /// Sends a line as is (for malformed input).
+    fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
@@ -59,6 +88,7 @@ impl Rpc {
     fn until(&self, mut pred: impl FnMut(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
+            self.assert_valid();
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(v) if pred(&v) => return v,
@@ -72,9 +102,18 @@ impl Rpc {
         self.until(|v| v["type"] == "response" && v["command"] == command)
     }
 
+    fn assert_valid(&self) {
+        let invalid = self.invalid.lock().unwrap();
+        assert!(invalid.is_empty(), "{}", invalid.join("\n"));
+    }
+
     fn close(mut self) -> i32 {
         drop(self.stdin.take());
-        self.child.wait().unwrap().code().unwrap_or(-1)
+        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        // The reader sees the end of the stream once the process is gone.
+        while self.lines.recv_timeout(Duration::from_secs(5)).is_ok() {}
+        self.assert_valid();
+        code
     }
 }
 
@@ -83,6 +122,14 @@ impl Drop for Rpc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn the_schema_check_refuses_what_the_protocol_does_not_have() {
+    assert!(check_schema(EVENT_SCHEMA, &json!({"type": "done"})).is_ok());
+    assert!(check_schema(EVENT_SCHEMA, &json!({"type": "teleported"})).is_err());
+    assert!(check_schema(EVENT_SCHEMA, &json!({"type": "turn_end", "stop": "bored"})).is_err());
+    assert!(check_schema(RPC_REQUEST_SCHEMA, &json!({"type": "set_model"})).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread")]

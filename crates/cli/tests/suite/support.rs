@@ -150,12 +150,54 @@ impl World {
     }
 }
 
-/// The JSON lines `run` wrote to stdout (`--json` mode).
+/// The JSON lines `run` wrote to stdout (`--json` mode), each checked
+/// against the published event schema.
 pub fn events(run: &Run) -> Vec<serde_json::Value> {
     run.stdout
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .map(|l| {
+            let value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            if let Err(e) = check_schema(EVENT_SCHEMA, &value) {
+                panic!("{e}");
+            }
+            value
+        })
         .collect()
+}
+
+pub use zot_extensions::zot_protocol::schema::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA};
+
+/// Checks `value` against the schema checked in as `schema/<file>`.
+pub fn check_schema(file: &str, value: &serde_json::Value) -> Result<(), String> {
+    static VALIDATORS: std::sync::OnceLock<Vec<(String, jsonschema::Validator)>> =
+        std::sync::OnceLock::new();
+    let validators = VALIDATORS.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema");
+        [EVENT_SCHEMA, RPC_REQUEST_SCHEMA]
+            .into_iter()
+            .map(|name| {
+                let text = std::fs::read_to_string(dir.join(name)).unwrap();
+                let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+                (name.to_owned(), jsonschema::validator_for(&schema).unwrap())
+            })
+            .collect()
+    });
+    let (_, validator) = validators
+        .iter()
+        .find(|(name, _)| name == file)
+        .ok_or_else(|| format!("no schema {file}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value} breaks schema/{file}: {}",
+            errors.join("; ")
+        ))
+    }
 }
 
 pub fn json(run: &Run) -> serde_json::Value {

@@ -1,0 +1,186 @@
+//! The requests `zot rpc` reads, one JSON object per line:
+//! `{"id"?, "type": <command>, …}`. Each gets one
+//! [`Response`](crate::events::Response) on the event stream.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One request, by its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    /// Required first when the server was started with `ZOTCORE_RPC_TOKEN`.
+    Hello {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+    },
+    /// Runs a prompt (queued behind a running one); ends with `done`.
+    Prompt {
+        #[serde(default)]
+        message: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
+    },
+    /// Cancels the running prompt or compaction.
+    Abort,
+    /// Summarises older messages; ends with `compact_done` or `error`.
+    Compact,
+    GetState,
+    GetMessages,
+    /// Starts a fresh conversation.
+    Clear,
+    SetModel {
+        model: String,
+    },
+    GetModels,
+    GetCommands,
+    ReloadExtensions,
+    Ping,
+}
+
+/// An image attached to a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Image {
+    pub mime_type: String,
+    /// Standard base64.
+    pub data: String,
+}
+
+/// A request line with its optional `id`, which the response repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    pub id: Option<Value>,
+    /// The `type` as sent ("" when missing).
+    pub command: String,
+    pub request: Result<Request, String>,
+}
+
+impl Request {
+    /// Every command name.
+    pub const COMMANDS: &'static [&'static str] = &[
+        "hello",
+        "prompt",
+        "abort",
+        "compact",
+        "get_state",
+        "get_messages",
+        "clear",
+        "set_model",
+        "get_models",
+        "get_commands",
+        "reload_extensions",
+        "ping",
+    ];
+}
+
+impl Envelope {
+    /// Reads one request line. `Err` is the whole line's problem (no
+    /// response id can be known); a bad request inside a good line is in
+    /// `request`, worded for the client.
+    pub fn parse(line: &[u8]) -> Result<Self, String> {
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(value @ Value::Object(_)) => value,
+            Ok(_) => return Err("malformed json: a request is an object".into()),
+            Err(e) => return Err(format!("malformed json: {e}")),
+        };
+        let id = value.get("id").cloned().filter(|v| !v.is_null());
+        let command = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let request = if command.is_empty() {
+            Err("malformed request: no \"type\"".to_owned())
+        } else if !Self::known(&command) {
+            Err("unknown command".to_owned())
+        } else {
+            let mut fields = value;
+            if let Value::Object(map) = &mut fields {
+                map.remove("id");
+            }
+            serde_json::from_value(fields).map_err(|e| problem(&command, &e.to_string()))
+        };
+        Ok(Self {
+            id,
+            command,
+            request,
+        })
+    }
+
+    fn known(command: &str) -> bool {
+        Request::COMMANDS.contains(&command)
+    }
+}
+
+/// A bad request's fields, in the words the protocol documents.
+fn problem(command: &str, serde: &str) -> String {
+    match command {
+        "set_model" => "set_model needs \"model\"".to_owned(),
+        "prompt" if serde.contains("mime_type") || serde.contains("data") => {
+            "each image needs \"mime_type\" and \"data\" (base64)".to_owned()
+        }
+        "prompt" => "prompt needs a non-empty \"message\" or images".to_owned(),
+        _ => format!("malformed {command}: {serde}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Envelope {
+        Envelope::parse(line.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn requests_parse_with_their_ids() {
+        let env = parse(r#"{"id":7,"type":"set_model","model":"m"}"#);
+        assert_eq!(env.id, Some(Value::from(7)));
+        assert_eq!(env.request, Ok(Request::SetModel { model: "m".into() }));
+        assert_eq!(
+            parse(r#"{"type":"abort","id":"x"}"#).request,
+            Ok(Request::Abort)
+        );
+        let prompt = parse(
+            r#"{"type":"prompt","message":"hi","images":[{"mime_type":"image/png","data":"AA=="}]}"#,
+        );
+        assert!(
+            matches!(prompt.request, Ok(Request::Prompt { ref images, .. }) if images.len() == 1)
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_worded_for_the_client() {
+        assert_eq!(
+            Envelope::parse(b"[1]").unwrap_err(),
+            "malformed json: a request is an object"
+        );
+        assert!(
+            Envelope::parse(b"{")
+                .unwrap_err()
+                .starts_with("malformed json: ")
+        );
+        assert_eq!(
+            parse(r#"{"id":1}"#).request,
+            Err("malformed request: no \"type\"".into())
+        );
+        let unknown = parse(r#"{"type":"fly"}"#);
+        assert_eq!(
+            (unknown.command.as_str(), unknown.request),
+            ("fly", Err("unknown command".into()))
+        );
+        assert_eq!(
+            parse(r#"{"type":"set_model"}"#).request,
+            Err("set_model needs \"model\"".into())
+        );
+        assert_eq!(
+            parse(r#"{"type":"prompt","images":[{"mime_type":"image/png"}]}"#).request,
+            Err("each image needs \"mime_type\" and \"data\" (base64)".into())
+        );
+        for name in Request::COMMANDS {
+            let env = parse(&format!(r#"{{"type":"{name}","model":"m"}}"#));
+            assert_ne!(env.request, Err("unknown command".into()), "{name}");
+        }
+    }
+}
