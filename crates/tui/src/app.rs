@@ -7,7 +7,6 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ratatui::text::Line;
 use tokio::sync::mpsc;
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message, Role};
@@ -22,6 +21,7 @@ use zot_protocol::ui::{
 use crate::bridge::Extensions;
 use crate::editor::Editor;
 use crate::theme::Theme;
+use crate::transcript::{Entry, Transcript};
 use crate::worker::{ConfirmRequest, Decision, Work, WorkerEvent, WorkerHandle};
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -56,25 +56,6 @@ pub struct AppConfig {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
-    User(String),
-    Assistant(String),
-    Tool {
-        id: String,
-        name: String,
-        preview: String,
-        result: Option<(bool, String)>,
-        expanded: bool,
-        /// Output so far while the tool runs (bash), last lines only.
-        live: String,
-    },
-    Error(String),
-    Info(String),
-    /// An extension that failed to load: stays until a clean reload or /clear.
-    ExtFailure(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
 pub struct Note {
     pub extension: String,
     pub level: NotifyLevel,
@@ -102,15 +83,6 @@ pub struct Status {
     pub text: String,
     pub kind: StatusKind,
     pub until: Instant,
-}
-
-/// Rendered lines of a streaming message's settled prefix: everything up to
-/// its last paragraph break outside a code fence, which later text cannot change.
-pub(crate) struct StreamCache {
-    pub(crate) index: usize,
-    pub(crate) width: u16,
-    pub(crate) prefix: String,
-    pub(crate) lines: Vec<Line<'static>>,
 }
 
 pub enum Overlay {
@@ -145,11 +117,7 @@ pub enum AppMsg {
 
 pub struct App {
     pub config: AppConfig,
-    pub entries: Vec<Entry>,
-    /// Rendered lines per entry, with the width they were wrapped for.
-    pub(crate) cache: Vec<Option<(u16, Vec<Line<'static>>)>>,
-    /// The settled part of the message being streamed, rendered once.
-    pub(crate) stream: Option<StreamCache>,
+    pub transcript: Transcript,
     pub notes: Vec<Note>,
     pub status: Option<Status>,
     pub queue: VecDeque<String>,
@@ -159,8 +127,6 @@ pub struct App {
     pub overlay: Overlay,
     pub busy: bool,
     pub spinner: usize,
-    /// Rows scrolled up from the bottom of the chat.
-    pub scroll: usize,
     pub last_input_tokens: u64,
     /// Plan mode: only read-only tools.
     pub plan: bool,
@@ -210,9 +176,7 @@ impl App {
         msgs: mpsc::UnboundedSender<AppMsg>,
     ) -> Self {
         let mut app = Self {
-            entries: Vec::new(),
-            cache: Vec::new(),
-            stream: None,
+            transcript: Transcript::default(),
             notes: Vec::new(),
             status: None,
             queue: VecDeque::new(),
@@ -222,7 +186,6 @@ impl App {
             overlay: Overlay::None,
             busy: false,
             spinner: 0,
-            scroll: 0,
             last_input_tokens: 0,
             plan: config.plan,
             statuses: Vec::new(),
@@ -252,15 +215,19 @@ impl App {
         &self.config.theme
     }
 
-    pub(crate) fn push(&mut self, entry: Entry) {
-        self.entries.push(entry);
-        self.cache.push(None);
-        self.scroll = 0;
+    /// The transcript's entries, oldest first.
+    pub fn entries(&self) -> &[Entry] {
+        self.transcript.entries()
     }
 
-    fn touch(&mut self, index: usize) {
-        if let Some(slot) = self.cache.get_mut(index) {
-            *slot = None;
+    fn push(&mut self, entry: Entry) {
+        self.transcript.push(entry);
+    }
+
+    /// Shows an error unless it is the last thing shown already.
+    fn push_error_once(&mut self, text: String) {
+        if !matches!(self.transcript.last(), Some(Entry::Error(last)) if *last == text) {
+            self.push(Entry::Error(text));
         }
     }
 
@@ -377,8 +344,8 @@ impl App {
             KeyCode::Down => self.editor.down(),
             KeyCode::Home => self.editor.home(),
             KeyCode::End => self.editor.end(),
-            KeyCode::PageUp => self.scroll += 10,
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            KeyCode::PageUp => self.transcript.scroll_up(10),
+            KeyCode::PageDown => self.transcript.scroll_down(10),
             KeyCode::Char('a') if ctrl => self.editor.home(),
             KeyCode::Char('e') if ctrl => self.editor.end(),
             KeyCode::Char('w') if ctrl => self.editor.delete_word(),
@@ -436,16 +403,14 @@ impl App {
     }
 
     fn toggle_last_tool(&mut self) {
-        if let Some(index) = self
-            .entries
-            .iter()
-            .rposition(|e| matches!(e, Entry::Tool { .. }))
-        {
-            if let Entry::Tool { expanded, .. } = &mut self.entries[index] {
-                *expanded = !*expanded;
-            }
-            self.touch(index);
-        }
+        self.transcript.update_last(
+            |e| matches!(e, Entry::Tool { .. }),
+            |e| {
+                if let Entry::Tool { expanded, .. } = e {
+                    *expanded = !*expanded;
+                }
+            },
+        );
     }
 
     fn overlay_key(&mut self, key: KeyEvent) {
@@ -730,8 +695,7 @@ impl App {
             }
             "clear" => {
                 self.abort();
-                self.entries.clear();
-                self.cache.clear();
+                self.transcript.clear();
                 self.notes.clear();
                 self.queue.clear();
                 if let Some(worker) = &self.worker {
@@ -843,17 +807,7 @@ impl App {
                         StatusKind::Info
                     },
                 );
-                let old: Vec<usize> = self
-                    .entries
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| matches!(e, Entry::ExtFailure(_)))
-                    .map(|(i, _)| i)
-                    .collect();
-                for index in old.into_iter().rev() {
-                    self.entries.remove(index);
-                    self.cache.remove(index);
-                }
+                self.transcript.retain(|e| !e.is_ext_failure());
                 for error in summary.errors {
                     self.push(Entry::ExtFailure(error));
                 }
@@ -983,11 +937,7 @@ impl App {
                 }
             }
             WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
-            WorkerEvent::Error(text) => {
-                if !matches!(self.entries.last(), Some(Entry::Error(last)) if *last == text) {
-                    self.push(Entry::Error(text));
-                }
-            }
+            WorkerEvent::Error(text) => self.push_error_once(text),
             WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
             WorkerEvent::Confirm(request) => {
                 self.overlay = Overlay::Confirm {
@@ -999,17 +949,7 @@ impl App {
     }
 
     fn load_transcript(&mut self, messages: &[Message]) {
-        let keep: Vec<Entry> = self
-            .entries
-            .iter()
-            .filter(|e| matches!(e, Entry::ExtFailure(_)))
-            .cloned()
-            .collect();
-        self.entries.clear();
-        self.cache.clear();
-        for entry in keep {
-            self.push(entry);
-        }
+        self.transcript.restart(Entry::is_ext_failure);
         for message in messages {
             match message.role {
                 Role::User => {
@@ -1024,14 +964,8 @@ impl App {
                         self.push(Entry::Assistant(text));
                     }
                     for (id, name, args) in message.tool_calls() {
-                        self.push(Entry::Tool {
-                            id: id.to_owned(),
-                            name: name.to_owned(),
-                            preview: zot_core::agent::preview(args),
-                            result: None,
-                            expanded: false,
-                            live: String::new(),
-                        });
+                        let preview = zot_core::agent::preview(args);
+                        self.push(Entry::tool(id.to_owned(), name.to_owned(), preview));
                     }
                 }
                 Role::Tool => {
@@ -1059,32 +993,25 @@ impl App {
                 _ => String::new(),
             })
             .collect();
-        let position = self
-            .entries
-            .iter()
-            .rposition(|e| matches!(e, Entry::Tool { id: tid, .. } if tid == id));
-        if let Some(index) = position {
-            if let Entry::Tool { result, .. } = &mut self.entries[index] {
-                *result = Some((is_error, text.join("\n")));
-            }
-            self.touch(index);
-        }
+        self.transcript.update_last(
+            |e| e.is_tool_call(id),
+            |e| {
+                if let Entry::Tool { result, .. } = e {
+                    *result = Some((is_error, text.join("\n")));
+                }
+            },
+        );
     }
 
     fn on_agent(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::AssistantStart => self.push(Entry::Assistant(String::new())),
             AgentEvent::TextDelta { delta } => {
-                if let Some(index) = self
-                    .entries
-                    .iter()
-                    .rposition(|e| matches!(e, Entry::Assistant(_)))
-                {
-                    if let Entry::Assistant(text) = &mut self.entries[index] {
+                self.transcript.update_last(Entry::is_assistant, |e| {
+                    if let Entry::Assistant(text) = e {
                         text.push_str(&delta);
                     }
-                    self.touch(index);
-                }
+                });
             }
             AgentEvent::AssistantMessage { content, .. } => {
                 let text = Message {
@@ -1093,63 +1020,40 @@ impl App {
                     time: None,
                 }
                 .text();
-                if let Some(index) = self
-                    .entries
-                    .iter()
-                    .rposition(|e| matches!(e, Entry::Assistant(_)))
-                {
-                    if text.is_empty() {
-                        self.entries.remove(index);
-                        self.cache.remove(index);
-                    } else {
-                        self.entries[index] = Entry::Assistant(text);
-                        self.touch(index);
-                    }
+                if text.is_empty() {
+                    self.transcript.remove_last(Entry::is_assistant);
+                } else {
+                    self.transcript
+                        .update_last(Entry::is_assistant, |e| *e = Entry::Assistant(text));
                 }
             }
             AgentEvent::AssistantBlocked { extension, reason } => {
-                if let Some(index) = self
-                    .entries
-                    .iter()
-                    .rposition(|e| matches!(e, Entry::Assistant(_)))
-                {
-                    self.entries.remove(index);
-                    self.cache.remove(index);
-                }
+                self.transcript.remove_last(Entry::is_assistant);
                 self.push(Entry::Info(format!(
                     "[{extension}] hid the answer: {reason}"
                 )));
             }
             AgentEvent::ToolCall { id, name, args } => {
                 let preview = zot_core::agent::preview(&args);
-                self.push(Entry::Tool {
-                    id,
-                    name,
-                    preview,
-                    result: None,
-                    expanded: false,
-                    live: String::new(),
-                });
+                self.push(Entry::tool(id, name, preview));
             }
             AgentEvent::ToolProgress { id, text } => {
-                let position = self
-                    .entries
-                    .iter()
-                    .rposition(|e| matches!(e, Entry::Tool { id: tid, .. } if *tid == id));
-                if let Some(index) = position {
-                    if let Entry::Tool { live, .. } = &mut self.entries[index] {
-                        live.push_str(&text);
-                        // Only the tail is shown; keep memory bounded on chatty commands.
-                        if live.len() > LIVE_OUTPUT_BYTES {
-                            let cut = live.len() - LIVE_OUTPUT_BYTES;
-                            let boundary = (cut..live.len())
-                                .find(|i| live.is_char_boundary(*i))
-                                .unwrap_or(live.len());
-                            live.replace_range(..boundary, "");
+                self.transcript.update_last(
+                    |e| e.is_tool_call(&id),
+                    |e| {
+                        if let Entry::Tool { live, .. } = e {
+                            live.push_str(&text);
+                            // Only the tail is shown; keep memory bounded on chatty commands.
+                            if live.len() > LIVE_OUTPUT_BYTES {
+                                let cut = live.len() - LIVE_OUTPUT_BYTES;
+                                let boundary = (cut..live.len())
+                                    .find(|i| live.is_char_boundary(*i))
+                                    .unwrap_or(live.len());
+                                live.replace_range(..boundary, "");
+                            }
                         }
-                    }
-                    self.touch(index);
-                }
+                    },
+                );
             }
             AgentEvent::ToolResult {
                 id,
@@ -1176,10 +1080,7 @@ impl App {
                 };
                 self.push(Entry::Info(format!("{how}older messages were summarised")));
             }
-            AgentEvent::Error { message } if !matches!(self.entries.last(), Some(Entry::Error(last)) if *last == message) =>
-            {
-                self.push(Entry::Error(message));
-            }
+            AgentEvent::Error { message } => self.push_error_once(message),
             _ => {}
         }
     }

@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod editor;
 pub mod markdown;
 pub mod theme;
+pub mod transcript;
 pub mod view;
 pub mod worker;
 mod wrap;

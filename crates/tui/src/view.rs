@@ -9,9 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use zot_protocol::zot::NotifyLevel;
 
-use crate::app::{App, Entry, Overlay, POPUP_ROWS, StatusKind};
+use crate::app::{App, Overlay, POPUP_ROWS, StatusKind};
 use crate::markdown;
 use crate::theme::Theme;
+use crate::transcript::Entry;
 use crate::wrap::wrap;
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
@@ -309,40 +310,25 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
 /// The chat, bottom-anchored: only the entries that can be seen are wrapped.
 fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let width = area.width;
-    let needed = area.height as usize + app.scroll;
+    let busy = app.busy;
+    let transcript = &mut app.transcript;
+    let needed = area.height as usize + transcript.scroll();
+    let count = transcript.entries().len();
+    let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
+    let wrapped = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        lines.iter().flat_map(|l| wrap(l, width as usize)).collect()
+    };
     let mut rows: Vec<Line<'static>> = Vec::new();
-    let streaming = app.busy && matches!(app.entries.last(), Some(Entry::Assistant(_)));
-    for index in (0..app.entries.len()).rev() {
-        if streaming && index + 1 == app.entries.len() {
-            let mut block = streamed_lines(app, index, width, needed, theme);
-            block.push(Line::default());
-            block.extend(rows);
-            rows = block;
-            if rows.len() >= needed {
-                break;
-            }
-            continue;
-        }
-        let cached = app
-            .cache
-            .get(index)
-            .and_then(|c| c.as_ref())
-            .filter(|(w, _)| *w == width)
-            .map(|(_, l)| l.clone());
-        let lines = match cached {
-            Some(lines) => lines,
-            None => {
-                let lines: Vec<Line<'static>> = entry_lines(&app.entries[index], theme)
-                    .iter()
-                    .flat_map(|l| wrap(l, width as usize))
-                    .collect();
-                if let Some(slot) = app.cache.get_mut(index) {
-                    *slot = Some((width, lines.clone()));
-                }
-                lines
-            }
+    for index in (0..count).rev() {
+        let mut block = if streaming && index + 1 == count {
+            transcript.streamed(index, width, needed, |text| {
+                wrapped(markdown::render(text, theme))
+            })
+        } else {
+            transcript
+                .lines(index, width, |entry| wrapped(entry_lines(entry, theme)))
+                .to_vec()
         };
-        let mut block = lines;
         block.push(Line::default());
         block.extend(rows);
         rows = block;
@@ -350,86 +336,11 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
             break;
         }
     }
-    app.scroll = app
-        .scroll
-        .min(rows.len().saturating_sub(area.height as usize));
-    let end = rows.len().saturating_sub(app.scroll);
+    transcript.clamp_scroll(rows.len().saturating_sub(area.height as usize));
+    let end = rows.len().saturating_sub(transcript.scroll());
     let start = end.saturating_sub(area.height as usize);
     let visible: Vec<Line<'static>> = rows[start..end].to_vec();
     frame.render_widget(Paragraph::new(visible), area);
-}
-
-/// A streaming message: the settled prefix comes from the stream cache and
-/// grows by whole paragraphs; only the unsettled tail is rendered each frame,
-/// so a frame costs the tail, not the whole message.
-fn streamed_lines(
-    app: &mut App,
-    index: usize,
-    width: u16,
-    needed: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
-    let Some(Entry::Assistant(text)) = app.entries.get(index) else {
-        return Vec::new();
-    };
-    let split = settled_len(text);
-    let render = |part: &str| -> Vec<Line<'static>> {
-        markdown::render(part, theme)
-            .iter()
-            .flat_map(|l| wrap(l, width as usize))
-            .collect()
-    };
-    let mut cache = app
-        .stream
-        .take()
-        .filter(|c| {
-            c.index == index
-                && c.width == width
-                && c.prefix.len() <= split
-                && text.starts_with(&c.prefix)
-        })
-        .unwrap_or(crate::app::StreamCache {
-            index,
-            width,
-            prefix: String::new(),
-            lines: Vec::new(),
-        });
-    if cache.prefix.len() < split {
-        let more = render(&text[cache.prefix.len()..split]);
-        if !cache.lines.is_empty() && !more.is_empty() {
-            cache.lines.push(Line::default());
-        }
-        cache.lines.extend(more);
-        cache.prefix = text[..split].to_owned();
-    }
-    let tail = render(&text[split..]);
-    // Only the rows that can show are copied out of the settled part.
-    let keep = needed.saturating_sub(tail.len() + 1);
-    let mut lines: Vec<Line<'static>> =
-        cache.lines[cache.lines.len().saturating_sub(keep)..].to_vec();
-    if !lines.is_empty() && !tail.is_empty() {
-        lines.push(Line::default());
-    }
-    lines.extend(tail);
-    app.stream = Some(cache);
-    lines
-}
-
-/// The byte length of `text` up to its last blank line outside a code fence.
-fn settled_len(text: &str) -> usize {
-    let mut in_fence = false;
-    let mut settled = 0;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        offset += line.len();
-        let trimmed = line.trim();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_fence = !in_fence;
-        } else if trimmed.is_empty() && line.ends_with('\n') && !in_fence {
-            settled = offset;
-        }
-    }
-    settled
 }
 
 fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {

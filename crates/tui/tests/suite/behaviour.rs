@@ -5,7 +5,8 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, QuestionReply};
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
-use zot_tui::app::{AppMsg, Entry, StatusKind};
+use zot_tui::app::{AppMsg, StatusKind};
+use zot_tui::transcript::Entry;
 
 use super::support::{app, app_with, config};
 
@@ -72,7 +73,7 @@ async fn queued_prompts_are_delivered_in_order_when_idle() {
     app.on_worker(zot_tui::worker::WorkerEvent::Idle);
     app.on_worker(zot_tui::worker::WorkerEvent::Idle);
     let users: Vec<&Entry> = app
-        .entries
+        .entries()
         .iter()
         .filter(|e| matches!(e, Entry::User(_)))
         .collect();
@@ -112,9 +113,12 @@ async fn unknown_commands_and_path_like_text() {
     let status = app.status.clone().unwrap();
     assert_eq!(status.kind, StatusKind::Error);
     assert!(status.text.contains("unknown command /nonsense"));
-    assert!(app.entries.is_empty(), "nothing was sent");
+    assert!(app.entries().is_empty(), "nothing was sent");
     app.submit("/usr/bin/env is where?");
-    assert_eq!(app.entries, [Entry::User("/usr/bin/env is where?".into())]);
+    assert_eq!(
+        app.entries(),
+        [Entry::User("/usr/bin/env is where?".into())]
+    );
 }
 
 #[tokio::test]
@@ -146,7 +150,7 @@ async fn extension_commands_run_case_insensitively_and_replies_act() {
     assert_eq!(status.kind, StatusKind::Error);
     assert_eq!(status.text, "extension /todo: went wrong");
     app.on_app(reply(CommandOutcome::Prompt("do it".into()), None));
-    assert!(app.entries.contains(&Entry::User("do it".into())));
+    assert!(app.entries().contains(&Entry::User("do it".into())));
     app.on_app(AppMsg::Command {
         name: "slow".into(),
         result: Err("timeout waiting for x/slow".into()),
@@ -262,7 +266,7 @@ async fn without_credentials_commands_work_and_prompts_explain() {
     cfg.missing_credentials =
         Some("no API key: set ANTHROPIC_API_KEY or use --provider ollama".into());
     let (mut app, _, _) = app_with(cfg);
-    assert!(matches!(&app.entries[0], Entry::Info(text) if text.contains("--provider ollama")));
+    assert!(matches!(&app.entries()[0], Entry::Info(text) if text.contains("--provider ollama")));
     app.submit("hello");
     assert!(
         app.status
@@ -273,7 +277,9 @@ async fn without_credentials_commands_work_and_prompts_explain() {
     );
     assert!(!app.busy);
     app.submit("/help");
-    assert!(matches!(app.entries.last(), Some(Entry::Info(text)) if text.contains("/reload-ext")));
+    assert!(
+        matches!(app.entries().last(), Some(Entry::Info(text)) if text.contains("/reload-ext"))
+    );
 }
 
 #[tokio::test]
@@ -360,10 +366,10 @@ async fn built_in_commands() {
 
     app.submit("/skills");
     assert!(
-        matches!(app.entries.last(), Some(Entry::Info(t)) if t.contains("deploy: how to ship"))
+        matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("deploy: how to ship"))
     );
     app.submit("/model");
-    assert!(matches!(app.entries.last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
+    assert!(matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
     app.submit("/model claude-haiku-4-5");
     assert_eq!(app.config.model, "claude-haiku-4-5");
     app.submit("/yolo");
@@ -377,7 +383,7 @@ async fn built_in_commands() {
     app.submit("/compact");
     assert!(app.busy);
     app.submit("/clear");
-    assert!(app.entries.is_empty());
+    assert!(app.entries().is_empty());
     app.submit("/exit");
     assert!(app.quit);
     std::fs::remove_dir_all(dir).unwrap();

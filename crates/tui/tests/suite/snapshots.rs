@@ -8,7 +8,8 @@ use zot_core::event::AgentEvent;
 use zot_core::message::Block;
 use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, ReloadSummary};
 use zot_protocol::zot::{NotifyLevel, PanelContent};
-use zot_tui::app::{AppMsg, Entry};
+use zot_tui::app::AppMsg;
+use zot_tui::transcript::Entry;
 use zot_tui::worker::{ConfirmRequest, WorkerEvent};
 
 use super::support::{app, render};
@@ -105,7 +106,7 @@ async fn tool_call_and_result() {
     assert_snapshot!("tool_collapsed", render(&mut app, 70, 14));
     app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
     assert_eq!(
-        app.entries
+        app.entries()
             .iter()
             .filter(|e| matches!(e, Entry::Tool { expanded: true, .. }))
             .count(),

@@ -1,0 +1,325 @@
+//! The chat transcript: its entries together with the lines each was last
+//! rendered to, the settled part of a message being streamed, and how far
+//! the chat is scrolled. Every change goes through [`Transcript`], so an
+//! entry and its rendering cannot drift apart. Rendering itself is the view's.
+
+use ratatui::text::Line;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    User(String),
+    Assistant(String),
+    Tool {
+        id: String,
+        name: String,
+        preview: String,
+        result: Option<(bool, String)>,
+        expanded: bool,
+        /// Output so far while the tool runs (bash), last lines only.
+        live: String,
+    },
+    Error(String),
+    Info(String),
+    /// An extension that failed to load: stays until a clean reload or /clear.
+    ExtFailure(String),
+}
+
+impl Entry {
+    /// A tool call that has not finished yet.
+    pub fn tool(id: String, name: String, preview: String) -> Self {
+        Self::Tool {
+            id,
+            name,
+            preview,
+            result: None,
+            expanded: false,
+            live: String::new(),
+        }
+    }
+
+    pub fn is_assistant(&self) -> bool {
+        matches!(self, Self::Assistant(_))
+    }
+
+    /// The call `id` of a tool (ids are unique within a conversation).
+    pub fn is_tool_call(&self, id: &str) -> bool {
+        matches!(self, Self::Tool { id: tid, .. } if tid == id)
+    }
+
+    pub fn is_ext_failure(&self) -> bool {
+        matches!(self, Self::ExtFailure(_))
+    }
+}
+
+/// Lines an entry was rendered to, and the width they were wrapped for.
+struct Rendered {
+    width: u16,
+    lines: Vec<Line<'static>>,
+}
+
+/// Rendered lines of a streaming message's settled prefix: everything up to
+/// its last paragraph break outside a code fence, which later text cannot change.
+struct StreamCache {
+    index: usize,
+    width: u16,
+    prefix: String,
+    lines: Vec<Line<'static>>,
+}
+
+#[derive(Default)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    /// One slot per entry (same index): `None` until drawn, and again after
+    /// the entry changes. Only this type's methods touch both vectors.
+    rendered: Vec<Option<Rendered>>,
+    /// The settled part of the message being streamed, rendered once. It is
+    /// checked against the text on use, so changes elsewhere never stale it.
+    stream: Option<StreamCache>,
+    /// Rows scrolled up from the bottom of the chat.
+    scroll: usize,
+}
+
+impl Transcript {
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn last(&self) -> Option<&Entry> {
+        self.entries.last()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn scroll(&self) -> usize {
+        self.scroll
+    }
+
+    /// Adds an entry at the bottom, and scrolls there so it is seen.
+    pub fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+        self.rendered.push(None);
+        self.scroll = 0;
+    }
+
+    pub fn clear(&mut self) {
+        self.retain(|_| false);
+    }
+
+    /// Keeps the entries `keep` accepts, in order, with their renderings.
+    pub fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
+        let mut kept = Vec::with_capacity(self.entries.len());
+        for (entry, rendered) in self.entries.drain(..).zip(self.rendered.drain(..)) {
+            if keep(&entry) {
+                kept.push((entry, rendered));
+            }
+        }
+        (self.entries, self.rendered) = kept.into_iter().unzip();
+    }
+
+    /// Starts over from what `keep` accepts (the conversation was replaced),
+    /// showing the bottom.
+    pub fn restart(&mut self, keep: impl Fn(&Entry) -> bool) {
+        self.retain(keep);
+        self.scroll = 0;
+    }
+
+    /// Changes the last entry `matches` accepts; its rendering is redone.
+    /// Returns whether there was one.
+    pub fn update_last(
+        &mut self,
+        matches: impl Fn(&Entry) -> bool,
+        change: impl FnOnce(&mut Entry),
+    ) -> bool {
+        let Some(index) = self.entries.iter().rposition(matches) else {
+            return false;
+        };
+        change(&mut self.entries[index]);
+        self.rendered[index] = None;
+        true
+    }
+
+    /// Removes the last entry `matches` accepts.
+    pub fn remove_last(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<Entry> {
+        let index = self.entries.iter().rposition(matches)?;
+        self.rendered.remove(index);
+        Some(self.entries.remove(index))
+    }
+
+    pub fn scroll_up(&mut self, rows: usize) {
+        self.scroll += rows;
+    }
+
+    pub fn scroll_down(&mut self, rows: usize) {
+        self.scroll = self.scroll.saturating_sub(rows);
+    }
+
+    /// Keeps the scroll within `max` rows (what the view can show).
+    pub(crate) fn clamp_scroll(&mut self, max: usize) {
+        self.scroll = self.scroll.min(max);
+    }
+
+    /// The lines of entry `index` wrapped to `width`: `render` makes them
+    /// unless they are cached for that width.
+    pub(crate) fn lines(
+        &mut self,
+        index: usize,
+        width: u16,
+        render: impl FnOnce(&Entry) -> Vec<Line<'static>>,
+    ) -> &[Line<'static>] {
+        let (Some(entry), Some(slot)) = (self.entries.get(index), self.rendered.get_mut(index))
+        else {
+            return &[];
+        };
+        if slot.as_ref().is_none_or(|r| r.width != width) {
+            *slot = Some(Rendered {
+                width,
+                lines: render(entry),
+            });
+        }
+        slot.as_ref().map_or(&[], |r| r.lines.as_slice())
+    }
+
+    /// The last `needed` rows (about) of assistant entry `index` while it
+    /// streams, `render` turning markdown into lines wrapped to `width`. The
+    /// settled prefix is rendered once and grows by whole paragraphs; only the
+    /// unsettled tail is rendered each frame, so a frame costs the tail, not
+    /// the whole message.
+    pub(crate) fn streamed(
+        &mut self,
+        index: usize,
+        width: u16,
+        needed: usize,
+        render: impl Fn(&str) -> Vec<Line<'static>>,
+    ) -> Vec<Line<'static>> {
+        let Some(Entry::Assistant(text)) = self.entries.get(index) else {
+            return Vec::new();
+        };
+        let split = settled_len(text);
+        let mut cache = self
+            .stream
+            .take()
+            .filter(|c| {
+                c.index == index
+                    && c.width == width
+                    && c.prefix.len() <= split
+                    && text.starts_with(&c.prefix)
+            })
+            .unwrap_or(StreamCache {
+                index,
+                width,
+                prefix: String::new(),
+                lines: Vec::new(),
+            });
+        if cache.prefix.len() < split {
+            let more = render(&text[cache.prefix.len()..split]);
+            if !cache.lines.is_empty() && !more.is_empty() {
+                cache.lines.push(Line::default());
+            }
+            cache.lines.extend(more);
+            cache.prefix = text[..split].to_owned();
+        }
+        let tail = render(&text[split..]);
+        // Only the rows that can show are copied out of the settled part.
+        let keep = needed.saturating_sub(tail.len() + 1);
+        let mut lines: Vec<Line<'static>> =
+            cache.lines[cache.lines.len().saturating_sub(keep)..].to_vec();
+        if !lines.is_empty() && !tail.is_empty() {
+            lines.push(Line::default());
+        }
+        lines.extend(tail);
+        self.stream = Some(cache);
+        lines
+    }
+}
+
+/// The byte length of `text` up to its last blank line outside a code fence.
+fn settled_len(text: &str) -> usize {
+    let mut in_fence = false;
+    let mut settled = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        offset += line.len();
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        } else if trimmed.is_empty() && line.ends_with('\n') && !in_fence {
+            settled = offset;
+        }
+    }
+    settled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(text: &str) -> Entry {
+        Entry::Info(text.to_owned())
+    }
+
+    /// Renders an entry to one line naming it and counts how often it ran.
+    fn draw(t: &mut Transcript, index: usize, width: u16, calls: &mut usize) -> Vec<String> {
+        t.lines(index, width, |e| {
+            *calls += 1;
+            vec![Line::raw(format!("{e:?}"))]
+        })
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+    }
+
+    #[test]
+    fn renderings_follow_their_entries() {
+        let mut t = Transcript::default();
+        t.push(info("a"));
+        t.push(Entry::ExtFailure("b".into()));
+        t.push(info("c"));
+        let mut calls = 0;
+        for i in 0..3 {
+            draw(&mut t, i, 10, &mut calls);
+        }
+        assert_eq!(calls, 3);
+        draw(&mut t, 2, 10, &mut calls);
+        assert_eq!(calls, 3, "cached");
+        draw(&mut t, 2, 11, &mut calls);
+        assert_eq!(calls, 4, "another width renders again");
+
+        t.retain(|e| !e.is_ext_failure());
+        assert_eq!(t.entries(), [info("a"), info("c")]);
+        assert_eq!(draw(&mut t, 1, 11, &mut calls), [r#"Info("c")"#]);
+        assert_eq!(calls, 4, "the kept entry kept its rendering");
+
+        assert!(t.update_last(|e| matches!(e, Entry::Info(_)), |e| *e = info("d")));
+        assert_eq!(draw(&mut t, 1, 11, &mut calls), [r#"Info("d")"#]);
+        assert_eq!(calls, 5, "a changed entry renders again");
+
+        assert_eq!(t.remove_last(|e| *e == info("a")), Some(info("a")));
+        assert_eq!(draw(&mut t, 0, 11, &mut calls), [r#"Info("d")"#]);
+        assert_eq!(calls, 5, "removal keeps the others' renderings in place");
+        assert!(!t.update_last(Entry::is_assistant, |_| {}));
+    }
+
+    #[test]
+    fn pushing_scrolls_to_the_bottom() {
+        let mut t = Transcript::default();
+        t.scroll_up(10);
+        t.scroll_down(3);
+        assert_eq!(t.scroll(), 7);
+        t.clamp_scroll(5);
+        assert_eq!(t.scroll(), 5);
+        t.push(info("x"));
+        assert_eq!(t.scroll(), 0);
+        t.scroll_up(4);
+        t.restart(|_| true);
+        assert_eq!(t.scroll(), 0);
+    }
+
+    #[test]
+    fn settled_text_ends_at_the_last_blank_line_outside_a_fence() {
+        assert_eq!(settled_len("one\n\ntwo"), 5);
+        assert_eq!(settled_len("a\n\n```\nx\n\ny"), 3);
+        assert_eq!(settled_len("no break yet"), 0);
+    }
+}
