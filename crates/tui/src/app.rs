@@ -15,10 +15,13 @@ use zot_protocol::zot::{Key, NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
     BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOutcome, CommandReply, HostEvent,
-    QuestionReply, ReloadSummary,
+    QuestionReply, ReloadSummary, is_builtin_command,
 };
 
 use crate::bridge::Extensions;
+use crate::command::Builtin;
+// Where the CLI finds it (`zot_tui::app::parse_command`).
+pub use crate::command::parse_command;
 use crate::editor::Editor;
 use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
@@ -156,18 +159,6 @@ fn upsert<T>(items: &mut Vec<(String, T)>, key: String, value: T, empty: impl Fn
     }
 }
 
-/// `/name args` when the text names a command (a path like `/usr/bin` does not).
-pub fn parse_command(text: &str) -> Option<(&str, &str)> {
-    let rest = text.trim_start().strip_prefix('/')?;
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    let name = &rest[..end];
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    valid.then(|| (name, rest[end..].trim()))
-}
-
 impl App {
     pub fn new(
         config: AppConfig,
@@ -261,11 +252,7 @@ impl App {
             .commands
             .iter()
             .filter(|c| c.name.to_lowercase().starts_with(&typed))
-            .filter(|c| {
-                !BUILTINS
-                    .iter()
-                    .any(|(b, _)| b.eq_ignore_ascii_case(&c.name))
-            })
+            .filter(|c| !is_builtin_command(&c.name))
             .collect();
         ext.sort_by_key(|c| c.name.to_lowercase());
         rows.extend(ext.into_iter().map(|c| {
@@ -611,8 +598,7 @@ impl App {
             return;
         }
         if let Some((name, args)) = parse_command(text) {
-            if let Some((builtin, _)) = BUILTINS.iter().find(|(b, _)| b.eq_ignore_ascii_case(name))
-            {
+            if let Some(builtin) = Builtin::parse(name) {
                 return self.builtin(builtin, args);
             }
             if let Some(cmd) = self
@@ -663,24 +649,13 @@ impl App {
         }
     }
 
-    fn builtin(&mut self, name: &str, args: &str) {
-        match name {
-            "help" => {
-                let mut text = String::from("Commands:\n");
-                for (name, desc) in BUILTINS {
-                    text.push_str(&format!("  /{name:<12} {desc}\n"));
-                }
-                for cmd in &self.commands {
-                    let desc = cmd.description.clone().unwrap_or_default();
-                    text.push_str(&format!("  /{:<12} {desc} [{}]\n", cmd.name, cmd.extension));
-                }
-                text.push_str(
-                    "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-                     Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result",
-                );
+    fn builtin(&mut self, builtin: Builtin, args: &str) {
+        match builtin {
+            Builtin::Help => {
+                let text = self.help();
                 self.push(Entry::Info(text));
             }
-            "model" => {
+            Builtin::Model => {
                 if args.is_empty() {
                     let list = self.config.models.join(", ");
                     self.push(Entry::Info(format!(
@@ -693,7 +668,7 @@ impl App {
                     self.config.model = args.to_owned();
                 }
             }
-            "clear" => {
+            Builtin::Clear => {
                 self.abort();
                 self.transcript.clear();
                 self.notes.clear();
@@ -702,7 +677,7 @@ impl App {
                     worker.send(Work::Clear);
                 }
             }
-            "compact" => {
+            Builtin::Compact => {
                 if let Some(worker) = &self.worker {
                     worker.abort();
                     worker.send(Work::Compact);
@@ -710,28 +685,8 @@ impl App {
                     self.set_status("compacting…", StatusKind::Info);
                 }
             }
-            "sessions" => {
-                let mut items: Vec<(std::time::SystemTime, PathBuf)> = self
-                    .config
-                    .sessions_dir
-                    .as_ref()
-                    .and_then(|dir| std::fs::read_dir(dir).ok())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Result::ok)
-                    .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-                    .collect();
-                items.sort_by_key(|item| std::cmp::Reverse(item.0));
-                if items.is_empty() {
-                    self.set_status("no earlier sessions in this directory", StatusKind::Info);
-                } else {
-                    self.overlay = Overlay::Sessions {
-                        items: items.into_iter().map(|(_, p)| p).collect(),
-                        selected: 0,
-                    };
-                }
-            }
-            "skills" => {
+            Builtin::Sessions => self.open_sessions(),
+            Builtin::Skills => {
                 let text = if self.config.skills.is_empty() {
                     "no skills (add SKILL.md files under ./.zot/skills or $ZOT_HOME/skills)"
                         .to_owned()
@@ -745,11 +700,11 @@ impl App {
                 };
                 self.push(Entry::Info(text));
             }
-            "reload-ext" => {
+            Builtin::ReloadExt => {
                 self.abort();
                 self.reload();
             }
-            "yolo" => {
+            Builtin::Yolo => {
                 if let Some(worker) = &self.worker {
                     worker
                         .confirm
@@ -759,15 +714,54 @@ impl App {
                 }
                 self.set_status("yolo: tools run without asking", StatusKind::Info);
             }
-            "plan" | "act" => {
-                let plan = name == "plan";
+            Builtin::Plan | Builtin::Act => {
+                let plan = builtin == Builtin::Plan;
                 self.plan = plan;
                 if let Some(worker) = &self.worker {
                     worker.send(Work::SetPlan(plan));
                 }
             }
-            "exit" => self.quit = true,
-            _ => {}
+            Builtin::Exit => self.quit = true,
+        }
+    }
+
+    /// `/help`: every command, then the keys.
+    fn help(&self) -> String {
+        let mut text = String::from("Commands:\n");
+        for (name, desc) in BUILTINS {
+            text.push_str(&format!("  /{name:<12} {desc}\n"));
+        }
+        for cmd in &self.commands {
+            let desc = cmd.description.clone().unwrap_or_default();
+            text.push_str(&format!("  /{:<12} {desc} [{}]\n", cmd.name, cmd.extension));
+        }
+        text.push_str(
+            "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result",
+        );
+        text
+    }
+
+    /// `/sessions`: the picker over this directory's sessions, newest first.
+    fn open_sessions(&mut self) {
+        let mut items: Vec<(std::time::SystemTime, PathBuf)> = self
+            .config
+            .sessions_dir
+            .as_ref()
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        items.sort_by_key(|item| std::cmp::Reverse(item.0));
+        if items.is_empty() {
+            self.set_status("no earlier sessions in this directory", StatusKind::Info);
+        } else {
+            self.overlay = Overlay::Sessions {
+                items: items.into_iter().map(|(_, p)| p).collect(),
+                selected: 0,
+            };
         }
     }
 

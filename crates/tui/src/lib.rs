@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod bridge;
+pub mod command;
 pub mod editor;
 pub mod markdown;
 pub mod theme;
