@@ -11,11 +11,11 @@ use tokio::sync::mpsc;
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message, Role};
 use zot_core::provider::StopReason;
-use zot_protocol::zot::{Key, NotifyLevel, PanelContent};
+use zot_protocol::zot::{NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
     BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOutcome, CommandReply, HostEvent,
-    QuestionReply, ReloadSummary, is_builtin_command,
+    ReloadSummary, is_builtin_command,
 };
 
 use crate::bridge::Extensions;
@@ -23,9 +23,10 @@ use crate::command::Builtin;
 // Where the CLI finds it (`zot_tui::app::parse_command`).
 pub use crate::command::parse_command;
 use crate::editor::Editor;
+use crate::modal::{Confirmation, Dialog, Modal, Panel, PanelStep, Question, SessionPicker, Step};
 use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
-use crate::worker::{ConfirmRequest, Decision, Work, WorkerEvent, WorkerHandle};
+use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
 /// Two Ctrl+C within this time exit (the TUI issue).
 pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
@@ -65,16 +66,6 @@ pub struct Note {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Panel {
-    pub extension: String,
-    pub id: String,
-    pub title: String,
-    pub lines: Vec<String>,
-    pub footer: String,
-    pub scroll: usize,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusKind {
     Info,
@@ -86,26 +77,6 @@ pub struct Status {
     pub text: String,
     pub kind: StatusKind,
     pub until: Instant,
-}
-
-pub enum Overlay {
-    None,
-    Question {
-        extension: String,
-        prompt: String,
-        options: Vec<String>,
-        selected: usize,
-        answer: QuestionReply,
-    },
-    Confirm {
-        request: ConfirmRequest,
-        selected: usize,
-    },
-    Sessions {
-        items: Vec<PathBuf>,
-        selected: usize,
-    },
-    Trust,
 }
 
 /// Results of async work the app started.
@@ -125,9 +96,7 @@ pub struct App {
     pub status: Option<Status>,
     pub queue: VecDeque<String>,
     pub editor: Editor,
-    pub popup_selected: usize,
-    pub panel: Option<Panel>,
-    pub overlay: Overlay,
+    pub modal: Modal,
     pub busy: bool,
     pub spinner: usize,
     pub last_input_tokens: u64,
@@ -172,9 +141,7 @@ impl App {
             status: None,
             queue: VecDeque::new(),
             editor: Editor::new(),
-            popup_selected: 0,
-            panel: None,
-            overlay: Overlay::None,
+            modal: Modal::default(),
             busy: false,
             spinner: 0,
             last_input_tokens: 0,
@@ -197,13 +164,24 @@ impl App {
             app.push(Entry::Info(missing));
         }
         if app.config.untrusted_extensions > 0 {
-            app.overlay = Overlay::Trust;
+            let extensions = app.config.untrusted_extensions;
+            app.modal.open_dialog(Dialog::Trust { extensions });
         }
         app
     }
 
     pub fn theme(&self) -> &Theme {
         &self.config.theme
+    }
+
+    /// The open dialog, if any.
+    pub fn dialog(&self) -> Option<&Dialog> {
+        self.modal.dialog()
+    }
+
+    /// The open extension panel, if any (a dialog may cover it).
+    pub fn panel(&self) -> Option<&Panel> {
+        self.modal.panel()
     }
 
     /// The transcript's entries, oldest first.
@@ -239,7 +217,7 @@ impl App {
     pub fn popup(&self) -> Option<Vec<(String, String, bool)>> {
         let text = self.editor.text();
         let typed = text.strip_prefix('/')?;
-        if typed.contains(char::is_whitespace) || self.panel.is_some() {
+        if typed.contains(char::is_whitespace) || self.modal.panel().is_some() {
             return None;
         }
         let typed = typed.to_lowercase();
@@ -272,42 +250,22 @@ impl App {
         if key.kind == KeyEventKind::Release {
             return;
         }
+        match self.modal {
+            Modal::Editor { .. } => self.editor_key(key),
+            Modal::Panel { .. } => self.panel_key(key),
+            Modal::Dialog { .. } => self.dialog_key(key),
+        }
+    }
+
+    fn editor_key(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl
-            && key.code == KeyCode::Char('c')
-            && self.panel.is_none()
-            && matches!(self.overlay, Overlay::None)
-        {
+        if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
         }
-        if !matches!(self.overlay, Overlay::None) {
-            return self.overlay_key(key);
-        }
-        if self.panel.is_some() {
-            return self.panel_key(key);
-        }
-        if let Some(rows) = self.popup() {
-            match key.code {
-                KeyCode::Up => {
-                    self.popup_selected =
-                        self.popup_selected.checked_sub(1).unwrap_or(rows.len() - 1);
-                    return;
-                }
-                KeyCode::Down => {
-                    self.popup_selected = (self.popup_selected + 1) % rows.len();
-                    return;
-                }
-                KeyCode::Tab | KeyCode::Enter => {
-                    let (name, _, _) = &rows[self.popup_selected.min(rows.len() - 1)];
-                    self.editor.set_text(&format!("/{name}"));
-                    self.popup_selected = 0;
-                    if key.code == KeyCode::Tab {
-                        self.editor.insert_char(' ');
-                        return;
-                    }
-                }
-                _ => {}
-            }
+        if let Some(rows) = self.popup()
+            && self.popup_key(key, &rows)
+        {
+            return;
         }
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
@@ -316,7 +274,7 @@ impl App {
             KeyCode::Char('j') if ctrl => self.editor.newline(),
             KeyCode::Enter => {
                 let text = self.editor.take();
-                self.popup_selected = 0;
+                self.modal.select_popup(0);
                 self.submit(&text);
             }
             KeyCode::Esc => self.escape(),
@@ -342,14 +300,41 @@ impl App {
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Char(c) if !ctrl => {
                 self.editor.insert_char(c);
-                self.popup_selected = 0;
+                self.modal.select_popup(0);
             }
             _ => {}
         }
     }
 
+    /// The command popup's keys: true when the key was the popup's alone
+    /// (Enter completes the command, then goes on to submit it).
+    fn popup_key(&mut self, key: KeyEvent, rows: &[(String, String, bool)]) -> bool {
+        let selected = self.modal.popup_selected();
+        match key.code {
+            KeyCode::Up => {
+                let row = selected.checked_sub(1).unwrap_or(rows.len() - 1);
+                self.modal.select_popup(row);
+                true
+            }
+            KeyCode::Down => {
+                self.modal.select_popup((selected + 1) % rows.len());
+                true
+            }
+            KeyCode::Tab | KeyCode::Enter => {
+                let (name, _, _) = &rows[selected.min(rows.len() - 1)];
+                self.editor.set_text(&format!("/{name}"));
+                self.modal.select_popup(0);
+                if key.code == KeyCode::Tab {
+                    self.editor.insert_char(' ');
+                }
+                key.code == KeyCode::Tab
+            }
+            _ => false,
+        }
+    }
+
     pub fn on_paste(&mut self, text: &str) {
-        if self.panel.is_none() && matches!(self.overlay, Overlay::None) {
+        if matches!(self.modal, Modal::Editor { .. }) {
             self.editor.insert_str(text);
         }
     }
@@ -400,177 +385,49 @@ impl App {
         );
     }
 
-    fn overlay_key(&mut self, key: KeyEvent) {
-        match std::mem::replace(&mut self.overlay, Overlay::None) {
-            Overlay::None => {}
-            Overlay::Confirm {
-                request,
-                mut selected,
-            } => {
-                const CHOICES: [Decision; 4] = [
-                    Decision::Yes,
-                    Decision::AlwaysThisTool,
-                    Decision::Always,
-                    Decision::No,
-                ];
-                let decision = match key.code {
-                    KeyCode::Char('y') => Some(Decision::Yes),
-                    KeyCode::Char('a') => Some(Decision::AlwaysThisTool),
-                    KeyCode::Char('A') => Some(Decision::Always),
-                    KeyCode::Char('n') | KeyCode::Esc => Some(Decision::No),
-                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                        Some(Decision::No)
-                    }
-                    KeyCode::Left | KeyCode::Up => {
-                        selected = selected.checked_sub(1).unwrap_or(CHOICES.len() - 1);
-                        None
-                    }
-                    KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
-                        selected = (selected + 1) % CHOICES.len();
-                        None
-                    }
-                    KeyCode::Enter => Some(CHOICES[selected.min(CHOICES.len() - 1)]),
-                    _ => None,
-                };
-                match decision {
-                    Some(decision) => {
-                        let _ = request.reply.send(decision);
-                    }
-                    None => self.overlay = Overlay::Confirm { request, selected },
+    fn dialog_key(&mut self, key: KeyEvent) {
+        let Modal::Dialog { dialog, .. } = &mut self.modal else {
+            return;
+        };
+        let step = dialog.key(key);
+        if !matches!(step, Step::Stay) {
+            self.modal.close_dialog();
+        }
+        match step {
+            Step::Stay | Step::Close => {}
+            Step::Resume(path) => {
+                if let Some(worker) = &self.worker {
+                    worker.abort();
+                    worker.send(Work::OpenSession(path));
+                    self.busy = true;
                 }
             }
-            Overlay::Question {
-                extension,
-                prompt,
-                options,
-                mut selected,
-                answer,
-            } => match key.code {
-                KeyCode::Up | KeyCode::Left => {
-                    selected = selected.saturating_sub(1);
-                    self.overlay = Overlay::Question {
-                        extension,
-                        prompt,
-                        options,
-                        selected,
-                        answer,
-                    };
-                }
-                KeyCode::Down | KeyCode::Right | KeyCode::Tab => {
-                    selected = (selected + 1).min(options.len().saturating_sub(1));
-                    self.overlay = Overlay::Question {
-                        extension,
-                        prompt,
-                        options,
-                        selected,
-                        answer,
-                    };
-                }
-                KeyCode::Enter => answer.send(options.get(selected).cloned()),
-                KeyCode::Esc => answer.send(None),
-                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    answer.send(None)
-                }
-                KeyCode::Char(c) if c.is_ascii_digit() => {
-                    let index = c.to_digit(10).map_or(0, |d| d as usize).saturating_sub(1);
-                    match options.get(index) {
-                        Some(option) => answer.send(Some(option.clone())),
-                        None => {
-                            self.overlay = Overlay::Question {
-                                extension,
-                                prompt,
-                                options,
-                                selected,
-                                answer,
-                            }
-                        }
-                    }
-                }
-                _ => {
-                    self.overlay = Overlay::Question {
-                        extension,
-                        prompt,
-                        options,
-                        selected,
-                        answer,
-                    }
-                }
+            Step::Trust(true) => match self.ext.trust_project() {
+                Ok(()) => self.reload(),
+                Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
             },
-            Overlay::Sessions {
-                items,
-                mut selected,
-            } => match key.code {
-                KeyCode::Up => {
-                    selected = selected.saturating_sub(1);
-                    self.overlay = Overlay::Sessions { items, selected };
-                }
-                KeyCode::Down => {
-                    selected = (selected + 1).min(items.len().saturating_sub(1));
-                    self.overlay = Overlay::Sessions { items, selected };
-                }
-                KeyCode::Enter => {
-                    if let (Some(path), Some(worker)) = (items.get(selected), &self.worker) {
-                        worker.abort();
-                        worker.send(Work::OpenSession(path.clone()));
-                        self.busy = true;
-                    }
-                }
-                KeyCode::Esc => {}
-                _ => self.overlay = Overlay::Sessions { items, selected },
-            },
-            Overlay::Trust => match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => match self.ext.trust_project() {
-                    Ok(()) => self.reload(),
-                    Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
-                },
-                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => {
-                    self.set_status(
-                        "project extensions not loaded (run `zot trust` to allow them)",
-                        StatusKind::Info,
-                    );
-                }
-                _ => self.overlay = Overlay::Trust,
-            },
+            Step::Trust(false) => self.set_status(
+                "project extensions not loaded (run `zot trust` to allow them)",
+                StatusKind::Info,
+            ),
         }
     }
 
     fn panel_key(&mut self, key: KeyEvent) {
-        let Some(panel) = &mut self.panel else { return };
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        let (name, text) = match key.code {
-            KeyCode::Esc => return self.close_panel(true),
-            KeyCode::Char('c') if ctrl => return self.close_panel(true),
-            // Shift+arrows scroll a long panel locally.
-            KeyCode::Up if shift => {
-                panel.scroll = panel.scroll.saturating_sub(1);
-                return;
-            }
-            KeyCode::Down if shift => {
-                panel.scroll += 1;
-                return;
-            }
-            KeyCode::Up => (Key::Up, None),
-            KeyCode::Down => (Key::Down, None),
-            KeyCode::Left => (Key::Left, None),
-            KeyCode::Right => (Key::Right, None),
-            KeyCode::Enter => (Key::Enter, None),
-            KeyCode::Tab => (Key::Tab, None),
-            KeyCode::PageUp => (Key::PageUp, None),
-            KeyCode::PageDown => (Key::PageDown, None),
-            KeyCode::Home => (Key::Home, None),
-            KeyCode::End => (Key::End, None),
-            KeyCode::Backspace => (Key::Backspace, None),
-            KeyCode::Delete => (Key::Delete, None),
-            KeyCode::Char(c) if !ctrl => (Key::Rune, Some(c.to_string())),
-            _ => return,
+        let Modal::Panel { panel, .. } = &mut self.modal else {
+            return;
         };
-        let (extension, id) = (panel.extension.clone(), panel.id.clone());
-        self.ext.panel_key(&extension, &id, name, text);
+        match panel.key(key) {
+            PanelStep::Stay => {}
+            PanelStep::Close => self.close_panel(true),
+            PanelStep::Send(name, text) => {
+                self.ext.panel_key(&panel.extension, &panel.id, name, text);
+            }
+        }
     }
 
     fn close_panel(&mut self, tell_owner: bool) {
-        if let Some(panel) = self.panel.take()
+        if let Some(panel) = self.modal.take_panel()
             && tell_owner
         {
             self.ext.panel_close(&panel.extension, &panel.id);
@@ -580,7 +437,7 @@ impl App {
     fn open_panel(&mut self, extension: &str, content: PanelContent) {
         // One panel at a time: the previous owner learns its panel closed.
         self.close_panel(true);
-        self.panel = Some(Panel {
+        self.modal.put_panel(Panel {
             extension: extension.to_owned(),
             id: content.id,
             title: content.title.unwrap_or_default(),
@@ -758,10 +615,9 @@ impl App {
         if items.is_empty() {
             self.set_status("no earlier sessions in this directory", StatusKind::Info);
         } else {
-            self.overlay = Overlay::Sessions {
-                items: items.into_iter().map(|(_, p)| p).collect(),
-                selected: 0,
-            };
+            let items = items.into_iter().map(|(_, p)| p).collect();
+            self.modal
+                .open_dialog(Dialog::Sessions(SessionPicker::new(items)));
         }
     }
 
@@ -854,8 +710,8 @@ impl App {
                 panel: render,
             } => {
                 if let Some(panel) = self
-                    .panel
-                    .as_mut()
+                    .modal
+                    .panel_mut()
                     .filter(|p| p.extension == extension && p.id == render.panel_id)
                 {
                     if let Some(title) = render.title.filter(|t| !t.is_empty()) {
@@ -872,11 +728,11 @@ impl App {
                 panel_id,
             } => {
                 if self
-                    .panel
-                    .as_ref()
+                    .modal
+                    .panel()
                     .is_some_and(|p| p.extension == extension && p.id == panel_id)
                 {
-                    self.panel = None;
+                    self.modal.take_panel();
                 }
             }
             HostEvent::Warning { extension, message }
@@ -906,16 +762,11 @@ impl App {
                 reply: answer,
             } => {
                 // One dialog at a time: a question arriving over another is dismissed.
-                if matches!(self.overlay, Overlay::None) {
-                    self.overlay = Overlay::Question {
-                        extension,
-                        prompt,
-                        options,
-                        selected: 0,
-                        answer,
-                    };
-                } else {
+                if self.modal.dialog().is_some() {
                     answer.send(None);
+                } else {
+                    let question = Question::new(extension, prompt, options, answer);
+                    self.modal.open_dialog(Dialog::Question(question));
                 }
             }
         }
@@ -934,10 +785,9 @@ impl App {
             WorkerEvent::Error(text) => self.push_error_once(text),
             WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
             WorkerEvent::Confirm(request) => {
-                self.overlay = Overlay::Confirm {
-                    request,
-                    selected: 0,
-                }
+                // Replaces any other dialog: the agent waits on this one.
+                self.modal
+                    .open_dialog(Dialog::Confirm(Confirmation::new(request)));
             }
         }
     }

@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod command;
 pub mod editor;
 pub mod markdown;
+pub mod modal;
 pub mod theme;
 pub mod transcript;
 pub mod view;

@@ -9,8 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use zot_protocol::zot::NotifyLevel;
 
-use crate::app::{App, Overlay, POPUP_ROWS, StatusKind};
+use crate::app::{App, POPUP_ROWS, StatusKind};
 use crate::markdown;
+use crate::modal::{CHOICES, Confirmation, Dialog, Modal, Panel, Question, SessionPicker};
 use crate::theme::Theme;
 use crate::transcript::Entry;
 use crate::wrap::wrap;
@@ -89,101 +90,119 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     if let Some(rows) = app.popup() {
         draw_popup(frame, app, &rows, editor, &theme);
     }
-    if app.panel.is_some() {
-        draw_panel(frame, app, area, &theme);
+    if let Some(panel) = app.modal.panel_mut() {
+        draw_panel(frame, panel, area, &theme);
     }
-    match &app.overlay {
-        Overlay::None => {}
-        Overlay::Confirm { request, selected } => {
-            let choices = ["yes", "always this tool", "always", "no"];
-            let mut spans = Vec::new();
-            for (i, choice) in choices.iter().enumerate() {
-                let style = if i == *selected {
-                    Style::default()
-                        .fg(theme.accent)
-                        .add_modifier(Modifier::REVERSED)
-                } else {
-                    Style::default()
-                };
-                spans.push(Span::styled(format!(" {choice} "), style));
-                spans.push(Span::raw(" "));
-            }
-            let body = vec![
-                Line::from(vec![
-                    Span::styled(
-                        request.name.clone(),
-                        Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(format!(" {}", request.preview)),
-                ]),
-                Line::default(),
-                Line::from(spans),
-                Line::styled(
-                    "y yes · a always this tool · A always · n no",
-                    Style::default().fg(theme.muted),
-                ),
-            ];
-            dialog(frame, area, " Run this tool? ", body, &theme);
-        }
-        Overlay::Question {
-            extension,
-            prompt,
-            options,
-            selected,
-            ..
-        } => {
-            let mut body = vec![Line::raw(prompt.clone()), Line::default()];
-            for (i, option) in options.iter().enumerate() {
-                let style = if i == *selected {
-                    Style::default()
-                        .fg(theme.accent)
-                        .add_modifier(Modifier::REVERSED)
-                } else {
-                    Style::default()
-                };
-                body.push(Line::styled(format!("{}. {option}", i + 1), style));
-            }
-            body.push(Line::styled(
-                "Enter choose · 1-9 pick · Esc dismiss",
-                Style::default().fg(theme.muted),
-            ));
-            dialog(frame, area, &format!(" {extension} asks "), body, &theme);
-        }
-        Overlay::Sessions { items, selected } => {
-            let body: Vec<Line> = items
-                .iter()
-                .enumerate()
-                .map(|(i, path)| {
-                    let name = path
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let style = if i == *selected {
-                        Style::default().add_modifier(Modifier::REVERSED)
-                    } else {
-                        Style::default()
-                    };
-                    Line::styled(name, style)
-                })
-                .collect();
-            dialog(frame, area, " Resume a session (Enter, Esc) ", body, &theme);
-        }
-        Overlay::Trust => {
-            let n = app.config.untrusted_extensions;
-            let body = vec![
-                Line::raw(format!(
-                    "This project ships {n} extension(s) in .zot/extensions."
-                )),
-                Line::raw("They run with your permissions. Trust this project?"),
-                Line::default(),
-                Line::styled(
-                    "y trust (remembered by `zot trust`) · n not now",
-                    Style::default().fg(theme.muted),
-                ),
-            ];
-            dialog(frame, area, " Untrusted project ", body, &theme);
-        }
+    if let Some(dialog) = app.modal.dialog() {
+        draw_dialog(frame, dialog, area, &theme);
     }
+}
+
+/// The open dialog, centred over everything else.
+fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
+    let (title, body) = match dialog {
+        Dialog::Confirm(confirmation) => (
+            " Run this tool? ".to_owned(),
+            confirmation_body(confirmation, theme),
+        ),
+        Dialog::Question(question) => (
+            format!(" {} asks ", question.extension),
+            question_body(question, theme),
+        ),
+        Dialog::Sessions(picker) => (
+            " Resume a session (Enter, Esc) ".to_owned(),
+            sessions_body(picker),
+        ),
+        Dialog::Trust { extensions } => (
+            " Untrusted project ".to_owned(),
+            trust_body(*extensions, theme),
+        ),
+    };
+    dialog_box(frame, area, &title, body, theme);
+}
+
+/// A choice in a list or row of choices: reversed in the accent colour when selected.
+fn choice_style(selected: bool, theme: &Theme) -> Style {
+    if selected {
+        Style::default()
+            .fg(theme.accent)
+            .add_modifier(Modifier::REVERSED)
+    } else {
+        Style::default()
+    }
+}
+
+fn confirmation_body(confirmation: &Confirmation, theme: &Theme) -> Vec<Line<'static>> {
+    let mut buttons = Vec::new();
+    for (i, choice) in CHOICES.iter().enumerate() {
+        let style = choice_style(i == confirmation.selected, theme);
+        buttons.push(Span::styled(format!(" {} ", choice.label), style));
+        buttons.push(Span::raw(" "));
+    }
+    let keys: Vec<String> = CHOICES
+        .iter()
+        .map(|choice| format!("{} {}", choice.key, choice.label))
+        .collect();
+    vec![
+        Line::from(vec![
+            Span::styled(
+                confirmation.tool.clone(),
+                Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(" {}", confirmation.preview)),
+        ]),
+        Line::default(),
+        Line::from(buttons),
+        Line::styled(keys.join(" · "), Style::default().fg(theme.muted)),
+    ]
+}
+
+fn question_body(question: &Question, theme: &Theme) -> Vec<Line<'static>> {
+    let mut body = vec![Line::raw(question.prompt.clone()), Line::default()];
+    for (i, option) in question.options.iter().enumerate() {
+        let style = choice_style(i == question.selected, theme);
+        body.push(Line::styled(format!("{}. {option}", i + 1), style));
+    }
+    body.push(Line::styled(
+        "Enter choose · 1-9 pick · Esc dismiss",
+        Style::default().fg(theme.muted),
+    ));
+    body
+}
+
+fn sessions_body(picker: &SessionPicker) -> Vec<Line<'static>> {
+    picker
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // Plain reversed: a file list, not a choice of answers.
+            let style = if i == picker.selected {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            Line::styled(name, style)
+        })
+        .collect()
+}
+
+fn trust_body(extensions: usize, theme: &Theme) -> Vec<Line<'static>> {
+    vec![
+        Line::raw(format!(
+            "This project ships {extensions} extension(s) in .zot/extensions."
+        )),
+        Line::raw("They run with your permissions. Trust this project?"),
+        Line::default(),
+        Line::styled(
+            "y trust (remembered by `zot trust`) · n not now",
+            Style::default().fg(theme.muted),
+        ),
+    ]
 }
 
 fn first_line(text: &str) -> &str {
@@ -366,7 +385,7 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         .map(|l| Line::raw(l.clone()))
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
-    if app.panel.is_none() && matches!(app.overlay, Overlay::None) {
+    if matches!(app.modal, Modal::Editor { .. }) {
         let line = &app.editor.lines()[row];
         let x: usize = line
             .chars()
@@ -419,7 +438,7 @@ fn draw_popup(
 ) {
     let mut lines = Vec::new();
     let mut divider_done = false;
-    let selected = app.popup_selected.min(rows.len().saturating_sub(1));
+    let selected = app.modal.popup_selected().min(rows.len().saturating_sub(1));
     let first = selected.saturating_sub(POPUP_ROWS - 1);
     for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
         if *from_ext && !divider_done {
@@ -431,13 +450,7 @@ fn draw_popup(
                 ));
             }
         }
-        let style = if i == selected {
-            Style::default()
-                .fg(theme.accent)
-                .add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default()
-        };
+        let style = choice_style(i == selected, theme);
         lines.push(Line::from(vec![
             Span::styled(format!("/{name:<14}"), style),
             Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
@@ -460,10 +473,7 @@ fn draw_popup(
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-fn draw_panel(frame: &mut Frame, app: &mut App, screen: Rect, theme: &Theme) {
-    let Some(panel) = app.panel.as_mut() else {
-        return;
-    };
+fn draw_panel(frame: &mut Frame, panel: &mut Panel, screen: Rect, theme: &Theme) {
     let area = centered(screen, 90, 80);
     frame.render_widget(Clear, area);
     let block = Block::default()
@@ -494,7 +504,7 @@ fn draw_panel(frame: &mut Frame, app: &mut App, screen: Rect, theme: &Theme) {
     frame.render_widget(Paragraph::new(visible).block(block), area);
 }
 
-fn dialog(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {
+fn dialog_box(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {
     let width = screen.width.min(72).max(screen.width.min(20));
     let height = (body.len() as u16 + 2).min(screen.height);
     let area = Rect {

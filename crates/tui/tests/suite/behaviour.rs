@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, QuestionReply};
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
 use zot_tui::app::{AppMsg, StatusKind};
+use zot_tui::modal::Dialog;
 use zot_tui::transcript::Entry;
 
 use super::support::{app, app_with, config};
@@ -213,14 +214,14 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
         extension: "todo".into(),
         panel: render("p2"),
     });
-    assert_eq!(app.panel.as_ref().unwrap().lines, ["a"]);
+    assert_eq!(app.panel().unwrap().lines, ["a"]);
     app.on_host(HostEvent::PanelRender {
         extension: "todo".into(),
         panel: render("p1"),
     });
-    assert_eq!(app.panel.as_ref().unwrap().lines, ["new"]);
+    assert_eq!(app.panel().unwrap().lines, ["new"]);
     assert_eq!(
-        app.panel.as_ref().unwrap().title,
+        app.panel().unwrap().title,
         "T",
         "an empty title keeps the old one"
     );
@@ -233,11 +234,11 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
     );
     // Esc closes it and tells the owner; Ctrl+C too.
     app.on_key(key(KeyCode::Esc));
-    assert!(app.panel.is_none());
+    assert!(app.panel().is_none());
     assert_eq!(host.closed.lock().unwrap().len(), 2);
     app.on_app(reply(panel("p3"), None));
     app.on_key(ctrl('c'));
-    assert!(app.panel.is_none());
+    assert!(app.panel().is_none());
     assert!(!app.quit);
     // The extension closing its own panel sends nothing back.
     app.on_app(reply(panel("p4"), None));
@@ -245,7 +246,7 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
         extension: "todo".into(),
         panel_id: "p4".into(),
     });
-    assert!(app.panel.is_none());
+    assert!(app.panel().is_none());
     assert_eq!(host.closed.lock().unwrap().len(), 3);
 }
 
@@ -299,7 +300,7 @@ async fn untrusted_project_asks_once_and_trusting_reloads() {
     let mut cfg = config();
     cfg.untrusted_extensions = 2;
     let (mut app, host, mut msgs) = app_with(cfg.clone());
-    assert!(matches!(app.overlay, zot_tui::app::Overlay::Trust));
+    assert!(matches!(app.dialog(), Some(Dialog::Trust { .. })));
     app.on_key(key(KeyCode::Char('y')));
     assert!(*host.trusted.lock().unwrap());
     let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv())
@@ -310,7 +311,7 @@ async fn untrusted_project_asks_once_and_trusting_reloads() {
 
     let (mut app, host, _) = app_with(cfg);
     app.on_key(key(KeyCode::Char('n')));
-    assert!(matches!(app.overlay, zot_tui::app::Overlay::None));
+    assert!(app.dialog().is_none());
     assert!(!*host.trusted.lock().unwrap());
     assert!(app.status.clone().unwrap().text.contains("zot trust"));
 }
@@ -336,7 +337,7 @@ async fn confirmation_keys_answer_the_agent() {
         app.on_key(key(KeyCode::Char('z')));
         app.on_key(key(code));
         assert_eq!(answer.await.unwrap(), want);
-        assert!(matches!(app.overlay, zot_tui::app::Overlay::None));
+        assert!(app.dialog().is_none());
     }
     // Arrows and Enter pick too.
     let (mut app, _, _) = app();
@@ -375,8 +376,8 @@ async fn built_in_commands() {
     app.submit("/yolo");
     assert!(app.status.clone().unwrap().text.contains("yolo"));
     app.submit("/sessions");
-    match &app.overlay {
-        zot_tui::app::Overlay::Sessions { items, .. } => assert_eq!(items.len(), 2),
+    match app.dialog() {
+        Some(Dialog::Sessions(picker)) => assert_eq!(picker.items().len(), 2),
         _ => panic!("no session picker"),
     }
     app.on_key(key(KeyCode::Esc));
