@@ -89,25 +89,30 @@ pub enum AppMsg {
     Reloaded(ReloadSummary),
 }
 
+/// The whole state. Its fields are private: changes go through the event
+/// handlers, reads through the accessors below, so its shape can change
+/// without touching the view, the tests or the benches.
 pub struct App {
-    pub config: AppConfig,
-    pub transcript: Transcript,
-    pub notes: Vec<Note>,
-    pub status: Option<Status>,
-    pub queue: VecDeque<String>,
-    pub editor: Editor,
-    pub modal: Modal,
-    pub busy: bool,
-    pub spinner: usize,
-    pub last_input_tokens: u64,
+    config: AppConfig,
+    transcript: Transcript,
+    notes: Vec<Note>,
+    status: Option<Status>,
+    /// Prompts typed while the agent works, sent in order when it is idle.
+    queue: VecDeque<String>,
+    editor: Editor,
+    modal: Modal,
+    /// The agent is working on a prompt or a command.
+    busy: bool,
+    spinner: usize,
+    last_input_tokens: u64,
     /// Plan mode: only read-only tools.
-    pub plan: bool,
+    plan: bool,
     /// Extension footer texts, in insertion order, keyed `<extension>:<key>`.
-    pub statuses: Vec<(String, String)>,
+    statuses: Vec<(String, String)>,
     /// Extension widgets (lines above the footer), in insertion order.
-    pub widgets: Vec<(String, Vec<String>)>,
-    pub cost: f64,
-    pub quit: bool,
+    widgets: Vec<(String, Vec<String>)>,
+    cost: f64,
+    quit: bool,
     last_ctrl_c: Option<Instant>,
     commands: Vec<CommandInfo>,
     worker: Option<WorkerHandle>,
@@ -170,8 +175,44 @@ impl App {
         app
     }
 
+    // -------------------------------------------------------------- accessors
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config
+    }
+
     pub fn theme(&self) -> &Theme {
         &self.config.theme
+    }
+
+    /// The transcript's entries, oldest first.
+    pub fn entries(&self) -> &[Entry] {
+        self.transcript.entries()
+    }
+
+    /// The view renders the transcript through its cache and clamps its scroll.
+    pub(crate) fn transcript_mut(&mut self) -> &mut Transcript {
+        &mut self.transcript
+    }
+
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    pub fn status(&self) -> Option<&Status> {
+        self.status.as_ref()
+    }
+
+    pub fn queue(&self) -> &VecDeque<String> {
+        &self.queue
+    }
+
+    pub fn editor(&self) -> &Editor {
+        &self.editor
+    }
+
+    pub fn modal(&self) -> &Modal {
+        &self.modal
     }
 
     /// The open dialog, if any.
@@ -184,9 +225,49 @@ impl App {
         self.modal.panel()
     }
 
-    /// The transcript's entries, oldest first.
-    pub fn entries(&self) -> &[Entry] {
-        self.transcript.entries()
+    /// The view clamps the panel's scroll to what it shows.
+    pub(crate) fn panel_mut(&mut self) -> Option<&mut Panel> {
+        self.modal.panel_mut()
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Whether the agent is working. The worker's events set it; this is for
+    /// driving the app without a worker (tests, benchmarks).
+    pub fn set_busy(&mut self, busy: bool) {
+        self.busy = busy;
+    }
+
+    /// Ticks so far: the spinner's frame.
+    pub fn spinner(&self) -> usize {
+        self.spinner
+    }
+
+    /// Plan mode: only read-only tools.
+    pub fn is_plan(&self) -> bool {
+        self.plan
+    }
+
+    /// Extension footer texts, in insertion order, keyed `<extension>:<key>`.
+    pub fn statuses(&self) -> &[(String, String)] {
+        &self.statuses
+    }
+
+    /// Extension widgets (lines above the footer), in insertion order.
+    pub fn widgets(&self) -> &[(String, Vec<String>)] {
+        &self.widgets
+    }
+
+    /// What the session cost so far, in US dollars.
+    pub fn cost(&self) -> f64 {
+        self.cost
+    }
+
+    /// The user asked to exit.
+    pub fn should_quit(&self) -> bool {
+        self.quit
     }
 
     fn push(&mut self, entry: Entry) {

@@ -74,7 +74,7 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         if let Err(e) = terminal.draw(|frame| view::draw(frame, &mut app)) {
             break Err(e);
         }
-        if app.quit {
+        if app.should_quit() {
             break Ok(());
         }
         tokio::select! {

@@ -28,13 +28,13 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         return;
     }
     let theme = *app.theme();
-    let editor_rows = app.editor.lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
-    let queue_rows = app.queue.len().min(3) as u16;
+    let editor_rows = app.editor().lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
+    let queue_rows = app.queue().len().min(3) as u16;
     let note_lines = notes(app, &theme);
     let note_rows = (note_lines.len() as u16).min(area.height / 3);
-    let status_rows = u16::from(app.status.is_some());
+    let status_rows = u16::from(app.status().is_some());
     let widget_lines: Vec<Line> = app
-        .widgets
+        .widgets()
         .iter()
         .flat_map(|(_, lines)| {
             lines
@@ -57,7 +57,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
 
     draw_chat(frame, app, chat, &theme);
     let queued: Vec<Line> = app
-        .queue
+        .queue()
         .iter()
         .take(3)
         .map(|q| {
@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Paragraph::new(note_lines.into_iter().skip(skip).collect::<Vec<_>>()),
         notes_area,
     );
-    if let Some(s) = &app.status {
+    if let Some(s) = app.status() {
         let color = if s.kind == StatusKind::Error {
             theme.error
         } else {
@@ -90,10 +90,10 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     if let Some(rows) = app.popup() {
         draw_popup(frame, app, &rows, editor, &theme);
     }
-    if let Some(panel) = app.modal.panel_mut() {
+    if let Some(panel) = app.panel_mut() {
         draw_panel(frame, panel, area, &theme);
     }
-    if let Some(dialog) = app.modal.dialog() {
+    if let Some(dialog) = app.dialog() {
         draw_dialog(frame, dialog, area, &theme);
     }
 }
@@ -210,7 +210,7 @@ fn first_line(text: &str) -> &str {
 }
 
 fn notes(app: &App, theme: &Theme) -> Vec<Line<'static>> {
-    app.notes
+    app.notes()
         .iter()
         .flat_map(|note| {
             let color = match note.level {
@@ -329,8 +329,8 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
 /// The chat, bottom-anchored: only the entries that can be seen are wrapped.
 fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let width = area.width;
-    let busy = app.busy;
-    let transcript = &mut app.transcript;
+    let busy = app.is_busy();
+    let transcript = app.transcript_mut();
     let needed = area.height as usize + transcript.scroll();
     let count = transcript.entries().len();
     let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
@@ -363,7 +363,7 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
 }
 
 fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
-    let title = if app.busy {
+    let title = if app.is_busy() {
         " working… Enter queues, Esc cancels "
     } else {
         " Enter send · Shift+Enter newline "
@@ -373,11 +373,11 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         .border_style(Style::default().fg(theme.border))
         .title(Span::styled(title, Style::default().fg(theme.muted)));
     let inner = block.inner(area);
-    let (row, col) = app.editor.cursor();
+    let (row, col) = app.editor().cursor();
     let height = inner.height as usize;
     let top = row.saturating_sub(height.saturating_sub(1));
     let lines: Vec<Line> = app
-        .editor
+        .editor()
         .lines()
         .iter()
         .skip(top)
@@ -385,8 +385,8 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         .map(|l| Line::raw(l.clone()))
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
-    if matches!(app.modal, Modal::Editor { .. }) {
-        let line = &app.editor.lines()[row];
+    if matches!(app.modal(), Modal::Editor { .. }) {
+        let line = &app.editor().lines()[row];
         let x: usize = line
             .chars()
             .take(col)
@@ -400,26 +400,26 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
 }
 
 fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
-    let spinner = if app.busy {
-        SPINNER[app.spinner % SPINNER.len()]
+    let spinner = if app.is_busy() {
+        SPINNER[app.spinner() % SPINNER.len()]
     } else {
         " "
     };
-    let model = if app.config.missing_credentials.is_some() {
+    let model = if app.config().missing_credentials.is_some() {
         "no model (set a key)".to_owned()
     } else {
-        format!("{}/{}", app.config.provider, app.config.model)
+        format!("{}/{}", app.config().provider, app.config().model)
     };
     let mut text = format!(
         "{spinner} {model} · {} · ctx {}% · ${:.4}",
-        app.config.cwd,
+        app.config().cwd,
         app.context_percent(),
-        app.cost
+        app.cost()
     );
-    if app.plan {
+    if app.is_plan() {
         text.push_str(" · plan");
     }
-    for (_, status) in &app.statuses {
+    for (_, status) in app.statuses() {
         text.push_str(" · ");
         text.push_str(status);
     }
@@ -438,7 +438,10 @@ fn draw_popup(
 ) {
     let mut lines = Vec::new();
     let mut divider_done = false;
-    let selected = app.modal.popup_selected().min(rows.len().saturating_sub(1));
+    let selected = app
+        .modal()
+        .popup_selected()
+        .min(rows.len().saturating_sub(1));
     let first = selected.saturating_sub(POPUP_ROWS - 1);
     for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
         if *from_ext && !divider_done {

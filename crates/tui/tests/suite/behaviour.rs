@@ -51,18 +51,18 @@ async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
     let (mut app, _, _) = app();
     type_text(&mut app, "first");
     app.on_key(key(KeyCode::Enter));
-    assert!(app.busy);
+    assert!(app.is_busy());
     type_text(&mut app, "second");
     app.on_key(key(KeyCode::Enter));
-    assert_eq!(app.queue, ["second"]);
+    assert_eq!(*app.queue(), ["second"]);
     app.on_host(HostEvent::Notify {
         extension: "x".into(),
         level: NotifyLevel::Info,
         message: "hi".into(),
     });
     app.on_key(key(KeyCode::Esc));
-    assert!(app.queue.is_empty());
-    assert!(app.notes.is_empty());
+    assert!(app.queue().is_empty());
+    assert!(app.notes().is_empty());
 }
 
 #[tokio::test]
@@ -101,17 +101,17 @@ async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_n
     app.on_host(HostEvent::ClearNotes {
         extension: "a".into(),
     });
-    assert_eq!(app.notes.len(), 1);
-    assert_eq!(app.notes[0].extension, "b");
+    assert_eq!(app.notes().len(), 1);
+    assert_eq!(app.notes()[0].extension, "b");
     app.submit("go");
-    assert!(app.notes.is_empty());
+    assert!(app.notes().is_empty());
 }
 
 #[tokio::test]
 async fn unknown_commands_and_path_like_text() {
     let (mut app, _, _) = app();
     app.submit("/nonsense arg");
-    let status = app.status.clone().unwrap();
+    let status = app.status().cloned().unwrap();
     assert_eq!(status.kind, StatusKind::Error);
     assert!(status.text.contains("unknown command /nonsense"));
     assert!(app.entries().is_empty(), "nothing was sent");
@@ -141,13 +141,13 @@ async fn extension_commands_run_case_insensitively_and_replies_act() {
         other => panic!("{other:?}"),
     }
     app.on_app(msg);
-    assert_eq!(app.notes.len(), 1);
-    assert_eq!(app.notes[0].text, "ran Deploy now");
+    assert_eq!(app.notes().len(), 1);
+    assert_eq!(app.notes()[0].text, "ran Deploy now");
 
     app.on_app(reply(CommandOutcome::Insert("inserted".into()), None));
-    assert_eq!(app.editor.text(), "inserted");
+    assert_eq!(app.editor().text(), "inserted");
     app.on_app(reply(CommandOutcome::Noop, Some("went wrong")));
-    let status = app.status.clone().unwrap();
+    let status = app.status().cloned().unwrap();
     assert_eq!(status.kind, StatusKind::Error);
     assert_eq!(status.text, "extension /todo: went wrong");
     app.on_app(reply(CommandOutcome::Prompt("do it".into()), None));
@@ -156,7 +156,7 @@ async fn extension_commands_run_case_insensitively_and_replies_act() {
         name: "slow".into(),
         result: Err("timeout waiting for x/slow".into()),
     });
-    assert!(app.status.clone().unwrap().text.contains("timeout"));
+    assert!(app.status().cloned().unwrap().text.contains("timeout"));
 }
 
 #[tokio::test]
@@ -174,7 +174,7 @@ async fn popup_filters_case_insensitively_with_builtins_first() {
         ["weather"]
     );
     app.on_key(key(KeyCode::Tab));
-    assert_eq!(app.editor.text(), "/weather ");
+    assert_eq!(app.editor().text(), "/weather ");
     assert!(app.popup().is_none());
 }
 
@@ -195,7 +195,7 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
         assert_eq!(keys[2].2, Key::PageDown);
     }
     assert!(
-        app.editor.is_empty(),
+        app.editor().is_empty(),
         "keys went to the panel, not the editor"
     );
 
@@ -239,7 +239,7 @@ async fn panels_take_the_keyboard_and_close_cleanly() {
     app.on_app(reply(panel("p3"), None));
     app.on_key(ctrl('c'));
     assert!(app.panel().is_none());
-    assert!(!app.quit);
+    assert!(!app.should_quit());
     // The extension closing its own panel sends nothing back.
     app.on_app(reply(panel("p4"), None));
     app.on_host(HostEvent::PanelClose {
@@ -255,10 +255,10 @@ async fn ctrl_c_twice_exits() {
     let (mut app, _, _) = app();
     type_text(&mut app, "draft");
     app.on_key(ctrl('c'));
-    assert!(!app.quit);
-    assert!(app.editor.is_empty());
+    assert!(!app.should_quit());
+    assert!(app.editor().is_empty());
     app.on_key(ctrl('c'));
-    assert!(app.quit);
+    assert!(app.should_quit());
 }
 
 #[tokio::test]
@@ -270,13 +270,13 @@ async fn without_credentials_commands_work_and_prompts_explain() {
     assert!(matches!(&app.entries()[0], Entry::Info(text) if text.contains("--provider ollama")));
     app.submit("hello");
     assert!(
-        app.status
-            .clone()
+        app.status()
+            .cloned()
             .unwrap()
             .text
             .contains("ANTHROPIC_API_KEY")
     );
-    assert!(!app.busy);
+    assert!(!app.is_busy());
     app.submit("/help");
     assert!(
         matches!(app.entries().last(), Some(Entry::Info(text)) if text.contains("/reload-ext"))
@@ -287,12 +287,12 @@ async fn without_credentials_commands_work_and_prompts_explain() {
 async fn editor_keys_and_paste() {
     let (mut app, _, _) = app();
     app.on_paste("line one\r\nline two");
-    assert_eq!(app.editor.text(), "line one\nline two");
+    assert_eq!(app.editor().text(), "line one\nline two");
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT));
     type_text(&mut app, "three");
-    assert_eq!(app.editor.lines().len(), 3);
+    assert_eq!(app.editor().lines().len(), 3);
     app.on_key(KeyEvent::new(KeyCode::Left, KeyModifiers::CONTROL));
-    assert_eq!(app.editor.cursor(), (2, 0));
+    assert_eq!(app.editor().cursor(), (2, 0));
 }
 
 #[tokio::test]
@@ -313,7 +313,7 @@ async fn untrusted_project_asks_once_and_trusting_reloads() {
     app.on_key(key(KeyCode::Char('n')));
     assert!(app.dialog().is_none());
     assert!(!*host.trusted.lock().unwrap());
-    assert!(app.status.clone().unwrap().text.contains("zot trust"));
+    assert!(app.status().cloned().unwrap().text.contains("zot trust"));
 }
 
 #[tokio::test]
@@ -372,9 +372,9 @@ async fn built_in_commands() {
     app.submit("/model");
     assert!(matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
     app.submit("/model claude-haiku-4-5");
-    assert_eq!(app.config.model, "claude-haiku-4-5");
+    assert_eq!(app.config().model, "claude-haiku-4-5");
     app.submit("/yolo");
-    assert!(app.status.clone().unwrap().text.contains("yolo"));
+    assert!(app.status().cloned().unwrap().text.contains("yolo"));
     app.submit("/sessions");
     match app.dialog() {
         Some(Dialog::Sessions(picker)) => assert_eq!(picker.items().len(), 2),
@@ -382,11 +382,11 @@ async fn built_in_commands() {
     }
     app.on_key(key(KeyCode::Esc));
     app.submit("/compact");
-    assert!(app.busy);
+    assert!(app.is_busy());
     app.submit("/clear");
     assert!(app.entries().is_empty());
     app.submit("/exit");
-    assert!(app.quit);
+    assert!(app.should_quit());
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -409,7 +409,7 @@ async fn extension_status_widgets_and_questions() {
         text: "testing".into(),
     });
     assert_eq!(
-        app.statuses,
+        app.statuses(),
         [
             ("notes:job".to_owned(), "testing".to_owned()),
             ("other:x".to_owned(), "busy".to_owned())
@@ -420,7 +420,7 @@ async fn extension_status_widgets_and_questions() {
         key: "other:x".into(),
         text: String::new(),
     });
-    assert_eq!(app.statuses.len(), 1);
+    assert_eq!(app.statuses().len(), 1);
     app.on_host(HostEvent::Widget {
         extension: "notes".into(),
         key: "notes:w".into(),
@@ -436,7 +436,7 @@ async fn extension_status_widgets_and_questions() {
         key: "notes:w".into(),
         lines: vec![],
     });
-    assert!(app.widgets.is_empty());
+    assert!(app.widgets().is_empty());
 
     let (tx, rx) = std::sync::mpsc::channel();
     let answer = QuestionReply::new(move |a| tx.send(a).unwrap());

@@ -34,7 +34,7 @@ async fn streaming_text() {
     app.on_key(key(KeyCode::Char('h')));
     app.on_key(key(KeyCode::Char('i')));
     app.on_key(key(KeyCode::Enter));
-    app.busy = true;
+    app.set_busy(true);
     agent(&mut app, AgentEvent::AssistantStart);
     for delta in ["Hello! ", "I am streaming ", "this answer word by word"] {
         agent(
@@ -117,11 +117,11 @@ async fn tool_call_and_result() {
 #[tokio::test]
 async fn queued_messages() {
     let (mut app, _, _) = app();
-    app.busy = true;
+    app.set_busy(true);
     for text in ["first follow-up", "second follow-up"] {
         app.submit(text);
     }
-    assert_eq!(app.queue.len(), 2);
+    assert_eq!(app.queue().len(), 2);
     assert_snapshot!(render(&mut app, 70, 12));
 }
 
@@ -221,7 +221,7 @@ async fn narrow_and_wide_terminals() {
 #[tokio::test]
 async fn streaming_renders_like_the_finished_message() {
     let (mut app, _, _) = app();
-    app.busy = true;
+    app.set_busy(true);
     agent(&mut app, AgentEvent::AssistantStart);
     let text = "First paragraph with `code`.\n\n```sh\necho one\n\necho two\n```\n\n- a list\n- of items\n\nLast words here.";
     let mut screens = Vec::new();
@@ -235,7 +235,7 @@ async fn streaming_renders_like_the_finished_message() {
         screens.push(render(&mut app, 50, 20));
     }
     let streamed = screens.pop().unwrap();
-    app.busy = false;
+    app.set_busy(false);
     let finished = render(&mut app, 50, 20);
     let strip = |s: &str| s.lines().take(15).collect::<Vec<_>>().join("\n");
     assert_eq!(strip(&streamed), strip(&finished));
