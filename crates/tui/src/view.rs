@@ -1,6 +1,6 @@
-//! Drawing the app: the chat (bottom-anchored, scrollable by rows), queued
-//! prompts, notes, the status line, the editor, the status bar, and the
-//! overlays (command popup, extension panel, dialogs). Works at any size.
+//! Drawing the app, a function per region: the chat (bottom-anchored, scrolled
+//! by rows), queued prompts, notes, status line, editor, widgets and status
+//! bar, then what floats over them (command popup, panel, dialog). Any size works.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -19,47 +19,263 @@ use crate::wrap::wrap;
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 /// Most rows the editor grows to.
 const EDITOR_MAX_ROWS: usize = 8;
+/// Queued prompts shown at most.
+const QUEUE_ROWS: usize = 3;
 /// Tool result lines shown when collapsed.
 const COLLAPSED_RESULT_LINES: usize = 3;
 
+/// Draws the screen: the regions from top to bottom, then what floats over
+/// them (the command popup, an extension's panel, a dialog).
 pub fn draw(frame: &mut Frame, app: &mut App) {
     let area = frame.area();
     if area.width < 4 || area.height < 4 {
         return;
     }
     let theme = *app.theme();
-    let editor_rows = app.editor().lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
-    let queue_rows = app.queue().len().min(3) as u16;
-    let note_lines = notes(app, &theme);
-    let note_rows = (note_lines.len() as u16).min(area.height / 3);
-    let status_rows = u16::from(app.status().is_some());
-    let widget_lines: Vec<Line> = app
-        .widgets()
+    // The newest notes, a third of the screen at most.
+    let mut notes = note_lines(app, &theme);
+    notes.drain(..notes.len().saturating_sub(usize::from(area.height / 3)));
+    let widgets = widget_lines(app, &theme);
+    let regions = Regions::new(area, app, notes.len(), widgets.len());
+    frame.render_widget(Paragraph::new(widgets), regions.widgets);
+    draw_chat(frame, app, regions.chat, &theme);
+    draw_queue(frame, app, regions.queue, &theme);
+    frame.render_widget(Paragraph::new(notes), regions.notes);
+    draw_status(frame, app, regions.status, &theme);
+    draw_editor(frame, app, regions.editor, &theme);
+    draw_bar(frame, app, regions.bar, &theme);
+    draw_floating(frame, app, area, regions.editor, &theme);
+}
+
+/// The screen's regions, top to bottom.
+struct Regions {
+    chat: Rect,
+    queue: Rect,
+    notes: Rect,
+    status: Rect,
+    editor: Rect,
+    widgets: Rect,
+    bar: Rect,
+}
+
+impl Regions {
+    /// The chat takes what the others leave; widgets get a quarter of the
+    /// screen at most, queued prompts three rows.
+    fn new(area: Rect, app: &App, note_lines: usize, widget_lines: usize) -> Self {
+        let editor_rows = app.editor().lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
+        let queue_rows = app.queue().len().min(QUEUE_ROWS) as u16;
+        let note_rows = note_lines as u16;
+        let status_rows = u16::from(app.status().is_some());
+        let widget_rows = (widget_lines as u16).min(area.height / 4);
+        let [chat, queue, notes, status, editor, widgets, bar] = Layout::vertical([
+            Constraint::Min(1),
+            Constraint::Length(queue_rows),
+            Constraint::Length(note_rows),
+            Constraint::Length(status_rows),
+            Constraint::Length(editor_rows),
+            Constraint::Length(widget_rows),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        Self {
+            chat,
+            queue,
+            notes,
+            status,
+            editor,
+            widgets,
+            bar,
+        }
+    }
+}
+
+// ------------------------------------------------------------------- chat
+
+/// The chat, bottom-anchored: only the entries that can be seen are wrapped.
+fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
+    let width = area.width;
+    let busy = app.is_busy();
+    let transcript = app.transcript_mut();
+    let needed = area.height as usize + transcript.scroll();
+    let count = transcript.entries().len();
+    let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
+    let wrapped = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        lines.iter().flat_map(|l| wrap(l, width as usize)).collect()
+    };
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    for index in (0..count).rev() {
+        let mut block = if streaming && index + 1 == count {
+            transcript.streamed(index, width, needed, |text| {
+                wrapped(markdown::render(text, theme))
+            })
+        } else {
+            transcript
+                .lines(index, width, |entry| wrapped(entry_lines(entry, theme)))
+                .to_vec()
+        };
+        block.push(Line::default());
+        block.extend(rows);
+        rows = block;
+        if rows.len() >= needed {
+            break;
+        }
+    }
+    transcript.clamp_scroll(rows.len().saturating_sub(area.height as usize));
+    let end = rows.len().saturating_sub(transcript.scroll());
+    let start = end.saturating_sub(area.height as usize);
+    let visible: Vec<Line<'static>> = rows[start..end].to_vec();
+    frame.render_widget(Paragraph::new(visible), area);
+}
+
+/// The lines of one entry, unwrapped.
+fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+    match entry {
+        Entry::User(text) => text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| {
+                let lead = if i == 0 { "› " } else { "  " };
+                Line::styled(
+                    format!("{lead}{line}"),
+                    Style::default().fg(theme.user).add_modifier(Modifier::BOLD),
+                )
+            })
+            .collect(),
+        Entry::Assistant(text) => markdown::render(text, theme),
+        Entry::Tool {
+            name,
+            preview,
+            result,
+            expanded,
+            live,
+            ..
+        } => tool_lines(name, preview, result.as_ref(), *expanded, live, theme),
+        Entry::Error(text) => text
+            .lines()
+            .map(|l| Line::styled(format!("✗ {l}"), Style::default().fg(theme.error)))
+            .collect(),
+        Entry::Info(text) => text
+            .lines()
+            .map(|l| Line::styled(l.to_owned(), Style::default().fg(theme.muted)))
+            .collect(),
+        Entry::ExtFailure(text) => text
+            .lines()
+            .map(|l| Line::styled(format!("⚠ {l}"), Style::default().fg(theme.error)))
+            .collect(),
+    }
+}
+
+/// A tool call: its name and arguments, then the tail of its output while it
+/// runs, or its result (the first lines unless expanded).
+fn tool_lines(
+    name: &str,
+    preview: &str,
+    result: Option<&(bool, String)>,
+    expanded: bool,
+    live: &str,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!("⚙ {name} "),
+            Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(preview.to_owned(), Style::default().fg(theme.muted)),
+    ])];
+    let Some((is_error, text)) = result else {
+        // Still running: the last lines of its output so far.
+        let tail: Vec<&str> = live.lines().collect();
+        for line in &tail[tail.len().saturating_sub(COLLAPSED_RESULT_LINES)..] {
+            lines.push(Line::styled(
+                format!("    {line}"),
+                Style::default().fg(theme.muted),
+            ));
+        }
+        return lines;
+    };
+    let (mark, color) = if *is_error {
+        ("✗", theme.error)
+    } else {
+        ("✓", theme.success)
+    };
+    let all: Vec<&str> = text.lines().collect();
+    let shown = if expanded {
+        all.len()
+    } else {
+        all.len().min(COLLAPSED_RESULT_LINES)
+    };
+    for (i, line) in all.iter().take(shown).enumerate() {
+        let lead = if i == 0 {
+            format!("  {mark} ")
+        } else {
+            "    ".to_owned()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(lead, Style::default().fg(color)),
+            Span::styled((*line).to_owned(), Style::default().fg(theme.muted)),
+        ]));
+    }
+    if all.is_empty() {
+        lines.push(Line::styled(
+            format!("  {mark} (no output)"),
+            Style::default().fg(color),
+        ));
+    }
+    if all.len() > shown {
+        lines.push(Line::styled(
+            format!("    … {} more lines (ctrl+o to expand)", all.len() - shown),
+            Style::default().fg(theme.muted),
+        ));
+    }
+    lines
+}
+
+// ------------------------------------------------------- below the chat
+
+fn widget_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    app.widgets()
         .iter()
         .flat_map(|(_, lines)| {
             lines
                 .iter()
                 .map(|l| Line::styled(l.clone(), Style::default().fg(theme.muted)))
         })
-        .collect();
-    let widget_rows = (widget_lines.len() as u16).min(area.height / 4);
-    let [chat, queue, notes_area, status, editor, widgets, bar] = Layout::vertical([
-        Constraint::Min(1),
-        Constraint::Length(queue_rows),
-        Constraint::Length(note_rows),
-        Constraint::Length(status_rows),
-        Constraint::Length(editor_rows),
-        Constraint::Length(widget_rows),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    frame.render_widget(Paragraph::new(widget_lines), widgets);
+        .collect()
+}
 
-    draw_chat(frame, app, chat, &theme);
+fn note_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    app.notes()
+        .iter()
+        .flat_map(|note| {
+            let color = match note.level {
+                NotifyLevel::Info => theme.muted,
+                NotifyLevel::Success => theme.success,
+                NotifyLevel::Warn => theme.warn,
+                NotifyLevel::Error => theme.error,
+            };
+            let ext = note.extension.clone();
+            note.text
+                .lines()
+                .map(move |line| {
+                    Line::from(vec![
+                        Span::styled(format!("[{ext}] "), Style::default().fg(theme.accent)),
+                        Span::styled(line.to_owned(), Style::default().fg(color)),
+                    ])
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn draw_queue(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
     let queued: Vec<Line> = app
         .queue()
         .iter()
-        .take(3)
+        .take(QUEUE_ROWS)
         .map(|q| {
             Line::styled(
                 format!("queued: {}", first_line(q)),
@@ -67,35 +283,185 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             )
         })
         .collect();
-    frame.render_widget(Paragraph::new(queued), queue);
-    let skip = note_lines.len().saturating_sub(note_rows as usize);
-    frame.render_widget(
-        Paragraph::new(note_lines.into_iter().skip(skip).collect::<Vec<_>>()),
-        notes_area,
-    );
-    if let Some(s) = app.status() {
-        let color = if s.kind == StatusKind::Error {
-            theme.error
-        } else {
-            theme.accent
-        };
-        frame.render_widget(
-            Paragraph::new(Line::styled(s.text.clone(), Style::default().fg(color))),
-            status,
-        );
-    }
-    draw_editor(frame, app, editor, &theme);
-    draw_bar(frame, app, bar, &theme);
+    frame.render_widget(Paragraph::new(queued), area);
+}
 
+fn draw_status(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
+    let Some(status) = app.status() else {
+        return;
+    };
+    let color = if status.kind == StatusKind::Error {
+        theme.error
+    } else {
+        theme.accent
+    };
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            status.text.clone(),
+            Style::default().fg(color),
+        )),
+        area,
+    );
+}
+
+fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
+    let title = if app.is_busy() {
+        " working… Enter queues, Esc cancels "
+    } else {
+        " Enter send · Shift+Enter newline "
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.border))
+        .title(Span::styled(title, Style::default().fg(theme.muted)));
+    let inner = block.inner(area);
+    let (row, col) = app.editor().cursor();
+    let height = inner.height as usize;
+    let top = row.saturating_sub(height.saturating_sub(1));
+    let lines: Vec<Line> = app
+        .editor()
+        .lines()
+        .iter()
+        .skip(top)
+        .take(height)
+        .map(|l| Line::raw(l.clone()))
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+    if matches!(app.modal(), Modal::Editor { .. }) {
+        let line = &app.editor().lines()[row];
+        let x: usize = line
+            .chars()
+            .take(col)
+            .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+            .sum();
+        let x =
+            (inner.x as usize + x).min((inner.x + inner.width).saturating_sub(1) as usize) as u16;
+        let y = inner.y + (row - top) as u16;
+        frame.set_cursor_position((x, y));
+    }
+}
+
+fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
+    let spinner = if app.is_busy() {
+        SPINNER[app.spinner() % SPINNER.len()]
+    } else {
+        " "
+    };
+    let model = if app.config().missing_credentials.is_some() {
+        "no model (set a key)".to_owned()
+    } else {
+        format!("{}/{}", app.config().provider, app.config().model)
+    };
+    let mut text = format!(
+        "{spinner} {model} · {} · ctx {}% · ${:.4}",
+        app.config().cwd,
+        app.context_percent(),
+        app.cost()
+    );
+    if app.is_plan() {
+        text.push_str(" · plan");
+    }
+    for (_, status) in app.statuses() {
+        text.push_str(" · ");
+        text.push_str(status);
+    }
+    frame.render_widget(
+        Paragraph::new(Line::styled(text, Style::default().fg(theme.muted))),
+        area,
+    );
+}
+
+// ------------------------------------------------------------- floating
+
+/// The command popup (above the editor), the panel, then a dialog on top.
+fn draw_floating(frame: &mut Frame, app: &mut App, screen: Rect, editor: Rect, theme: &Theme) {
     if let Some(rows) = app.popup() {
-        draw_popup(frame, app, &rows, editor, &theme);
+        draw_popup(frame, app, &rows, editor, theme);
     }
     if let Some(panel) = app.panel_mut() {
-        draw_panel(frame, panel, area, &theme);
+        draw_panel(frame, panel, screen, theme);
     }
     if let Some(dialog) = app.dialog() {
-        draw_dialog(frame, dialog, area, &theme);
+        draw_dialog(frame, dialog, screen, theme);
     }
+}
+
+fn draw_popup(
+    frame: &mut Frame,
+    app: &App,
+    rows: &[(String, String, bool)],
+    editor: Rect,
+    theme: &Theme,
+) {
+    let mut lines = Vec::new();
+    let mut divider_done = false;
+    let selected = app
+        .modal()
+        .popup_selected()
+        .min(rows.len().saturating_sub(1));
+    let first = selected.saturating_sub(POPUP_ROWS - 1);
+    for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
+        if *from_ext && !divider_done {
+            divider_done = true;
+            if i > first || rows.iter().any(|r| !r.2) {
+                lines.push(Line::styled(
+                    "── extensions ──",
+                    Style::default().fg(theme.muted),
+                ));
+            }
+        }
+        let style = choice_style(i == selected, theme);
+        lines.push(Line::from(vec![
+            Span::styled(format!("/{name:<14}"), style),
+            Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
+        ]));
+    }
+    let height = (lines.len() as u16 + 2).min(editor.y);
+    if height < 3 {
+        return;
+    }
+    let area = Rect {
+        x: editor.x,
+        y: editor.y - height,
+        width: editor.width,
+        height,
+    };
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.border));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn draw_panel(frame: &mut Frame, panel: &mut Panel, screen: Rect, theme: &Theme) {
+    let area = centered(screen, 90, 80);
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.accent))
+        .title(Span::styled(
+            format!(" {} ", panel.title),
+            Style::default().add_modifier(Modifier::BOLD),
+        ))
+        .title_bottom(Span::styled(
+            format!(" {} ", panel.footer),
+            Style::default().fg(theme.muted),
+        ));
+    let inner = block.inner(area);
+    let lines: Vec<Line> = panel
+        .lines
+        .iter()
+        .flat_map(|l| wrap(&Line::raw(l.clone()), inner.width as usize))
+        .collect();
+    panel.scroll = panel
+        .scroll
+        .min(lines.len().saturating_sub(inner.height as usize));
+    let visible: Vec<Line> = lines
+        .into_iter()
+        .skip(panel.scroll)
+        .take(inner.height as usize)
+        .collect();
+    frame.render_widget(Paragraph::new(visible).block(block), area);
 }
 
 /// The open dialog, centred over everything else.
@@ -203,308 +569,6 @@ fn trust_body(extensions: usize, theme: &Theme) -> Vec<Line<'static>> {
             Style::default().fg(theme.muted),
         ),
     ]
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
-}
-
-fn notes(app: &App, theme: &Theme) -> Vec<Line<'static>> {
-    app.notes()
-        .iter()
-        .flat_map(|note| {
-            let color = match note.level {
-                NotifyLevel::Info => theme.muted,
-                NotifyLevel::Success => theme.success,
-                NotifyLevel::Warn => theme.warn,
-                NotifyLevel::Error => theme.error,
-            };
-            let ext = note.extension.clone();
-            note.text
-                .lines()
-                .map(move |line| {
-                    Line::from(vec![
-                        Span::styled(format!("[{ext}] "), Style::default().fg(theme.accent)),
-                        Span::styled(line.to_owned(), Style::default().fg(color)),
-                    ])
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// The lines of one entry, unwrapped.
-fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
-    match entry {
-        Entry::User(text) => text
-            .lines()
-            .enumerate()
-            .map(|(i, line)| {
-                let lead = if i == 0 { "› " } else { "  " };
-                Line::styled(
-                    format!("{lead}{line}"),
-                    Style::default().fg(theme.user).add_modifier(Modifier::BOLD),
-                )
-            })
-            .collect(),
-        Entry::Assistant(text) => markdown::render(text, theme),
-        Entry::Tool {
-            name,
-            preview,
-            result,
-            expanded,
-            live,
-            ..
-        } => {
-            let mut lines = vec![Line::from(vec![
-                Span::styled(
-                    format!("⚙ {name} "),
-                    Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(preview.clone(), Style::default().fg(theme.muted)),
-            ])];
-            if result.is_none() {
-                // Still running: the last lines of its output so far.
-                let tail: Vec<&str> = live.lines().collect();
-                for line in &tail[tail.len().saturating_sub(COLLAPSED_RESULT_LINES)..] {
-                    lines.push(Line::styled(
-                        format!("    {line}"),
-                        Style::default().fg(theme.muted),
-                    ));
-                }
-            }
-            if let Some((is_error, text)) = result {
-                let (mark, color) = if *is_error {
-                    ("✗", theme.error)
-                } else {
-                    ("✓", theme.success)
-                };
-                let all: Vec<&str> = text.lines().collect();
-                let shown = if *expanded {
-                    all.len()
-                } else {
-                    all.len().min(COLLAPSED_RESULT_LINES)
-                };
-                for (i, line) in all.iter().take(shown).enumerate() {
-                    let lead = if i == 0 {
-                        format!("  {mark} ")
-                    } else {
-                        "    ".to_owned()
-                    };
-                    lines.push(Line::from(vec![
-                        Span::styled(lead, Style::default().fg(color)),
-                        Span::styled((*line).to_owned(), Style::default().fg(theme.muted)),
-                    ]));
-                }
-                if all.is_empty() {
-                    lines.push(Line::styled(
-                        format!("  {mark} (no output)"),
-                        Style::default().fg(color),
-                    ));
-                }
-                if all.len() > shown {
-                    lines.push(Line::styled(
-                        format!("    … {} more lines (ctrl+o to expand)", all.len() - shown),
-                        Style::default().fg(theme.muted),
-                    ));
-                }
-            }
-            lines
-        }
-        Entry::Error(text) => text
-            .lines()
-            .map(|l| Line::styled(format!("✗ {l}"), Style::default().fg(theme.error)))
-            .collect(),
-        Entry::Info(text) => text
-            .lines()
-            .map(|l| Line::styled(l.to_owned(), Style::default().fg(theme.muted)))
-            .collect(),
-        Entry::ExtFailure(text) => text
-            .lines()
-            .map(|l| Line::styled(format!("⚠ {l}"), Style::default().fg(theme.error)))
-            .collect(),
-    }
-}
-
-/// The chat, bottom-anchored: only the entries that can be seen are wrapped.
-fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
-    let width = area.width;
-    let busy = app.is_busy();
-    let transcript = app.transcript_mut();
-    let needed = area.height as usize + transcript.scroll();
-    let count = transcript.entries().len();
-    let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
-    let wrapped = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
-        lines.iter().flat_map(|l| wrap(l, width as usize)).collect()
-    };
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    for index in (0..count).rev() {
-        let mut block = if streaming && index + 1 == count {
-            transcript.streamed(index, width, needed, |text| {
-                wrapped(markdown::render(text, theme))
-            })
-        } else {
-            transcript
-                .lines(index, width, |entry| wrapped(entry_lines(entry, theme)))
-                .to_vec()
-        };
-        block.push(Line::default());
-        block.extend(rows);
-        rows = block;
-        if rows.len() >= needed {
-            break;
-        }
-    }
-    transcript.clamp_scroll(rows.len().saturating_sub(area.height as usize));
-    let end = rows.len().saturating_sub(transcript.scroll());
-    let start = end.saturating_sub(area.height as usize);
-    let visible: Vec<Line<'static>> = rows[start..end].to_vec();
-    frame.render_widget(Paragraph::new(visible), area);
-}
-
-fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
-    let title = if app.is_busy() {
-        " working… Enter queues, Esc cancels "
-    } else {
-        " Enter send · Shift+Enter newline "
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(theme.border))
-        .title(Span::styled(title, Style::default().fg(theme.muted)));
-    let inner = block.inner(area);
-    let (row, col) = app.editor().cursor();
-    let height = inner.height as usize;
-    let top = row.saturating_sub(height.saturating_sub(1));
-    let lines: Vec<Line> = app
-        .editor()
-        .lines()
-        .iter()
-        .skip(top)
-        .take(height)
-        .map(|l| Line::raw(l.clone()))
-        .collect();
-    frame.render_widget(Paragraph::new(lines).block(block), area);
-    if matches!(app.modal(), Modal::Editor { .. }) {
-        let line = &app.editor().lines()[row];
-        let x: usize = line
-            .chars()
-            .take(col)
-            .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
-            .sum();
-        let x =
-            (inner.x as usize + x).min((inner.x + inner.width).saturating_sub(1) as usize) as u16;
-        let y = inner.y + (row - top) as u16;
-        frame.set_cursor_position((x, y));
-    }
-}
-
-fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
-    let spinner = if app.is_busy() {
-        SPINNER[app.spinner() % SPINNER.len()]
-    } else {
-        " "
-    };
-    let model = if app.config().missing_credentials.is_some() {
-        "no model (set a key)".to_owned()
-    } else {
-        format!("{}/{}", app.config().provider, app.config().model)
-    };
-    let mut text = format!(
-        "{spinner} {model} · {} · ctx {}% · ${:.4}",
-        app.config().cwd,
-        app.context_percent(),
-        app.cost()
-    );
-    if app.is_plan() {
-        text.push_str(" · plan");
-    }
-    for (_, status) in app.statuses() {
-        text.push_str(" · ");
-        text.push_str(status);
-    }
-    frame.render_widget(
-        Paragraph::new(Line::styled(text, Style::default().fg(theme.muted))),
-        area,
-    );
-}
-
-fn draw_popup(
-    frame: &mut Frame,
-    app: &App,
-    rows: &[(String, String, bool)],
-    editor: Rect,
-    theme: &Theme,
-) {
-    let mut lines = Vec::new();
-    let mut divider_done = false;
-    let selected = app
-        .modal()
-        .popup_selected()
-        .min(rows.len().saturating_sub(1));
-    let first = selected.saturating_sub(POPUP_ROWS - 1);
-    for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
-        if *from_ext && !divider_done {
-            divider_done = true;
-            if i > first || rows.iter().any(|r| !r.2) {
-                lines.push(Line::styled(
-                    "── extensions ──",
-                    Style::default().fg(theme.muted),
-                ));
-            }
-        }
-        let style = choice_style(i == selected, theme);
-        lines.push(Line::from(vec![
-            Span::styled(format!("/{name:<14}"), style),
-            Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
-        ]));
-    }
-    let height = (lines.len() as u16 + 2).min(editor.y);
-    if height < 3 {
-        return;
-    }
-    let area = Rect {
-        x: editor.x,
-        y: editor.y - height,
-        width: editor.width,
-        height,
-    };
-    frame.render_widget(Clear, area);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(theme.border));
-    frame.render_widget(Paragraph::new(lines).block(block), area);
-}
-
-fn draw_panel(frame: &mut Frame, panel: &mut Panel, screen: Rect, theme: &Theme) {
-    let area = centered(screen, 90, 80);
-    frame.render_widget(Clear, area);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(theme.accent))
-        .title(Span::styled(
-            format!(" {} ", panel.title),
-            Style::default().add_modifier(Modifier::BOLD),
-        ))
-        .title_bottom(Span::styled(
-            format!(" {} ", panel.footer),
-            Style::default().fg(theme.muted),
-        ));
-    let inner = block.inner(area);
-    let lines: Vec<Line> = panel
-        .lines
-        .iter()
-        .flat_map(|l| wrap(&Line::raw(l.clone()), inner.width as usize))
-        .collect();
-    panel.scroll = panel
-        .scroll
-        .min(lines.len().saturating_sub(inner.height as usize));
-    let visible: Vec<Line> = lines
-        .into_iter()
-        .skip(panel.scroll)
-        .take(inner.height as usize)
-        .collect();
-    frame.render_widget(Paragraph::new(visible).block(block), area);
 }
 
 fn dialog_box(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {
