@@ -1,5 +1,6 @@
 //! The TUI's state and how it changes: keys, agent events, extension
-//! updates, command replies. No terminal I/O here, so tests drive it directly.
+//! updates, command replies. The transcript, the modal state and the built-in
+//! commands have their own types; no terminal I/O here, so tests drive it directly.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -163,13 +164,13 @@ impl App {
             config,
         };
         for error in app.config.startup_errors.clone() {
-            app.push(Entry::ExtFailure(error));
+            app.transcript.push(Entry::ExtFailure(error));
         }
         if let Some(missing) = app.config.missing_credentials.clone() {
-            app.push(Entry::Info(missing));
+            app.transcript.push(Entry::Info(missing));
         }
-        if app.config.untrusted_extensions > 0 {
-            let extensions = app.config.untrusted_extensions;
+        let extensions = app.config.untrusted_extensions;
+        if extensions > 0 {
             app.modal.open_dialog(Dialog::Trust { extensions });
         }
         app
@@ -211,7 +212,7 @@ impl App {
         &self.editor
     }
 
-    pub fn modal(&self) -> &Modal {
+    pub(crate) fn modal(&self) -> &Modal {
         &self.modal
     }
 
@@ -270,14 +271,10 @@ impl App {
         self.quit
     }
 
-    fn push(&mut self, entry: Entry) {
-        self.transcript.push(entry);
-    }
-
     /// Shows an error unless it is the last thing shown already.
     fn push_error_once(&mut self, text: String) {
         if !matches!(self.transcript.last(), Some(Entry::Error(last)) if *last == text) {
-            self.push(Entry::Error(text));
+            self.transcript.push(Entry::Error(text));
         }
     }
 
@@ -387,8 +384,7 @@ impl App {
         }
     }
 
-    /// The command popup's keys: true when the key was the popup's alone
-    /// (Enter completes the command, then goes on to submit it).
+    /// The command popup's keys: true when the key was the popup's alone.
     fn popup_key(&mut self, key: KeyEvent, rows: &[(String, String, bool)]) -> bool {
         let selected = self.modal.popup_selected();
         match key.code {
@@ -405,10 +401,12 @@ impl App {
                 let (name, _, _) = &rows[selected.min(rows.len() - 1)];
                 self.editor.set_text(&format!("/{name}"));
                 self.modal.select_popup(0);
-                if key.code == KeyCode::Tab {
+                // Tab waits for arguments; Enter goes on to submit the command.
+                let tab = key.code == KeyCode::Tab;
+                if tab {
                     self.editor.insert_char(' ');
                 }
-                key.code == KeyCode::Tab
+                tab
             }
             _ => false,
         }
@@ -471,6 +469,7 @@ impl App {
             return;
         };
         let step = dialog.key(key);
+        // Closed before the step runs, which may open the next dialog.
         if !matches!(step, Step::Stay) {
             self.modal.close_dialog();
         }
@@ -580,7 +579,7 @@ impl App {
 
     fn start(&mut self, text: String) {
         self.notes.clear();
-        self.push(Entry::User(text.clone()));
+        self.transcript.push(Entry::User(text.clone()));
         if let Some(worker) = &self.worker {
             worker.send(Work::Prompt(text));
             self.busy = true;
@@ -591,12 +590,12 @@ impl App {
         match builtin {
             Builtin::Help => {
                 let text = self.help();
-                self.push(Entry::Info(text));
+                self.transcript.push(Entry::Info(text));
             }
             Builtin::Model => {
                 if args.is_empty() {
                     let list = self.config.models.join(", ");
-                    self.push(Entry::Info(format!(
+                    self.transcript.push(Entry::Info(format!(
                         "model: {} ({}); available: {list}",
                         self.config.model, self.config.provider
                     )));
@@ -636,7 +635,7 @@ impl App {
                         .collect::<Vec<_>>()
                         .join("\n")
                 };
-                self.push(Entry::Info(text));
+                self.transcript.push(Entry::Info(text));
             }
             Builtin::ReloadExt => {
                 self.abort();
@@ -740,7 +739,7 @@ impl App {
                 );
                 self.transcript.retain(|e| !e.is_ext_failure());
                 for error in summary.errors {
-                    self.push(Entry::ExtFailure(error));
+                    self.transcript.push(Entry::ExtFailure(error));
                 }
                 if let Some(worker) = &self.worker {
                     worker.send(Work::ResetPrompt);
@@ -880,17 +879,18 @@ impl App {
                 Role::User => {
                     let text = message.text();
                     if !text.is_empty() {
-                        self.push(Entry::User(text));
+                        self.transcript.push(Entry::User(text));
                     }
                 }
                 Role::Assistant => {
                     let text = message.text();
                     if !text.is_empty() {
-                        self.push(Entry::Assistant(text));
+                        self.transcript.push(Entry::Assistant(text));
                     }
                     for (id, name, args) in message.tool_calls() {
                         let preview = zot_core::agent::preview(args);
-                        self.push(Entry::tool(id.to_owned(), name.to_owned(), preview));
+                        self.transcript
+                            .push(Entry::tool(id.to_owned(), name.to_owned(), preview));
                     }
                 }
                 Role::Tool => {
@@ -930,7 +930,7 @@ impl App {
 
     fn on_agent(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::AssistantStart => self.push(Entry::Assistant(String::new())),
+            AgentEvent::AssistantStart => self.transcript.push(Entry::Assistant(String::new())),
             AgentEvent::TextDelta { delta } => {
                 self.transcript.update_last(Entry::is_assistant, |e| {
                     if let Entry::Assistant(text) = e {
@@ -954,13 +954,13 @@ impl App {
             }
             AgentEvent::AssistantBlocked { extension, reason } => {
                 self.transcript.remove_last(Entry::is_assistant);
-                self.push(Entry::Info(format!(
+                self.transcript.push(Entry::Info(format!(
                     "[{extension}] hid the answer: {reason}"
                 )));
             }
             AgentEvent::ToolCall { id, name, args } => {
                 let preview = zot_core::agent::preview(&args);
-                self.push(Entry::tool(id, name, preview));
+                self.transcript.push(Entry::tool(id, name, preview));
             }
             AgentEvent::ToolProgress { id, text } => {
                 self.transcript.update_last(
@@ -992,18 +992,19 @@ impl App {
             AgentEvent::TurnEnd {
                 stop: StopReason::Error,
                 error: Some(error),
-            } => self.push(Entry::Error(error)),
+            } => self.transcript.push(Entry::Error(error)),
             AgentEvent::TurnEnd {
                 stop: StopReason::Aborted,
                 ..
-            } => self.push(Entry::Info("aborted".into())),
+            } => self.transcript.push(Entry::Info("aborted".into())),
             AgentEvent::CompactDone { automatic, .. } => {
                 let how = if automatic {
                     "context was getting full: "
                 } else {
                     ""
                 };
-                self.push(Entry::Info(format!("{how}older messages were summarised")));
+                self.transcript
+                    .push(Entry::Info(format!("{how}older messages were summarised")));
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             _ => {}
