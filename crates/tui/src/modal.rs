@@ -1,7 +1,6 @@
-//! What has the keyboard: the editor (with the command popup's selection),
-//! an extension's panel, or a dialog (question, tool confirmation, session
-//! picker, project trust). One [`Modal`] holds it and the app's keys dispatch
-//! on it; each panel and dialog turns keys into a step the app carries out.
+//! What has the keyboard: the editor (with the command popup's row), an
+//! extension's panel, or a dialog (question, tool confirmation, sessions,
+//! trust), as one [`Modal`]; panels and dialogs turn keys into steps.
 
 use std::path::PathBuf;
 

@@ -1,7 +1,6 @@
-//! The chat transcript: its entries together with the lines each was last
-//! rendered to, the settled part of a message being streamed, and how far
-//! the chat is scrolled. Every change goes through [`Transcript`], so an
-//! entry and its rendering cannot drift apart. Rendering itself is the view's.
+//! The chat transcript: its entries with the lines each was last rendered to,
+//! the streaming message's settled part, and the scroll. Every change goes
+//! through [`Transcript`], so entries and renderings cannot drift apart.
 
 use ratatui::text::Line;
 
@@ -97,18 +96,18 @@ impl Transcript {
     }
 
     /// Adds an entry at the bottom, and scrolls there so it is seen.
-    pub fn push(&mut self, entry: Entry) {
+    pub(crate) fn push(&mut self, entry: Entry) {
         self.entries.push(entry);
         self.rendered.push(None);
         self.scroll = 0;
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.retain(|_| false);
     }
 
     /// Keeps the entries `keep` accepts, in order, with their renderings.
-    pub fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
+    pub(crate) fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
         let mut kept = Vec::with_capacity(self.entries.len());
         for (entry, rendered) in self.entries.drain(..).zip(self.rendered.drain(..)) {
             if keep(&entry) {
@@ -120,14 +119,14 @@ impl Transcript {
 
     /// Starts over from what `keep` accepts (the conversation was replaced),
     /// showing the bottom.
-    pub fn restart(&mut self, keep: impl Fn(&Entry) -> bool) {
+    pub(crate) fn restart(&mut self, keep: impl Fn(&Entry) -> bool) {
         self.retain(keep);
         self.scroll = 0;
     }
 
     /// Changes the last entry `matches` accepts; its rendering is redone.
     /// Returns whether there was one.
-    pub fn update_last(
+    pub(crate) fn update_last(
         &mut self,
         matches: impl Fn(&Entry) -> bool,
         change: impl FnOnce(&mut Entry),
@@ -141,17 +140,17 @@ impl Transcript {
     }
 
     /// Removes the last entry `matches` accepts.
-    pub fn remove_last(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<Entry> {
+    pub(crate) fn remove_last(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<Entry> {
         let index = self.entries.iter().rposition(matches)?;
         self.rendered.remove(index);
         Some(self.entries.remove(index))
     }
 
-    pub fn scroll_up(&mut self, rows: usize) {
+    pub(crate) fn scroll_up(&mut self, rows: usize) {
         self.scroll += rows;
     }
 
-    pub fn scroll_down(&mut self, rows: usize) {
+    pub(crate) fn scroll_down(&mut self, rows: usize) {
         self.scroll = self.scroll.saturating_sub(rows);
     }
 
