@@ -21,6 +21,11 @@ impl Context {
         let zot_home = default_zot_home()
             .context("cannot tell where $ZOT_HOME is: set ZOT_HOME (or XDG_STATE_HOME, or HOME)")?;
         let project = std::env::current_dir().context("cannot read the working directory")?;
+        Self::at(cli, zot_home, project)
+    }
+
+    /// The context for `zot_home` and `project` given explicitly (tests, embedders).
+    pub fn at(cli: &Cli, zot_home: PathBuf, project: PathBuf) -> anyhow::Result<Self> {
         let mut config = HostConfig::new(&zot_home, &project);
         config.explicit = cli
             .ext

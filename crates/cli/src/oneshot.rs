@@ -116,12 +116,20 @@ pub fn run(
     runtime.block_on(async {
         let running = run::start(args, ctx, mode).await?;
         let (lines, writer) = spawn_writer();
-        let out = Out { mode, lines };
-        let code = drive(running, &prompt, &out).await;
-        drop(out);
+        let code = run_prompt_mode(running, &prompt, mode, lines).await;
         let _ = writer.await;
         code
     })
+}
+
+/// Runs one prompt in print or JSON `mode`; JSON lines go to `lines`.
+pub async fn run_prompt_mode(
+    running: Running,
+    prompt: &str,
+    mode: Mode,
+    lines: mpsc::UnboundedSender<Event>,
+) -> anyhow::Result<ExitCode> {
+    drive(running, prompt, &Out { mode, lines }).await
 }
 
 async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<ExitCode> {
@@ -276,5 +284,76 @@ fn fail(out: &Out, message: &str) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
         _ => anyhow::bail!("{message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::ExitCode;
+
+    use tokio::sync::mpsc;
+    use zot_extensions::zot_protocol::events::{Block, Event, StopReason};
+    use zot_testkit::{MockModel, anthropic};
+
+    use crate::args::Mode;
+    use crate::testing::{drain, setup};
+
+    async fn json_run(model: &MockModel, prompt: &str) -> (ExitCode, Vec<Event>) {
+        let s = setup(model, Mode::Json).await;
+        let (lines, rx) = mpsc::unbounded_channel();
+        let code = super::run_prompt_mode(s.running, prompt, Mode::Json, lines)
+            .await
+            .unwrap();
+        (code, drain(rx).await)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn json_mode_streams_a_tool_turn_in_order() {
+        let model = MockModel::start([
+            anthropic::tool_call("t1", "bash", r#"{"command":"echo hi"}"#),
+            anthropic::text("done"),
+        ])
+        .await;
+        let (code, events) = json_run(&model, "run it").await;
+        assert_eq!(code, ExitCode::SUCCESS);
+        let result = events
+            .iter()
+            .find_map(|e| match e {
+                Event::ToolResult { id, content, .. } => Some((id.clone(), content.clone())),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(result.0, "t1");
+        assert!(matches!(&result.1[0], Block::Text { text } if text.contains("hi")));
+        let stops: Vec<StopReason> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TurnEnd { stop, .. } => Some(*stop),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stops, [StopReason::ToolUse, StopReason::EndTurn]);
+        assert!(matches!(events.last(), Some(Event::Done)));
+        let call = events
+            .iter()
+            .position(|e| matches!(e, Event::ToolCall { .. }));
+        let outcome = events
+            .iter()
+            .position(|e| matches!(e, Event::ToolResult { .. }));
+        assert!(call < outcome, "the call comes before its result");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_unknown_command_is_an_error_line_and_a_failure() {
+        let model = MockModel::start([]).await;
+        let (code, events) = json_run(&model, "/nope please").await;
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(
+            events,
+            [Event::Error {
+                message: "unknown command /nope".into()
+            }]
+        );
+        assert!(model.requests().is_empty(), "the model is never called");
     }
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use zot_core::CancellationToken;
 use zot_core::agent::Agent;
@@ -55,57 +55,75 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let running = setup::start(args, ctx, Mode::Rpc).await?;
         let (out, writer) = spawn_writer();
-        for error in &running.load_errors {
-            let _ = out.send(load_error_event(error));
-        }
-        for error in &running.manifest_errors {
-            let _ = out.send(manifest_error_event(error));
-        }
-        let mut host_events = running.host_events;
-        let host_out = out.clone();
-        let host_task = tokio::spawn(async move {
-            while let Some(event) = host_events.recv().await {
-                if let Some(line) = Event::from_host(&event) {
-                    let _ = host_out.send(line);
-                }
-            }
-        });
-        let provider_name = running.agent.provider().kind().name().to_owned();
-        let server = Arc::new(Server {
-            agent: Arc::new(Mutex::new(running.agent)),
-            host: running.host,
-            out: out.clone(),
-            current: std::sync::Mutex::new(CancellationToken::new()),
-            busy: Arc::default(),
-            provider_name,
-            cwd: ctx.project.display().to_string(),
-            tasks: std::sync::Mutex::new(Vec::new()),
-            gate: std::sync::Mutex::new(None),
-        });
-        let code = serve(&server).await;
-        let tasks = std::mem::take(
-            &mut *server
-                .tasks
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        for task in tasks {
-            let _ = task.await;
-        }
-        server.host.session_ended().await;
-        server.host.shutdown().await;
-        drop(server);
-        drop(out);
-        host_task.abort();
+        let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
+        let input = BufReader::new(tokio::io::stdin());
+        let code = serve(running, &ctx.project, token, input, out).await;
         let _ = writer.await;
         Ok(code)
     })
 }
 
-async fn serve(server: &Arc<Server>) -> ExitCode {
-    let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
+/// Serves requests from `input` until it ends (then waits for running
+/// work), writing every response and event to `out`. With `token`, every
+/// request before a `hello` carrying it fails.
+pub async fn serve(
+    running: setup::Running,
+    project: &std::path::Path,
+    token: Option<String>,
+    input: impl AsyncBufRead + Unpin,
+    out: mpsc::UnboundedSender<Event>,
+) -> ExitCode {
+    for error in &running.load_errors {
+        let _ = out.send(load_error_event(error));
+    }
+    for error in &running.manifest_errors {
+        let _ = out.send(manifest_error_event(error));
+    }
+    let mut host_events = running.host_events;
+    let host_out = out.clone();
+    let host_task = tokio::spawn(async move {
+        while let Some(event) = host_events.recv().await {
+            if let Some(line) = Event::from_host(&event) {
+                let _ = host_out.send(line);
+            }
+        }
+    });
+    let provider_name = running.agent.provider().kind().name().to_owned();
+    let server = Arc::new(Server {
+        agent: Arc::new(Mutex::new(running.agent)),
+        host: running.host,
+        out,
+        current: std::sync::Mutex::new(CancellationToken::new()),
+        busy: Arc::default(),
+        provider_name,
+        cwd: project.display().to_string(),
+        tasks: std::sync::Mutex::new(Vec::new()),
+        gate: std::sync::Mutex::new(None),
+    });
+    let code = serve_lines(&server, token, input).await;
+    let tasks = std::mem::take(
+        &mut *server
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for task in tasks {
+        let _ = task.await;
+    }
+    server.host.session_ended().await;
+    server.host.shutdown().await;
+    drop(server);
+    host_task.abort();
+    code
+}
+
+async fn serve_lines(
+    server: &Arc<Server>,
+    token: Option<String>,
+    input: impl AsyncBufRead + Unpin,
+) -> ExitCode {
     let mut authed = token.is_none();
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = input.lines();
     loop {
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
@@ -440,4 +458,159 @@ fn prompt_content(message: String, images: Vec<Image>) -> Result<Vec<Block>, Str
         return Err("prompt needs a non-empty \"message\" or images".into());
     }
     Ok(content)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::ExitCode;
+
+    use tokio::sync::mpsc;
+    use zot_extensions::zot_protocol::events::{Data, Event, Response, StopReason};
+    use zot_testkit::{MockModel, anthropic};
+
+    use crate::args::Mode;
+    use crate::testing::{drain, setup};
+
+    /// Serves `input` (one request per line) to the end; every line written.
+    async fn session(
+        model: &MockModel,
+        token: Option<&str>,
+        input: &str,
+    ) -> (ExitCode, Vec<Event>) {
+        let s = setup(model, Mode::Rpc).await;
+        let (out, rx) = mpsc::unbounded_channel();
+        let code = super::serve(
+            s.running,
+            &s.ctx.project,
+            token.map(str::to_owned),
+            input.as_bytes(),
+            out,
+        )
+        .await;
+        (code, drain(rx).await)
+    }
+
+    fn responses(events: &[Event]) -> Vec<&Response> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Response(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn requests_errors_and_event_order() {
+        let model = MockModel::start([anthropic::text("hello there")]).await;
+        let input = [
+            r#"{"id":1,"type":"ping"}"#,
+            "{not json",
+            r#"{"id":"x","type":"teleport"}"#,
+            r#"{"type":"set_model"}"#,
+            r#"{"id":2,"type":"prompt","message":"hi"}"#,
+        ]
+        .join("\n");
+        let (code, events) = session(&model, None, &input).await;
+        assert_eq!(code, ExitCode::SUCCESS);
+        let answers: Vec<(String, bool, Option<String>)> = responses(&events)
+            .into_iter()
+            .map(|r| (r.command.clone(), r.success, r.error.clone()))
+            .collect();
+        assert_eq!(answers[0], ("ping".into(), true, None));
+        assert!(!answers[1].1 && answers[1].2.as_ref().unwrap().starts_with("malformed json"));
+        assert_eq!(
+            answers[2],
+            ("teleport".into(), false, Some("unknown command".into()))
+        );
+        assert_eq!(
+            answers[3],
+            (
+                "set_model".into(),
+                false,
+                Some("set_model needs \"model\"".into())
+            )
+        );
+        assert_eq!(answers[4].0, "prompt");
+        let Event::Response(pong) = &events[0] else {
+            panic!("{:?}", events[0]);
+        };
+        assert_eq!(pong.data, Some(Data::Pong { pong: true }));
+        assert_eq!(pong.id, Some(1.into()));
+
+        // The prompt's response comes first, then its events in order, then done.
+        let start = events
+            .iter()
+            .position(|e| matches!(e, Event::Response(r) if r.command == "prompt"))
+            .unwrap();
+        let kinds: Vec<&str> = events[start + 1..]
+            .iter()
+            .map(|e| match e {
+                Event::UserMessage { .. } => "user_message",
+                Event::TurnStart { .. } => "turn_start",
+                Event::AssistantStart => "assistant_start",
+                Event::TextDelta { .. } => "text_delta",
+                Event::Usage { .. } => "usage",
+                Event::AssistantMessage { .. } => "assistant_message",
+                Event::TurnEnd {
+                    stop: StopReason::EndTurn,
+                    ..
+                } => "turn_end",
+                Event::Done => "done",
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        let mut deduped = kinds.clone();
+        deduped.dedup();
+        assert_eq!(
+            deduped,
+            [
+                "user_message",
+                "turn_start",
+                "assistant_start",
+                "text_delta",
+                "usage",
+                "assistant_message",
+                "turn_end",
+                "done"
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_token_gates_every_request_until_hello() {
+        let model = MockModel::start([]).await;
+        let input = [
+            r#"{"type":"get_state"}"#,
+            r#"{"type":"hello","token":"s3cret"}"#,
+            r#"{"type":"get_state"}"#,
+            r#"{"type":"hello","token":"wrong"}"#,
+            r#"{"type":"ping"}"#,
+        ]
+        .join("\n");
+        let (code, events) = session(&model, Some("s3cret"), &input).await;
+        assert_eq!(code, ExitCode::FAILURE, "a wrong token ends the server");
+        let answers: Vec<(&str, bool)> = responses(&events)
+            .into_iter()
+            .map(|r| (r.command.as_str(), r.success))
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                ("get_state", false),
+                ("hello", true),
+                ("get_state", true),
+                ("hello", false)
+            ],
+            "nothing is served after the wrong token"
+        );
+        assert!(matches!(
+            responses(&events)[2].data,
+            Some(Data::State {
+                busy: false,
+                message_count: 0,
+                ..
+            })
+        ));
+    }
 }

@@ -186,12 +186,22 @@ impl MockModel {
         *self.shared.hangups.borrow()
     }
 
-    /// Waits until `count` stalled streams saw their client go away.
+    /// Waits until `count` stalled streams saw their client go away; panics
+    /// after [`HANGUP_DEADLINE`] so a client that never lets go fails the test
+    /// instead of hanging it.
     pub async fn wait_hangups(&self, count: usize) {
         let mut rx = self.shared.hangups.subscribe();
-        let _ = rx.wait_for(|n| *n >= count).await;
+        let waited = tokio::time::timeout(HANGUP_DEADLINE, rx.wait_for(|n| *n >= count)).await;
+        assert!(
+            waited.is_ok(),
+            "the client kept {} stalled stream(s) open for {HANGUP_DEADLINE:?} (wanted {count} hangups)",
+            count.saturating_sub(*self.shared.hangups.borrow())
+        );
     }
 }
+
+/// How long [`MockModel::wait_hangups`] waits (generous for a loaded 2-core CI machine).
+pub const HANGUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl Drop for MockModel {
     fn drop(&mut self) {

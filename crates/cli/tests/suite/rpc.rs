@@ -109,7 +109,19 @@ impl Rpc {
 
     fn close(mut self) -> i32 {
         drop(self.stdin.take());
-        let code = self.child.wait().unwrap().code().unwrap_or(-1);
+        // zot exits at EOF once its work is done; a deadline turns a hang into a failure.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "zot rpc did not exit within 20 s of stdin closing"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let code = status.code().unwrap_or(-1);
         // The reader sees the end of the stream once the process is gone.
         while self.lines.recv_timeout(Duration::from_secs(5)).is_ok() {}
         self.assert_valid();

@@ -1,0 +1,117 @@
+//! The `zot` binary's logic as a library: the modes (print and JSON in
+//! `oneshot`, `rpc`, the interactive wiring), the hook glue between the
+//! agent and the extension host (`ext_hooks`), and the `zot ext`, `zot
+//! trust` and `zot auth` subcommands. `main.rs` only parses arguments and
+//! calls [`run`], so all of this is testable without spawning the binary.
+
+pub mod args;
+pub mod context;
+pub mod credentials;
+pub mod ext_cmd;
+pub mod ext_hooks;
+pub mod interactive;
+pub mod oneshot;
+pub mod rpc;
+pub mod run;
+pub mod scaffold;
+pub mod slash;
+pub mod trust_cmd;
+
+use std::process::ExitCode;
+
+use crate::args::{Cli, Command, Mode};
+
+/// Runs what the parsed arguments ask for.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Some(command) = &cli.command else {
+        return agent_mode(&cli, cli.agent.mode());
+    };
+    match command {
+        Command::Ext { command } => {
+            let ctx = context::Context::new(&cli)?;
+            ext_cmd::run(&ctx, command)
+        }
+        Command::Auth { command } => {
+            let ctx = context::Context::new(&cli)?;
+            credentials::auth_command(&ctx.zot_home, command)
+        }
+        Command::Trust(args) => {
+            let ctx = context::Context::new(&cli)?;
+            trust_cmd::run(&ctx, args)
+        }
+    }
+}
+
+fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
+    if cli.agent.list_models {
+        run::list_models(&cli.agent)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = context::Context::new(cli)?;
+    match mode {
+        Mode::Print | Mode::Json => oneshot::run(&cli.agent, &cli.prompt, &ctx, mode),
+        Mode::Rpc => rpc::run(&cli.agent, &ctx),
+        Mode::Interactive => interactive::run(&cli.agent, &ctx),
+    }
+}
+
+/// `zot rpc …` is `zot --mode rpc …`, so every agent option works after it.
+pub fn rewrite_rpc(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).is_some_and(|a| a == "rpc") {
+        args.splice(1..2, ["--mode".into(), "rpc".into()]);
+    }
+    args
+}
+
+/// What the library's unit tests share: an agent wired to a loopback model
+/// and a host with no extensions, built as the binary builds them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use clap::Parser;
+    use zot_testkit::MockModel;
+
+    use crate::args::{Cli, Mode};
+    use crate::context::Context;
+    use crate::run::{self, Running};
+
+    pub(crate) struct Setup {
+        pub(crate) running: Running,
+        pub(crate) ctx: Context,
+        _dir: tempfile::TempDir,
+    }
+
+    pub(crate) async fn setup(model: &MockModel, mode: Mode) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+        std::fs::create_dir_all(&project).unwrap();
+        let url = model.url();
+        let cli = Cli::parse_from([
+            "zot",
+            "--provider",
+            "anthropic",
+            "--api-key",
+            "test-key",
+            "--base-url",
+            url.as_str(),
+            "--no-ext",
+            "--no-session",
+            "--no-skills",
+        ]);
+        let ctx = Context::at(&cli, home, project).unwrap();
+        let running = run::start(&cli.agent, &ctx, mode).await.unwrap();
+        Setup {
+            running,
+            ctx,
+            _dir: dir,
+        }
+    }
+
+    /// Every line sent so far, once the sender side is gone.
+    pub(crate) async fn drain<T>(mut rx: tokio::sync::mpsc::UnboundedReceiver<T>) -> Vec<T> {
+        let mut out = Vec::new();
+        while let Some(item) = rx.recv().await {
+            out.push(item);
+        }
+        out
+    }
+}
