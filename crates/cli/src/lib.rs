@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod ext_cmd;
 pub mod ext_hooks;
 pub mod interactive;
+pub mod logging;
 pub mod oneshot;
 pub mod rpc;
 pub mod run;
@@ -23,6 +24,10 @@ use crate::args::{Cli, Command, Mode};
 
 /// Runs what the parsed arguments ask for.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(zot_home) = zot_extensions::default_zot_home() {
+        logging::init(&zot_home);
+    }
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "zot starts");
     let Some(command) = &cli.command else {
         return agent_mode(&cli, cli.agent.mode());
     };

@@ -598,9 +598,26 @@ impl Agent {
             max_tokens: self.config.max_tokens,
             reasoning: self.config.reasoning,
         };
+        tracing::debug!(
+            provider = self.provider.kind().name(),
+            model = %request.model,
+            messages = request.messages.len(),
+            tools = ?request.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            system_bytes = request.system.len(),
+            "model request"
+        );
         let (tx, mut rx) = mpsc::unbounded_channel();
         let call = async move {
             let result = self.provider.complete(&request, &tx, cancel).await;
+            match &result {
+                Ok(c) => tracing::debug!(
+                    stop = c.stop.as_str(),
+                    input = c.usage.input,
+                    output = c.usage.output,
+                    "model reply"
+                ),
+                Err(e) => tracing::warn!(error = %e, "model request failed"),
+            }
             drop(tx);
             result
         };
@@ -726,6 +743,12 @@ impl Agent {
         if let Err(problem) = validate(&spec, &args) {
             return ToolOutput::error(problem);
         }
+        tracing::debug!(
+            id,
+            tool = name,
+            args = %zot_protocol::log_preview(&args.to_string()),
+            "tool call"
+        );
         let ran_with = args.clone();
         let output = match self.builtin.iter().find(|t| t.spec().name == name) {
             Some(tool) => {

@@ -24,7 +24,7 @@ use crate::limits::Limits;
 use crate::manifest::{Dialect, Manifest};
 use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
 use crate::registry::{Conflict, Live, NameKind, Owner};
-use crate::transport::{FrameReader, Peer, ReadError, describe, stdio};
+use crate::transport::{FrameReader, Peer, ReadError, describe, preview, stdio};
 
 /// Why an extension could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -560,6 +560,7 @@ impl Inner {
         }
         let limits = self.cx.config.limits;
         let spawned = stdio::spawn(
+            &name,
             &launch.program,
             &launch.args,
             &launch.cwd,
@@ -597,6 +598,7 @@ impl Inner {
                     _ => process.kill().await,
                 };
                 let err = error(e.into(), Some(describe(status.as_deref())));
+                tracing::warn!(extension = %name, error = %err, "extension failed to load");
                 log.line(format_args!("failed to load: {}", err.kind));
                 log.line(format_args!("process: {}", describe(status.as_deref())));
                 return Err(err);
@@ -763,6 +765,7 @@ async fn drive(ext: Arc<Extension>, host: Weak<Inner>, mut reader: FrameReader, 
         match next {
             Some(Ok(line)) => match host.upgrade() {
                 Some(inner) => {
+                    tracing::debug!(extension = %ext.name(), frame = %preview(&line), "frame in");
                     let link = Bound {
                         inner: &inner,
                         ext: &ext,
@@ -822,6 +825,7 @@ async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: 
         return;
     }
     ext.peer.log.line(&reason);
+    tracing::warn!(extension = %name, %reason, "extension gone");
     if let Some(host) = host {
         let (had_commands, had_tools) = {
             let regs = ext.registrations();

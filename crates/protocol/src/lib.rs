@@ -15,3 +15,32 @@ pub use schema::schemas;
 
 /// The protocol version the host announces in `hello_ack` (spec, "hello_ack").
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// How many bytes of a frame or of tool arguments a debug log line shows.
+pub const LOG_PREVIEW_BYTES: usize = 1024;
+
+/// `text` for a log line: at most [`LOG_PREVIEW_BYTES`], cut on a character
+/// boundary, with the number of bytes left out. Shared by the host's frame
+/// logs and the agent's request logs, so every log line is bounded alike.
+pub fn log_preview(text: &str) -> String {
+    if text.len() <= LOG_PREVIEW_BYTES {
+        return text.to_owned();
+    }
+    let mut end = LOG_PREVIEW_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes]", &text[..end], text.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_previews_are_bounded_on_character_boundaries() {
+        assert_eq!(super::log_preview("short"), "short");
+        let long = "é".repeat(600);
+        let shown = super::log_preview(&long);
+        assert!(shown.starts_with(&"é".repeat(512)));
+        assert!(shown.ends_with("… [176 more bytes]"), "{shown}");
+    }
+}

@@ -941,3 +941,74 @@ async fn a_zot_tool_with_read_only_true_is_offered_in_plan_mode() {
         assert!(acting.contains(&name.to_owned()), "{acting:?}");
     }
 }
+
+const ECHOER: &str = r#"
+handshake(NAME)
+emit({"type":"register_tool","name":"echo","description":"Echo.","schema":{"type":"object"}})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "tool_call":
+        emit({"type":"tool_result","id":msg["id"],"content":[{"type":"text","text":"echoed"}]})
+    if msg["type"] == "shutdown":
+        break
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
+    let w = World::new();
+    let ext = w.py_ext("echoer", ECHOER);
+    let model = MockModel::start([
+        openai::tool_call("t1", "echo", r#"{"text":"hi"}"#),
+        openai::text("done"),
+        openai::text("again"),
+    ])
+    .await;
+    let exts = [ext.as_path()];
+    let args = with_ext(&["-p", "--no-session", "hi"], &exts);
+    let run: Run = w
+        .against(&model, "openai", &args)
+        .env("ZOT_LOG", "debug")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        !run.stderr.contains("model request"),
+        "logs never reach the terminal"
+    );
+    let path = w.home.join("logs").join("zot.log");
+    let log = std::fs::read_to_string(&path).unwrap();
+    for needle in [
+        "zot starts",
+        "extension started",
+        "model request",
+        r#"tools=["read", "write", "edit", "bash", "echo"]"#,
+        "tool call",
+        "tool=\"echo\"",
+        "frame in",
+        r#"frame in extension=echoer frame={"type": "hello""#,
+        "frame out",
+        r#"{"type":"tool_call""#,
+        "model reply",
+    ] {
+        assert!(log.contains(needle), "zot.log lacks {needle:?}:\n{log}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // The default level (info) keeps frames out.
+    std::fs::remove_file(&path).unwrap();
+    let run: Run = w
+        .against(&model, "openai", &args)
+        .env_remove("ZOT_LOG")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let log = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        log.contains("zot starts") && !log.contains("frame in"),
+        "{log}"
+    );
+}

@@ -180,6 +180,7 @@ pub enum HandshakeError {
 
 /// The first frame within `timeout`, parsed as JSON.
 pub(crate) async fn first_frame(
+    peer: &Peer,
     reader: &mut FrameReader,
     timeout: Duration,
 ) -> Result<Value, HandshakeError> {
@@ -190,6 +191,7 @@ pub(crate) async fn first_frame(
         Ok(Some(Err(ReadError::Io(e)))) => return Err(HandshakeError::Io(e.to_string())),
         Ok(Some(Ok(line))) => line,
     };
+    tracing::debug!(extension = %peer.name, frame = %crate::transport::preview(&line), "frame in");
     serde_json::from_slice(&line).map_err(|e| HandshakeError::BadJson(e.to_string()))
 }
 

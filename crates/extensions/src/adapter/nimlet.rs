@@ -147,7 +147,7 @@ impl Adapter for Nimlet {
             // Never longer than the host's hello deadline, even with a null timeout.
             let limit = self.cx.config.limits.hello_timeout;
             let wait = self.timeout.map_or(limit, |t| t.min(limit));
-            let value = first_frame(reader, wait).await?;
+            let value = first_frame(peer, reader, wait).await?;
             let registered = validate(&value, &peer.name).map_err(HandshakeError::BadRegister)?;
             peer.log.line("registered (nimlet protocol)");
             let mut out = Vec::new();

@@ -100,7 +100,7 @@ impl Adapter for Zot {
         reader: &'a mut FrameReader,
     ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>> {
         async move {
-            let value = first_frame(reader, self.cx.config.limits.hello_timeout).await?;
+            let value = first_frame(peer, reader, self.cx.config.limits.hello_timeout).await?;
             let hello = hello(value, &self.name)?;
             match &hello.version {
                 Some(version) => peer

@@ -49,6 +49,11 @@ pub(crate) trait Endpoint: Send + Sync {
     fn kill_now(&self);
 }
 
+/// A frame for a debug log line (bounded, lossy for invalid UTF-8).
+pub(crate) fn preview(frame: &[u8]) -> String {
+    zot_protocol::log_preview(&String::from_utf8_lossy(frame))
+}
+
 /// `exit status: 3`, or that it is still running.
 pub(crate) fn describe(exit: Option<&str>) -> String {
     exit.unwrap_or("still running").to_owned()

@@ -18,7 +18,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing};
+use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing, preview};
 use crate::ext_log::ExtLog;
 
 /// A running extension process (and its process group).
@@ -39,6 +39,7 @@ pub(crate) struct Spawned {
 /// Starts `program args…` in `cwd`, its stderr appended to the log; frames
 /// longer than `max_frame_bytes` end the connection.
 pub(crate) fn spawn(
+    name: &str,
     program: &Path,
     args: &[String],
     cwd: &Path,
@@ -46,8 +47,9 @@ pub(crate) fn spawn(
     max_frame_bytes: usize,
 ) -> io::Result<Spawned> {
     let (process, stdin, stdout) = Process::spawn(program, args, cwd, log.stderr_handle()?)?;
+    tracing::info!(extension = %name, pid = process.pgid.as_raw(), program = %program.display(), "extension started");
     let (conn, outbox) = Connection::new();
-    tokio::spawn(write_loop(stdin, outbox, Arc::clone(log)));
+    tokio::spawn(write_loop(stdin, outbox, Arc::clone(log), name.to_owned()));
     Ok(Spawned {
         process,
         conn,
@@ -57,7 +59,7 @@ pub(crate) fn spawn(
 
 /// Writes queued frames to stdin in order; dropping stdin at the end closes
 /// the pipe, so the extension reads EOF.
-async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>) {
+async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, name: String) {
     let Outbox {
         queue: mut rx,
         mut abort,
@@ -71,6 +73,7 @@ async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>) {
         let Some(Outgoing::Frame { line, written }) = next else {
             break;
         };
+        tracing::debug!(extension = %name, frame = %preview(line.trim_ascii_end()), "frame out");
         let result = tokio::select! {
             biased;
             _ = abort.wait_for(|a| *a) => {

@@ -1,0 +1,163 @@
+//! zot's own log: `tracing` events from the agent, the extension host and
+//! the binary go to `$ZOT_HOME/logs/zot.log` (mode 0600, rotated at
+//! [`MAX_LOG_BYTES`] with one old file kept), never to the terminal, which
+//! belongs to the TUI and the JSON/RPC streams. `ZOT_LOG` sets the level
+//! (`info` by default; `debug` shows every model request, tool call and
+//! extension frame, truncated), in `tracing`'s filter syntax.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tracing_subscriber::EnvFilter;
+
+/// The environment variable holding the log filter.
+pub const LOG_ENV: &str = "ZOT_LOG";
+
+/// The filter without `ZOT_LOG` (the logging part of the issue: default `info`).
+pub const DEFAULT_LEVEL: &str = "info";
+
+/// Size at which `zot.log` is rotated to `zot.log.1` (the previous `.1` is
+/// dropped), so a long debug session cannot fill the disk.
+pub const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
+
+/// `$ZOT_HOME/logs/zot.log`.
+pub fn log_path(zot_home: &Path) -> PathBuf {
+    zot_home.join("logs").join("zot.log")
+}
+
+/// Starts logging to `$ZOT_HOME/logs/zot.log`. A log that cannot be opened
+/// (read-only home, bad filter) leaves zot running without one: logging is
+/// never a reason to fail.
+pub fn init(zot_home: &Path) {
+    let filter = std::env::var(LOG_ENV).unwrap_or_else(|_| DEFAULT_LEVEL.to_owned());
+    let Ok(filter) = EnvFilter::try_new(&filter) else {
+        return;
+    };
+    let Ok(file) = RotatingFile::open(log_path(zot_home), MAX_LOG_BYTES) else {
+        return;
+    };
+    let file = Arc::new(Mutex::new(file));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(move || Writer(Arc::clone(&file)))
+        .try_init();
+}
+
+/// A log file that moves itself aside once it reaches its size limit.
+struct RotatingFile {
+    path: PathBuf,
+    file: File,
+    written: u64,
+    limit: u64,
+}
+
+impl RotatingFile {
+    fn open(path: PathBuf, limit: u64) -> io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir)?;
+        }
+        let file = open_private(&path)?;
+        let written = file.metadata()?.len();
+        let mut log = Self {
+            path,
+            file,
+            written,
+            limit,
+        };
+        if log.written >= log.limit {
+            log.rotate()?;
+        }
+        Ok(log)
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        std::fs::rename(&self.path, old)?;
+        self.file = open_private(&self.path)?;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+impl Write for RotatingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.written >= self.limit {
+            self.rotate()?;
+        }
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// One event's writer: the shared file, locked for the write.
+struct Writer(Arc<Mutex<RotatingFile>>);
+
+impl Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .flush()
+    }
+}
+
+fn open_private(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_rotates_at_its_limit_and_keeps_one_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs").join("zot.log");
+        let mut log = RotatingFile::open(path.clone(), 10).unwrap();
+        log.write_all(b"0123456789").unwrap();
+        log.write_all(b"abc").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "abc");
+        let old = dir.path().join("logs").join("zot.log.1");
+        assert_eq!(std::fs::read_to_string(old).unwrap(), "0123456789");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}
