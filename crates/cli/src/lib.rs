@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod ext_cmd;
 pub mod ext_hooks;
 pub mod interactive;
+pub mod lines;
 pub mod logging;
 pub mod oneshot;
 pub mod rpc;

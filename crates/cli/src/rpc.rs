@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use zot_core::CancellationToken;
 use zot_core::agent::Agent;
@@ -24,6 +24,7 @@ use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
 
 use crate::args::{AgentArgs, Mode};
 use crate::context::Context;
+use crate::lines::{Line, LineReader};
 use crate::oneshot::{load_error_event, manifest_error_event, spawn_writer};
 use crate::run as setup;
 use crate::slash::{self, Resolved};
@@ -48,6 +49,27 @@ struct Server {
     gate: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// Tasks still running (prompts, compactions), awaited before exit.
     tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The agent's state as of its last change, for `get_state` while
+    /// running work holds the agent.
+    last: std::sync::Mutex<Snapshot>,
+}
+
+/// What `get_state` reports about the agent.
+#[derive(Debug, Clone, Default)]
+struct Snapshot {
+    model: String,
+    message_count: usize,
+    usage: zot_core::event::UsageReport,
+}
+
+impl Snapshot {
+    fn of(agent: &Agent) -> Self {
+        Self {
+            model: agent.config().model.clone(),
+            message_count: agent.messages().len(),
+            usage: agent.usage(),
+        }
+    }
 }
 
 pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
@@ -89,7 +111,9 @@ pub async fn serve(
         }
     });
     let provider_name = running.agent.provider().kind().name().to_owned();
+    let last = std::sync::Mutex::new(Snapshot::of(&running.agent));
     let server = Arc::new(Server {
+        last,
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
         out,
@@ -123,28 +147,28 @@ async fn serve_lines(
     input: impl AsyncBufRead + Unpin,
 ) -> ExitCode {
     let mut authed = token.is_none();
-    let mut lines = input.lines();
+    let mut lines = LineReader::new(input, MAX_LINE_BYTES);
     loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+        let line = match lines.next().await {
+            Ok(Some(Line::Text(line))) => line,
+            Ok(Some(Line::TooLong(_))) => {
+                server.respond(
+                    "",
+                    None,
+                    Err(format!("line longer than {MAX_LINE_BYTES} bytes")),
+                );
+                continue;
+            }
             Ok(None) => return ExitCode::SUCCESS,
             Err(e) => {
                 server.respond("", None, Err(format!("cannot read stdin: {e}")));
                 return ExitCode::FAILURE;
             }
         };
-        if line.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if line.len() > MAX_LINE_BYTES {
-            server.respond(
-                "",
-                None,
-                Err(format!("line longer than {MAX_LINE_BYTES} bytes")),
-            );
-            continue;
-        }
-        let envelope = match Envelope::parse(line.as_bytes()) {
+        let envelope = match Envelope::parse(&line) {
             Ok(envelope) => envelope,
             Err(problem) => {
                 server.respond("", None, Err(problem));
@@ -206,6 +230,20 @@ impl Server {
 
     fn event(&self, event: Event) {
         let _ = self.out.send(event);
+    }
+
+    fn remember(&self, agent: &Agent) {
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Snapshot::of(agent);
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn is_busy(&self) -> bool {
@@ -283,6 +321,7 @@ impl Server {
                     let mut agent = server.agent.lock().await;
                     let (events, mut rx) = mpsc::unbounded_channel();
                     let result = agent.compact_now(&events, &cancel).await;
+                    server.remember(&agent);
                     drop(events);
                     while let Some(event) = rx.recv().await {
                         server.event(event.to_wire());
@@ -297,22 +336,19 @@ impl Server {
             }
             Request::GetState => {
                 let busy = self.is_busy();
+                // Running work holds the agent: report it as of its last change.
                 let agent = self.agent.try_lock();
-                let (model, message_count, usage) = match &agent {
-                    Ok(agent) => (
-                        agent.config().model.clone(),
-                        agent.messages().len(),
-                        agent.usage(),
-                    ),
-                    Err(_) => (String::new(), 0, Default::default()),
-                };
+                if let Ok(agent) = &agent {
+                    self.remember(agent);
+                }
+                let last = self.snapshot();
                 Data::State {
                     provider: self.provider_name.clone(),
-                    model,
+                    model: last.model,
                     cwd: self.cwd.clone(),
-                    message_count,
+                    message_count: last.message_count,
                     busy: busy || agent.is_err(),
-                    usage: usage.into(),
+                    usage: last.usage.into(),
                 }
             }
             Request::GetMessages => {
@@ -325,7 +361,9 @@ impl Server {
                 Data::Messages { messages }
             }
             Request::Clear => {
-                self.agent.lock().await.clear();
+                let mut agent = self.agent.lock().await;
+                agent.clear();
+                self.remember(&agent);
                 return Ok(None);
             }
             Request::SetModel { model } => {
@@ -337,6 +375,7 @@ impl Server {
                 }
                 let provider = Provider::new(agent.provider().config().clone());
                 agent.set_model(provider, model.clone());
+                self.remember(&agent);
                 self.host.set_model(kind.name(), &model);
                 return Ok(None);
             }
@@ -426,6 +465,7 @@ impl Server {
         });
         // A failed prompt has emitted turn_end and error; `spawn` still ends it with done.
         let _ = agent.prompt(content, &events, &cancel).await;
+        self.remember(&agent);
         drop(events);
         let _ = forward.await;
     }

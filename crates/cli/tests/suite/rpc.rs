@@ -77,6 +77,14 @@ impl Rpc {
         self.send_raw(line);
     }
 
+    /// Sends bytes and a newline as they are (invalid UTF-8, huge lines).
+    fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
     /// Sends a line as is (for malformed input).
     fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
@@ -213,6 +221,11 @@ async fn abort_mid_stream_ends_the_turn() {
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"long answer please"}"#);
     rpc.until(|v| v["type"] == "text_delta");
+    // While the prompt holds the agent, get_state still knows the model.
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state");
+    assert_eq!(state["data"]["busy"], true, "{state}");
+    assert_eq!(state["data"]["model"], "claude-sonnet-4-5", "{state}");
     rpc.send(r#"{"type":"abort"}"#);
     let end = rpc.until(|v| v["type"] == "turn_end");
     assert_eq!(end["stop"], "aborted");
@@ -436,4 +449,29 @@ for msg in frames():
         .map(|m| m["stop"].as_str().unwrap())
         .collect();
     assert_eq!(ends, ["tool_use", "end_turn", "end_turn", "end_turn"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_and_invalid_lines_get_errors_and_the_server_goes_on() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
+    // 17 MiB without a newline inside: over the 16 MiB limit, never buffered whole.
+    rpc.send_bytes(&vec![b'x'; 17 * 1024 * 1024]);
+    let long = rpc.response("");
+    assert_eq!(long["success"], false);
+    assert!(
+        long["error"].as_str().unwrap().contains("line longer than"),
+        "{long}"
+    );
+    rpc.send_bytes(b"{\"type\":\"ping\",\"id\":\"\xff\xfe\"}");
+    let bad = rpc.response("");
+    assert!(
+        bad["error"].as_str().unwrap().starts_with("malformed json"),
+        "{bad}"
+    );
+    rpc.send(r#"{"id":9,"type":"ping"}"#);
+    let pong = rpc.response("ping");
+    assert_eq!(pong["data"]["pong"], true);
+    assert_eq!(rpc.close(), 0);
 }
