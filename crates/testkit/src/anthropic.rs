@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use crate::{Recorded, Response, SseEvent, fragments};
 
-/// How many deltas a text, thinking or tool argument string is streamed in.
+/// How many deltas a text, thinking or tool argument string is streamed in
+/// unless [`Script::pieces`] says otherwise.
 const PIECES: usize = 3;
 
 #[derive(Debug, Clone)]
@@ -37,6 +38,7 @@ pub struct Script {
     cache_read: u64,
     cache_write: u64,
     stop_reason: Option<String>,
+    pieces: usize,
 }
 
 impl Default for Script {
@@ -55,7 +57,15 @@ impl Script {
             cache_read: 0,
             cache_write: 0,
             stop_reason: None,
+            pieces: PIECES,
         }
+    }
+
+    /// Streams each text, thinking and argument string in up to `n` deltas
+    /// (at least one); `1` sends each whole, in a single event.
+    pub fn pieces(mut self, n: usize) -> Self {
+        self.pieces = n.max(1);
+        self
     }
 
     /// A text block, streamed in several `text_delta`s.
@@ -144,7 +154,7 @@ impl Script {
             match item {
                 Item::Text(text) => {
                     events.push(block_start(index, json!({"type": "text", "text": ""})));
-                    for piece in fragments(text, PIECES) {
+                    for piece in fragments(text, self.pieces) {
                         events.push(delta(json!({"type": "text_delta", "text": piece})));
                     }
                 }
@@ -156,7 +166,7 @@ impl Script {
                         index,
                         json!({"type": "thinking", "thinking": "", "signature": ""}),
                     ));
-                    for piece in fragments(thinking, PIECES) {
+                    for piece in fragments(thinking, self.pieces) {
                         events.push(delta(json!({"type": "thinking_delta", "thinking": piece})));
                     }
                     events.push(delta(
@@ -176,7 +186,7 @@ impl Script {
                     events.push(delta(
                         json!({"type": "input_json_delta", "partial_json": ""}),
                     ));
-                    for piece in fragments(args_json, PIECES) {
+                    for piece in fragments(args_json, self.pieces) {
                         events.push(delta(
                             json!({"type": "input_json_delta", "partial_json": piece}),
                         ));

@@ -63,6 +63,16 @@ impl Response {
         }
     }
 
+    /// The response body as the server sends it (for a stream, every event
+    /// in wire form, the usage chunk included), for feeding a stream reader
+    /// directly.
+    pub fn body(&self) -> String {
+        match &self.kind {
+            Kind::Stream { events, .. } => events.iter().map(|e| e.text.as_str()).collect(),
+            Kind::Status { body, .. } => body.clone(),
+        }
+    }
+
     /// After its events, the stream stays open, sending nothing, until the
     /// client goes away (see [`MockModel::wait_hangups`]). For abort tests.
     pub fn stall(mut self) -> Self {
@@ -316,6 +326,13 @@ async fn stream(
 /// Splits `text` into up to `pieces` non-empty fragments at char
 /// boundaries, the way the APIs stream text and arguments in deltas.
 fn fragments(text: &str, pieces: usize) -> Vec<String> {
+    if pieces <= 1 {
+        return if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![text.to_owned()]
+        };
+    }
     let chars: Vec<char> = text.chars().collect();
     if chars.is_empty() {
         return Vec::new();

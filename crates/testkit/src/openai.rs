@@ -33,6 +33,7 @@ pub struct Script {
     completion_tokens: u64,
     cached_tokens: u64,
     finish_reason: Option<String>,
+    pieces: usize,
 }
 
 impl Default for Script {
@@ -50,7 +51,15 @@ impl Script {
             completion_tokens: 5,
             cached_tokens: 0,
             finish_reason: None,
+            pieces: PIECES,
         }
+    }
+
+    /// Streams each text, reasoning and argument string in up to `n` chunks
+    /// (at least one); `1` sends each whole, in a single event.
+    pub fn pieces(mut self, n: usize) -> Self {
+        self.pieces = n.max(1);
+        self
     }
 
     /// `delta.content` in several chunks.
@@ -123,12 +132,12 @@ impl Script {
         for item in &self.items {
             match item {
                 Item::Text(text) => {
-                    for piece in fragments(text, PIECES) {
+                    for piece in fragments(text, self.pieces) {
                         events.push(chunk(json!({"content": piece}), None));
                     }
                 }
                 Item::Reasoning { field, text } => {
-                    for piece in fragments(text, PIECES) {
+                    for piece in fragments(text, self.pieces) {
                         events.push(chunk(json!({ field.as_str(): piece }), None));
                     }
                 }
@@ -148,9 +157,9 @@ impl Script {
                     }
                     let pieces: Vec<Vec<String>> = calls
                         .iter()
-                        .map(|(_, _, args)| fragments(args, PIECES))
+                        .map(|(_, _, args)| fragments(args, self.pieces))
                         .collect();
-                    for round in 0..PIECES {
+                    for round in 0..self.pieces {
                         for (offset, call_pieces) in pieces.iter().enumerate() {
                             if let Some(piece) = call_pieces.get(round) {
                                 events.push(chunk(

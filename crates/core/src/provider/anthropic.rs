@@ -4,16 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::retry::{self, error_chain};
 use super::{
     Completion, ProviderConfig, ProviderError, Reasoning, Request, StopReason, StreamEvent, Usage,
     parse_args,
 };
+use super::{retry, sse};
 use crate::message::{Block, Message, Role};
 
 const PROVIDER: &str = "anthropic";
@@ -22,6 +21,9 @@ const API_VERSION: &str = "2023-06-01";
 /// Head room left for the visible answer when thinking is on: the API counts
 /// the thinking budget against `max_tokens`.
 const ANSWER_TOKENS: u32 = 4096;
+
+/// Most characters of an event name quoted in an error.
+const MAX_NAME_SHOWN: usize = 64;
 
 /// `budget_tokens` per `--reasoning` level, as the agent issue sets them.
 fn thinking_budget(reasoning: Reasoning) -> u32 {
@@ -49,12 +51,23 @@ pub(crate) async fn complete(
             .body(body.clone())
     })
     .await?;
+    read(response.bytes_stream(), events).await
+}
 
-    let mut stream = response.bytes_stream().eventsource();
+/// Reads a streamed Messages API response body into the completion.
+pub(crate) async fn read<S, B, E>(
+    body: S,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+{
+    let mut stream = std::pin::pin!(sse::events(body));
     let mut state = StreamState::default();
     while let Some(event) = stream.next().await {
-        let event =
-            event.map_err(|err| stream_error(format!("stream broken: {}", error_chain(&err))))?;
+        let event = event.map_err(stream_error)?;
         if state.handle(&event.event, &event.data, events)? {
             return Ok(state.finish());
         }
@@ -232,8 +245,11 @@ impl StreamState {
         data: &str,
         events: &mpsc::UnboundedSender<StreamEvent>,
     ) -> Result<bool, ProviderError> {
-        let data: Value = serde_json::from_str(data)
-            .map_err(|err| stream_error(format!("invalid `{name}` event: {err}")))?;
+        let data: Value = serde_json::from_str(data).map_err(|err| {
+            // The name comes off the wire: only its start is worth showing.
+            let shown: String = name.chars().take(MAX_NAME_SHOWN).collect();
+            stream_error(format!("invalid `{shown}` event: {err}"))
+        })?;
         let kind = data.get("type").and_then(Value::as_str).unwrap_or(name);
         let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         // A closed receiver only means nobody watches the stream; the

@@ -5,13 +5,17 @@
 pub mod anthropic;
 pub mod openai;
 mod retry;
+mod sse;
 
+use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::Message;
 use crate::tool::ToolSpec;
+
+pub use sse::MAX_SSE_EVENT_BYTES;
 
 /// Which wire format, and the defaults that go with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +209,29 @@ impl Provider {
             biased;
             () = cancel.cancelled() => Err(ProviderError::Cancelled),
             result = call => result,
+        }
+    }
+}
+
+/// Reads a streamed response body (its bytes, chunked any way) in `kind`'s
+/// wire format into the completion, sending stream events as they arrive.
+/// [`Provider::complete`] reads the HTTP body with it; it takes any byte
+/// stream so the reader can be exercised on its own (property tests).
+/// Malformed input is a [`ProviderError::Stream`], never a panic.
+pub async fn read_stream<S, B, E>(
+    kind: ProviderKind,
+    body: S,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+{
+    match kind {
+        ProviderKind::Anthropic => anthropic::read(body, events).await,
+        ProviderKind::OpenAi | ProviderKind::Ollama => {
+            openai::read(kind.name(), body, events).await
         }
     }
 }

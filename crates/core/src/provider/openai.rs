@@ -4,15 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::retry::{self, error_chain};
 use super::{
     Completion, ProviderConfig, ProviderError, Request, StopReason, StreamEvent, Usage, parse_args,
 };
+use super::{retry, sse};
 use crate::message::{Block, Message, Role};
 
 pub(crate) async fn complete(
@@ -39,16 +38,27 @@ pub(crate) async fn complete(
         }
     })
     .await?;
+    read(provider, response.bytes_stream(), events).await
+}
 
-    let mut stream = response.bytes_stream().eventsource();
+/// Reads a streamed chat completions response body into the completion.
+pub(crate) async fn read<S, B, E>(
+    provider: &'static str,
+    body: S,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+{
+    let mut stream = std::pin::pin!(sse::events(body));
     let mut state = StreamState {
         provider,
         ..StreamState::default()
     };
     while let Some(event) = stream.next().await {
-        let event = event.map_err(|err| {
-            stream_error(provider, format!("stream broken: {}", error_chain(&err)))
-        })?;
+        let event = event.map_err(|message| stream_error(provider, message))?;
         if event.data.trim() == "[DONE]" {
             return Ok(state.finish(events));
         }

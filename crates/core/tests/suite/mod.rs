@@ -1,3 +1,4 @@
 mod hooks;
 mod providers;
+mod sse_props;
 mod tools;

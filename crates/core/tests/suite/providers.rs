@@ -284,6 +284,43 @@ async fn cancels_a_stalled_stream(kind: ProviderKind, partial: Response) {
         .unwrap();
 }
 
+/// Several MB of text with what JSON has to escape (quotes, backslashes,
+/// newlines, control characters) and multi-byte characters.
+fn big_text(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 64);
+    let mut i = 0u64;
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "line {i}: h\u{e9}llo \"w\u{f6}rld\" \\ tab\there \u{7} \u{1F600}\n"
+        ));
+        i += 1;
+    }
+    text
+}
+
+/// One text delta of several MB in a single server-sent event, arriving in
+/// many network reads, is read whole (in linear time; the test checks the
+/// result only).
+async fn reads_one_huge_delta(kind: ProviderKind, response: Response, text: &str) {
+    let mock = MockModel::start([response]).await;
+    let (result, events) = run(
+        &provider(kind, mock.url(), "test-key"),
+        &request(vec![Message::user("hi")]),
+    )
+    .await;
+    let completion = result.unwrap();
+    let (deltas, streamed) = text_of(&events);
+    assert_eq!(deltas, 1);
+    assert!(streamed == text, "the streamed delta differs");
+    assert!(
+        completion.message.content
+            == [Block::Text {
+                text: text.to_owned()
+            }],
+        "the message text differs"
+    );
+}
+
 mod anthropic {
     use super::*;
     use zot_testkit::anthropic::{self as sse, Script};
@@ -563,6 +600,13 @@ mod anthropic {
     async fn cancel_drops_the_connection() {
         let partial = Script::new().text("partial").build_partial();
         cancels_a_stalled_stream(ProviderKind::Anthropic, partial).await;
+    }
+
+    #[tokio::test]
+    async fn one_multi_megabyte_delta_in_one_event() {
+        let text = big_text(6 << 20);
+        let response = Script::new().pieces(1).text(&text).build();
+        reads_one_huge_delta(ProviderKind::Anthropic, response, &text).await;
     }
 }
 
@@ -943,5 +987,12 @@ mod openai {
     async fn cancel_drops_the_connection() {
         let partial = Script::new().text("partial").build_partial();
         cancels_a_stalled_stream(ProviderKind::OpenAi, partial).await;
+    }
+
+    #[tokio::test]
+    async fn one_multi_megabyte_delta_in_one_event() {
+        let text = big_text(6 << 20);
+        let response = Script::new().pieces(1).text(&text).build();
+        reads_one_huge_delta(ProviderKind::OpenAi, response, &text).await;
     }
 }
