@@ -11,6 +11,7 @@ use zot_core::event::AgentEvent;
 use zot_core::message::Block;
 use zot_core::provider::StopReason;
 use zot_extensions::zot_protocol::events::Event;
+use zot_extensions::zot_protocol::ui::strip_controls;
 use zot_extensions::{ExtensionHost, HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
@@ -62,14 +63,15 @@ impl Out {
         let _ = self.lines.send(event);
     }
 
-    fn host_event(&self, event: &HostEvent) {
+    fn host_event(&self, event: HostEvent) {
         if self.mode == Mode::Json {
-            if let Some(line) = Event::from_host(event) {
+            if let Some(line) = Event::from_host(&event) {
                 self.json(line);
             }
             return;
         }
-        match event {
+        // On a terminal, extension text never drives it (clear screen, title, clipboard).
+        match event.without_controls() {
             HostEvent::Notify {
                 extension,
                 level,
@@ -161,7 +163,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
     let host_out = out.clone();
     let host_task = tokio::spawn(async move {
         while let Some(event) = host_events.recv().await {
-            host_out.host_event(&event);
+            host_out.host_event(event);
         }
     });
 
@@ -198,7 +200,7 @@ async fn run_prompt(
                     command,
                     text,
                 }),
-                _ => println!("{text}"),
+                _ => println!("{}", strip_controls(&text)),
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -223,6 +225,7 @@ async fn run_prompt(
                     }
                 }
                 AgentEvent::AssistantBlocked { extension, reason } => {
+                    let reason = strip_controls(&reason);
                     eprintln!("zot: extension {extension} hid the answer: {reason}");
                 }
                 AgentEvent::TurnEnd {

@@ -32,6 +32,68 @@ pub fn is_builtin_command(name: &str) -> bool {
         .any(|(b, _)| b.eq_ignore_ascii_case(name))
 }
 
+/// `text` without terminal control sequences, for showing extension text
+/// on a terminal: escape sequences (CSI such as colours and cursor moves,
+/// OSC such as clipboard writes and window titles, DCS, APC, PM, SOS, and
+/// two-byte escapes) are removed whole, other C0 and C1 controls and
+/// bidirectional overrides dropped; newlines and tabs stay. An extension
+/// cannot clear the screen, set the title or write the clipboard through zot.
+pub fn strip_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let needs = text
+        .chars()
+        .any(|c| is_control(c) && c != '\n' && c != '\t');
+    if !needs {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            // ESC: a sequence; CSI (ESC [ or U+009B) ends at a final byte 0x40..=0x7E;
+            // OSC, DCS, SOS, PM, APC (ESC ] P X ^ _, or their C1 forms) end at BEL or ST.
+            '\u{1b}' => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if is_control(c) => {}
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn is_control(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            break;
+        }
+    }
+}
+
+/// Skips to the string terminator: BEL, ESC \\ or U+009C.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => break,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Something an extension did that the user should see, or a change in
 /// what the host offers. Attributed to the extension where there is one.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +158,104 @@ pub enum HostEvent {
         options: Vec<String>,
         reply: QuestionReply,
     },
+}
+
+fn clean(text: String) -> String {
+    match strip_controls(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
+    }
+}
+
+fn clean_all(lines: Vec<String>) -> Vec<String> {
+    lines.into_iter().map(clean).collect()
+}
+
+impl HostEvent {
+    /// The event with [`strip_controls`] applied to every text a terminal
+    /// would show (a front end calls this before rendering).
+    pub fn without_controls(self) -> Self {
+        match self {
+            Self::Notify {
+                extension,
+                level,
+                message,
+            } => Self::Notify {
+                extension,
+                level,
+                message: clean(message),
+            },
+            Self::Warning { extension, message } => Self::Warning {
+                extension,
+                message: clean(message),
+            },
+            Self::Exited { extension, reason } => Self::Exited {
+                extension,
+                reason: clean(reason),
+            },
+            Self::PanelRender { extension, panel } => Self::PanelRender {
+                extension,
+                panel: PanelRender {
+                    title: panel.title.map(clean),
+                    lines: clean_all(panel.lines),
+                    footer: panel.footer.map(clean),
+                    ..panel
+                },
+            },
+            Self::Status {
+                extension,
+                key,
+                text,
+            } => Self::Status {
+                extension,
+                key,
+                text: clean(text),
+            },
+            Self::Widget {
+                extension,
+                key,
+                lines,
+            } => Self::Widget {
+                extension,
+                key,
+                lines: clean_all(lines),
+            },
+            Self::Question {
+                extension,
+                prompt,
+                options,
+                reply,
+            } => Self::Question {
+                extension,
+                prompt: clean(prompt),
+                options: clean_all(options),
+                reply,
+            },
+            other => other,
+        }
+    }
+}
+
+impl CommandReply {
+    /// The reply with [`strip_controls`] applied to what a terminal would show.
+    pub fn without_controls(self) -> Self {
+        let outcome = match self.outcome {
+            CommandOutcome::Display(text) => CommandOutcome::Display(clean(text)),
+            CommandOutcome::Insert(text) => CommandOutcome::Insert(clean(text)),
+            CommandOutcome::OpenPanel(panel) => CommandOutcome::OpenPanel(PanelContent {
+                title: panel.title.map(clean),
+                lines: clean_all(panel.lines),
+                footer: panel.footer.map(clean),
+                ..panel
+            }),
+            other => other,
+        };
+        Self {
+            outcome,
+            error: self.error.map(clean),
+            ..self
+        }
+    }
 }
 
 /// Delivers an answer once.
@@ -227,6 +387,27 @@ mod tests {
         assert!(rx.try_recv().is_err(), "a copy is still alive");
         drop(copy);
         assert_eq!(rx.recv().unwrap(), None);
+    }
+
+    #[test]
+    fn terminal_controls_are_stripped_whole() {
+        assert!(matches!(
+            strip_controls("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let cases = [
+            ("\u{1b}[2J\u{1b}[Hcleared", "cleared"),
+            ("\u{1b}[1;31mred\u{1b}[0m", "red"),
+            ("copy\u{1b}]52;c;ZXZpbA==\u{7}done", "copydone"),
+            ("\u{1b}]0;title\u{1b}\\t", "t"),
+            ("bell\u{7} back\u{8}", "bell back"),
+            ("\u{202e}gnp.exe", "gnp.exe"),
+            ("\u{9b}31mc1", "c1"),
+            ("unterminated\u{1b}]0;forever", "unterminated"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_controls(input), want, "{input:?}");
+        }
     }
 
     #[test]

@@ -749,6 +749,7 @@ impl App {
     }
 
     fn command_reply(&mut self, reply: CommandReply) {
+        let reply = reply.without_controls();
         if let Some(error) = &reply.error {
             self.set_status(
                 format!("extension /{}: {error}", reply.command),
@@ -771,7 +772,8 @@ impl App {
     }
 
     pub fn on_host(&mut self, event: HostEvent) {
-        match event {
+        // Extension text never drives the terminal (no clear screen, title or clipboard writes).
+        match event.without_controls() {
             HostEvent::Notify {
                 extension,
                 level,

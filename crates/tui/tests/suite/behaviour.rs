@@ -510,3 +510,22 @@ async fn a_running_tool_shows_its_latest_output() {
         "{screen}"
     );
 }
+
+#[tokio::test]
+async fn extension_text_is_shown_without_terminal_controls() {
+    let (mut app, _, _) = app();
+    app.on_host(HostEvent::Notify {
+        extension: "x".into(),
+        level: NotifyLevel::Info,
+        message: "\u{1b}]52;c;ZXZpbA==\u{7}copy \u{1b}[2Jclear".into(),
+    });
+    app.on_host(HostEvent::Status {
+        extension: "x".into(),
+        key: "x:s".into(),
+        text: "\u{1b}]0;title\u{7}busy".into(),
+    });
+    assert_eq!(app.notes()[0].text, "copy clear");
+    assert_eq!(app.statuses()[0].1, "busy");
+    let screen = super::support::render(&mut app, 80, 12);
+    assert!(!screen.contains('\u{1b}'), "{screen}");
+}
