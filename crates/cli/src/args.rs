@@ -178,6 +178,9 @@ pub enum ExtCommand {
         /// Install into ./.zot/extensions instead of $ZOT_HOME/extensions.
         #[arg(long)]
         project: bool,
+        /// Install even when an extension of the same name is already installed there.
+        #[arg(long)]
+        force: bool,
     },
     /// Delete an installed extension.
     #[command(alias = "rm")]

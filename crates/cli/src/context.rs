@@ -14,6 +14,8 @@ pub struct Context {
     pub project: PathBuf,
     pub config: HostConfig,
     pub trust: TrustStatus,
+    /// Why project extensions do not run (which files changed); empty when trusted.
+    pub trust_reason: String,
 }
 
 impl Context {
@@ -36,13 +38,15 @@ impl Context {
         config.user_home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        let trust = TrustStore::load(&zot_home)?.status(&project)?;
+        let check = TrustStore::load(&zot_home)?.check(&project)?;
+        let (trust, trust_reason) = (check.status, check.reason());
         config.project_trusted = cli.trust || trust == TrustStatus::Trusted;
         Ok(Self {
             zot_home,
             project,
             config,
             trust,
+            trust_reason,
         })
     }
 
@@ -55,10 +59,7 @@ impl Context {
         if skipped == 0 {
             return;
         }
-        let why = match self.trust {
-            TrustStatus::Changed => "their content changed since this project was trusted",
-            _ => "this project is not trusted",
-        };
+        let why = &self.trust_reason;
         eprintln!(
             "zot: warning: {skipped} project extension(s) in {} not loaded: {why}; run `zot trust` to trust it, or pass --trust for one run",
             display(&self.config.project_root())

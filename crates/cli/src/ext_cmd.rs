@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
-use zot_extensions::manage::{self, Which};
+use zot_extensions::manage::{self, InstallOptions, Which};
 use zot_extensions::{
-    ExtensionHost, ExtensionReport, Found, FoundStatus, HostEvent, Launch, Owner, Readiness,
-    ReportStatus, discover,
+    ExtensionHost, ExtensionReport, Found, FoundStatus, HostEvent, Launch, Owner, Readiness, Repin,
+    ReportStatus, Scope, TrustStore, discover,
 };
 
 use crate::args::{ExtCommand, ScopeArgs};
@@ -23,7 +23,11 @@ pub fn run(ctx: &Context, command: &ExtCommand) -> anyhow::Result<ExitCode> {
     match command {
         ExtCommand::List { json } => list(ctx, *json),
         ExtCommand::Doctor { json } => doctor(ctx, *json),
-        ExtCommand::Install { source, project } => install(ctx, source, *project),
+        ExtCommand::Install {
+            source,
+            project,
+            force,
+        } => install(ctx, source, *project, *force),
         ExtCommand::Remove { name, yes, scope } => remove(ctx, name, *yes, scope),
         ExtCommand::Enable { name, scope } => set_enabled(ctx, name, scope, true),
         ExtCommand::Disable { name, scope } => set_enabled(ctx, name, scope, false),
@@ -367,13 +371,17 @@ fn print_doctor(entries: &[Value]) {
     }
 }
 
-fn install(ctx: &Context, source: &str, project: bool) -> anyhow::Result<ExitCode> {
+fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::Result<ExitCode> {
     let root = if project {
         ctx.config.project_root()
     } else {
         ctx.config.global_root()
     };
-    let (dest, manifest) = manage::install(source, &root)?;
+    let options = InstallOptions {
+        force,
+        project: project.then(|| ctx.project.clone()),
+    };
+    let (dest, manifest) = manage::install_with(source, &root, &options)?;
     let version = manifest
         .version
         .map(|v| format!(" {v}"))
@@ -383,12 +391,38 @@ fn install(ctx: &Context, source: &str, project: bool) -> anyhow::Result<ExitCod
         manifest.name,
         display(&dest)
     );
+    if project {
+        repin(ctx, &dest)?;
+    }
     if project && !ctx.config.project_trusted {
         eprintln!(
             "note: project extensions run only in a trusted project; run `zot trust` to allow them"
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// zot itself just wrote `written` in the project: a trusted project stays
+/// trusted with the new content, unless other files changed too.
+fn repin(ctx: &Context, written: &std::path::Path) -> anyhow::Result<()> {
+    let mut store = TrustStore::load(&ctx.zot_home)?;
+    match store.repin(&ctx.project, &[written.to_path_buf()])? {
+        Repin::NotTrusted | Repin::Repinned => {}
+        Repin::Foreign(changes) => {
+            let shown: Vec<String> = changes.iter().take(5).map(ToString::to_string).collect();
+            let more = changes.len().saturating_sub(shown.len());
+            let more = if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "note: other extension files of this project changed since it was trusted ({}{more}); its extensions will not run until you run `zot trust`",
+                shown.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Result<ExitCode> {
@@ -411,6 +445,9 @@ fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Re
     }
     manage::remove(&found.dir)?;
     eprintln!("removed {dir}");
+    if found.scope == Scope::Project {
+        repin(ctx, &found.dir)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -424,15 +461,29 @@ fn set_enabled(
     manage::set_enabled(&found.dir, enabled)?;
     let verb = if enabled { "enabled" } else { "disabled" };
     eprintln!("{verb} {name} ({})", display(&found.dir));
+    if found.scope == Scope::Project {
+        repin(
+            ctx,
+            &found.dir.join(zot_extensions::manifest::MANIFEST_FILE),
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
     // The log is keyed by manifest name; a directory name resolves to it.
-    let manifest_name = manage::find(&ctx.config, name, Which::Either)
+    let manifest_name = match manage::find(&ctx.config, name, Which::Either)
         .ok()
         .and_then(|found| zot_extensions::Manifest::load(&found.dir).ok())
-        .map_or_else(|| name.to_owned(), |m| m.name);
+    {
+        Some(manifest) => manifest.name,
+        // Not installed (an --ext one, or gone): the name is a file name part.
+        None => {
+            zot_extensions::manifest::validate_name(name)
+                .map_err(|why| anyhow::anyhow!("\"{name}\" is not an extension name: it {why}"))?;
+            name.to_owned()
+        }
+    };
     let path = ctx.config.log_path(&manifest_name);
     let mut file = std::fs::File::open(&path)
         .map_err(|e| anyhow::anyhow!("no log for \"{name}\" at {}: {e}", display(&path)))?;

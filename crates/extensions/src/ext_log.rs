@@ -2,6 +2,11 @@
 //! stderr goes straight into it (the child writes to the file itself, so
 //! nothing is lost and the host copies nothing), and the host appends its
 //! own diagnostics about that extension as `[zot] …` lines.
+//!
+//! The log is rotated at a size limit: when it is opened and whenever the
+//! host writes to it, a log at or over the limit becomes `ext-<name>.log.1`
+//! (replacing an older one) and a new log is started. The child keeps the
+//! file it was given at start, so its own output is bounded at the next start.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -9,19 +14,43 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use crate::limits::MAX_LOG_BYTES;
+
 #[derive(Debug)]
 pub(crate) struct ExtLog {
     path: PathBuf,
+    max_bytes: u64,
     file: Mutex<File>,
 }
 
+/// `ext-<name>.log.1`: the one older log kept.
+pub(crate) fn rotated_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".1");
+    path.with_file_name(name)
+}
+
 impl ExtLog {
-    /// Opens (appending) the log and writes the start marker line.
+    /// Opens (appending) the log, rotated at [`MAX_LOG_BYTES`], and writes
+    /// the start marker line.
     pub(crate) fn open(path: &Path, name: &str, version: Option<&str>) -> io::Result<Self> {
+        Self::open_limited(path, name, version, MAX_LOG_BYTES)
+    }
+
+    /// [`open`](Self::open) with the rotation limit `max_bytes`.
+    pub(crate) fn open_limited(
+        path: &Path,
+        name: &str,
+        version: Option<&str>,
+        max_bytes: u64,
+    ) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        if std::fs::metadata(path).is_ok_and(|m| m.len() >= max_bytes) {
+            std::fs::rename(path, rotated_path(path))?;
+        }
+        let mut file = append(path)?;
         let now = humantime::format_rfc3339_seconds(SystemTime::now());
         writeln!(
             file,
@@ -30,6 +59,7 @@ impl ExtLog {
         )?;
         Ok(Self {
             path: path.to_path_buf(),
+            max_bytes,
             file: Mutex::new(file),
         })
     }
@@ -46,10 +76,75 @@ impl ExtLog {
             .try_clone()
     }
 
-    /// Appends one host diagnostic line. Logging never fails the caller.
+    /// Appends one host diagnostic line, first rotating a log that has
+    /// reached the limit (the child's writes count). Logging never fails the caller.
     pub(crate) fn line(&self, message: impl std::fmt::Display) {
         if let Ok(mut file) = self.file.lock() {
+            if file.metadata().is_ok_and(|m| m.len() >= self.max_bytes)
+                && std::fs::rename(&self.path, rotated_path(&self.path)).is_ok()
+                && let Ok(fresh) = append(&self.path)
+            {
+                *file = fresh;
+                let older = rotated_path(&self.path);
+                let _ = writeln!(
+                    file,
+                    "[zot] log rotated; the older part is in {}",
+                    older.display()
+                );
+            }
             let _ = writeln!(file, "[zot] {message}");
         }
+    }
+}
+
+fn append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_log_is_rotated_when_opened_and_when_the_host_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs").join("ext-big.log");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "x".repeat(200)).unwrap();
+
+        // At open: the old log becomes .1, the new one starts small.
+        let log = ExtLog::open_limited(&path, "big", Some("1"), 100).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(rotated_path(&path)).unwrap(),
+            "x".repeat(200)
+        );
+        let fresh = std::fs::read_to_string(&path).unwrap();
+        assert!(fresh.contains("[zot] starting big/1"), "{fresh}");
+        assert!(fresh.len() < 100);
+
+        // The child writes through its own handle past the limit; the host's
+        // next line rotates, and only one old file is kept.
+        let mut child = log.stderr_handle().unwrap();
+        child.write_all(&[b'y'; 150]).unwrap();
+        log.line("after the flood");
+        let old = std::fs::read_to_string(rotated_path(&path)).unwrap();
+        assert!(
+            old.contains("starting big/1") && old.contains(&"y".repeat(150)),
+            "{old}"
+        );
+        let now = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            now.contains("log rotated") && now.ends_with("[zot] after the flood\n"),
+            "{now}"
+        );
+        assert!(!dir.path().join("logs").join("ext-big.log.2").exists());
+
+        // Under the limit nothing moves.
+        log.line("small");
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("[zot] small\n")
+        );
     }
 }

@@ -35,7 +35,9 @@ pub use model::{CustomSummary, Hook, HookPoint, ToolInfo};
 pub use registry::{Conflict, NameKind, Owner};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::RequestError;
-pub use trust::{TrustEntry, TrustError, TrustStatus, TrustStore};
+pub use trust::{
+    ChangeKind, FileChange, Repin, TrustCheck, TrustEntry, TrustError, TrustStatus, TrustStore,
+};
 pub use zot_protocol;
 pub use zot_protocol::ui::{
     CommandInfo, CommandOutcome, CommandReply, HostEvent, QuestionReply, ReloadSummary,

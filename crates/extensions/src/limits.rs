@@ -42,6 +42,20 @@ pub const MAX_FRAME_BYTES: usize = 4 * 1024 * 1024;
 /// Largest encoded `system_prompt` value in a reply (spec, "System prompt replacement": 1 MiB).
 pub const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
 
+/// Size at which `ext-<name>.log` is rotated to `ext-<name>.log.1` (one old
+/// file is kept), checked when the log is opened and when the host writes to
+/// it. The host's own choice (hardening issue: "for example 10 MiB").
+pub const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Commands one extension may register; later ones are refused with one
+/// warning. The host's own choice (hardening issue: "e.g. 256 each").
+pub const MAX_COMMANDS: usize = 256;
+
+/// Tools one extension may register; later ones are refused with one
+/// warning. Every tool goes into every model request, so this bounds the
+/// request size one extension can cause.
+pub const MAX_TOOLS: usize = 256;
+
 /// The host's timeouts and limits. `Default` gives the constants above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -56,6 +70,9 @@ pub struct Limits {
     pub exit_reap_grace: Duration,
     pub max_frame_bytes: usize,
     pub max_system_prompt_bytes: usize,
+    pub max_log_bytes: u64,
+    pub max_commands: usize,
+    pub max_tools: usize,
 }
 
 impl Default for Limits {
@@ -72,6 +89,9 @@ impl Default for Limits {
             exit_reap_grace: EXIT_REAP_GRACE,
             max_frame_bytes: MAX_FRAME_BYTES,
             max_system_prompt_bytes: MAX_SYSTEM_PROMPT_BYTES,
+            max_log_bytes: MAX_LOG_BYTES,
+            max_commands: MAX_COMMANDS,
+            max_tools: MAX_TOOLS,
         }
     }
 }

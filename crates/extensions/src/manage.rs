@@ -43,6 +43,22 @@ pub enum ManageError {
     },
     #[error("git clone {url} failed: {detail}")]
     Clone { url: String, detail: String },
+    #[error(
+        "an extension named \"{name}\" is already installed in {}; installing a second one would change which of them loads (pass --force to install it anyway)",
+        existing.display()
+    )]
+    NameClash { name: String, existing: PathBuf },
+    #[error(
+        "refusing to install into {}: {} is a symlink that leads out of the project ({})",
+        root.display(),
+        link.display(),
+        target.display()
+    )]
+    LinkOutOfProject {
+        root: PathBuf,
+        link: PathBuf,
+        target: PathBuf,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ManageError + '_ {
@@ -160,12 +176,16 @@ pub enum Source {
 }
 
 impl Source {
-    /// `https://`, `git@`, `ssh://`, `file://` or a `.git` suffix mean git.
+    /// `https://`, `git@`, `ssh://`, `file://` or a `.git` suffix mean git,
+    /// unless a local directory of that name exists (`x.git` may be a path).
     pub fn parse(src: &str) -> Self {
-        let git = ["https://", "git@", "ssh://", "file://"]
+        let url = ["https://", "git@", "ssh://", "file://"]
             .iter()
-            .any(|p| src.starts_with(p))
-            || src.trim_end_matches('/').ends_with(".git");
+            .any(|p| src.starts_with(p));
+        if !url && Path::new(src).is_dir() {
+            return Self::Path(PathBuf::from(src));
+        }
+        let git = url || src.trim_end_matches('/').ends_with(".git");
         if git {
             Self::Git(src.to_owned())
         } else {
@@ -191,10 +211,33 @@ impl Source {
     }
 }
 
+/// How [`install_with`] may install.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    /// Install even when an extension of the same manifest name is already
+    /// installed in the destination root.
+    pub force: bool,
+    /// The project a project install goes into: the root's `.zot` and
+    /// `.zot/extensions` must not be symlinks that lead out of it.
+    pub project: Option<PathBuf>,
+}
+
+/// [`install_with`] with the default options: a name clash is refused.
+pub fn install(src: &str, root: &Path) -> Result<(PathBuf, Manifest), ManageError> {
+    install_with(src, root, &InstallOptions::default())
+}
+
 /// Installs `src` into `root/<name>`: staged in a temp dir beside it,
 /// validated as a manifest, then renamed into place. Any failure removes the
 /// staging dir and leaves nothing behind. Returns the installed dir and manifest.
-pub fn install(src: &str, root: &Path) -> Result<(PathBuf, Manifest), ManageError> {
+pub fn install_with(
+    src: &str,
+    root: &Path,
+    options: &InstallOptions,
+) -> Result<(PathBuf, Manifest), ManageError> {
+    if let Some(project) = &options.project {
+        check_inside(project, root)?;
+    }
     let source = Source::parse(src);
     let name = source
         .dir_name()
@@ -219,6 +262,14 @@ pub fn install(src: &str, root: &Path) -> Result<(PathBuf, Manifest), ManageErro
     ));
     let staged = stage(&source, &staging).and_then(|()| {
         let manifest = Manifest::load(&staging)?;
+        if !options.force
+            && let Some(existing) = same_name(root, &manifest.name, &staging)
+        {
+            return Err(ManageError::NameClash {
+                name: manifest.name.clone(),
+                existing,
+            });
+        }
         if dest.symlink_metadata().is_ok() {
             return Err(ManageError::Exists(dest.clone()));
         }
@@ -240,6 +291,70 @@ pub fn install(src: &str, root: &Path) -> Result<(PathBuf, Manifest), ManageErro
             Err(e)
         }
     }
+}
+
+/// An extension directory in `root` (other than `except`) whose manifest,
+/// read as discovery reads it, has the name `name`.
+fn same_name(root: &Path, name: &str, except: &Path) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|d| d != except && d.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .find(|dir| Manifest::load(dir).is_ok_and(|m| m.name == name))
+}
+
+/// Refuses a root whose components below `project` (`.zot`,
+/// `.zot/extensions`) are symlinks leading out of the project.
+fn check_inside(project: &Path, root: &Path) -> Result<(), ManageError> {
+    let Ok(below) = root.strip_prefix(project) else {
+        return Ok(());
+    };
+    let home = project.canonicalize().map_err(io(project))?;
+    let mut path = project.to_path_buf();
+    for part in below.components() {
+        path.push(part);
+        let Ok(meta) = path.symlink_metadata() else {
+            break;
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        let target = std::fs::read_link(&path).map_err(io(&path))?;
+        // A dangling link is judged by where it points, read lexically.
+        let resolved = path.canonicalize().unwrap_or_else(|_| {
+            let base = path
+                .parent()
+                .map(|p| p.canonicalize().unwrap_or(p.to_path_buf()));
+            lexical(&base.unwrap_or_default().join(&target))
+        });
+        if !resolved.starts_with(&home) {
+            return Err(ManageError::LinkOutOfProject {
+                root: root.to_path_buf(),
+                link: path,
+                target: resolved,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `.` and `..` resolved as text.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn stage(source: &Source, staging: &Path) -> Result<(), ManageError> {

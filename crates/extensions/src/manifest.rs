@@ -232,10 +232,29 @@ fn nimlet_launch(fields: &Fields<'_>) -> Result<Launch, ManifestError> {
     Ok(Launch::Nimlet { command, timeout })
 }
 
-/// The name becomes a log file name and a registry key, so it must be a plain word.
-fn validate_name(name: &str) -> Result<(), &'static str> {
+/// The longest manifest name, in characters. The name becomes a file name
+/// (`ext-<name>.log`, a data directory) and is printed in tables, so it is kept short.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// Whether `c` is a bidirectional formatting character (embeddings,
+/// overrides, isolates and marks), which make a name print as other text.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// Checks a manifest name (or a name typed for one): not empty, at most
+/// [`MAX_NAME_CHARS`], no surrounding whitespace, not a path, no control or
+/// bidirectional formatting characters. The name becomes a log file name
+/// and a registry key, so it must be a plain word.
+pub fn validate_name(name: &str) -> Result<(), &'static str> {
     if name.trim().is_empty() {
         return Err("must not be empty");
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err("must be at most 64 characters long");
     }
     if name != name.trim() {
         return Err("must not start or end with whitespace");
@@ -245,6 +264,9 @@ fn validate_name(name: &str) -> Result<(), &'static str> {
     }
     if name.chars().any(char::is_control) {
         return Err("must not contain control characters");
+    }
+    if name.chars().any(is_bidi_control) {
+        return Err("must not contain bidirectional formatting characters");
     }
     Ok(())
 }

@@ -1,13 +1,20 @@
-//! Project trust: a repository can ship `./.zot/extensions/`, so its
-//! extensions run only once the user trusts the project. Trust lives in
-//! `$ZOT_HOME/trust.json`, keyed by the canonical project path and pinned to
-//! a fingerprint of the project's extension manifests and the files they run;
-//! any change to that content makes the project untrusted again.
+//! Project trust: a repository can ship `./.zot/extensions/` (and nimlet's
+//! `./.agents/extensions/`), so its extensions run only once the user trusts
+//! the project. Trust lives in `$ZOT_HOME/trust.json`, keyed by the
+//! canonical project path and pinned to a hash of every file of those roots
+//! (see [`snapshot`]); any change to one of them makes the project untrusted
+//! again, and the store says which files were added, removed or changed.
+//!
+//! Hashing is kept cheap by a stat cache beside the store
+//! (`$ZOT_HOME/trust-cache.json`): a file whose device, inode, size, mtime
+//! and ctime are unchanged keeps its hash without being read again.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -16,6 +23,22 @@ use crate::manifest::{Dialect, MANIFEST_FILE, Manifest};
 
 /// The trust file inside `$ZOT_HOME`.
 pub const TRUST_FILE: &str = "trust.json";
+
+/// The stat cache beside the trust file.
+pub const TRUST_CACHE_FILE: &str = "trust-cache.json";
+
+/// The project inputs that can run code and are therefore gated by trust,
+/// relative to the project, each with the protocol its manifests default to.
+/// `docs/trust.md` keeps the table of them.
+pub const GATED_ROOTS: &[(&str, Dialect)] = &[
+    (".zot/extensions", Dialect::Zot),
+    (".agents/extensions", Dialect::Nimlet),
+];
+
+/// A file whose mtime or ctime is this close to the moment it was hashed
+/// may still change within the file system's timestamp granularity without
+/// its stat changing, so its hash is not cached ("racily clean", as git says).
+const RACY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
@@ -41,10 +64,15 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> TrustError + '_ {
 /// One trusted project.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustEntry {
-    /// `sha256:<hex>` of the project's extension content when it was trusted.
+    /// `sha256:<hex>` over every pinned file (path and hash), for display.
     pub fingerprint: String,
     /// RFC 3339.
     pub trusted_at: String,
+    /// Each pinned file (relative to the project, `/`-separated) and its
+    /// hash. `None` in an entry written before files were pinned one by
+    /// one: such an entry no longer counts as trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, String>>,
 }
 
 /// Whether a project's extensions may run.
@@ -56,6 +84,87 @@ pub enum TrustStatus {
     Untrusted,
     /// Trusted once, but its extension content changed since.
     Changed,
+    /// Trusted by an older zot that kept one hash for the whole project;
+    /// the format was upgraded to per-file hashes and one re-trust is needed.
+    Outdated,
+}
+
+/// How a pinned file differs from when the project was trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChangeKind {
+    Added,
+    Removed,
+    Changed,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Removed => "removed",
+            Self::Changed => "changed",
+        }
+    }
+}
+
+/// One file that differs since the project was trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub kind: ChangeKind,
+    /// Relative to the project, `/`-separated.
+    pub path: String,
+}
+
+impl std::fmt::Display for FileChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind.as_str(), self.path)
+    }
+}
+
+/// A project's trust status with the files behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustCheck {
+    pub status: TrustStatus,
+    /// For [`TrustStatus::Changed`]: every file added, removed or changed
+    /// since the project was trusted, by path.
+    pub changes: Vec<FileChange>,
+}
+
+impl TrustCheck {
+    /// Why project extensions do not run, in one line (empty when trusted).
+    pub fn reason(&self) -> String {
+        match self.status {
+            TrustStatus::Trusted => String::new(),
+            TrustStatus::Untrusted => "this project is not trusted".to_owned(),
+            TrustStatus::Outdated => "the trust file format was upgraded (zot now pins every \
+                 file of the project's extensions); trust this project once more"
+                .to_owned(),
+            TrustStatus::Changed => {
+                let shown: Vec<String> =
+                    self.changes.iter().take(3).map(|c| c.to_string()).collect();
+                let more = match self.changes.len().saturating_sub(shown.len()) {
+                    0 => String::new(),
+                    n => format!(", and {n} more (see `zot trust --list`)"),
+                };
+                format!(
+                    "their content changed since this project was trusted: {}{more}",
+                    shown.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// What [`TrustStore::repin`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repin {
+    /// The project is not trusted (or not in the current format): nothing to update.
+    NotTrusted,
+    /// The fingerprint now covers the new content.
+    Repinned,
+    /// Files outside the ones zot wrote changed too; trust was left as it
+    /// was, so the project now counts as changed. These are those files.
+    Foreign(Vec<FileChange>),
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -68,7 +177,10 @@ struct TrustFile {
 #[derive(Debug)]
 pub struct TrustStore {
     path: PathBuf,
+    cache_path: PathBuf,
     file: TrustFile,
+    /// See [`RACY`]; shorter in tests.
+    racy: Duration,
 }
 
 impl TrustStore {
@@ -83,7 +195,12 @@ impl TrustStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile::default(),
             Err(e) => return Err(io_error(&path)(e)),
         };
-        Ok(Self { path, file })
+        Ok(Self {
+            path,
+            cache_path: zot_home.join(TRUST_CACHE_FILE),
+            file,
+            racy: RACY,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -97,25 +214,79 @@ impl TrustStore {
 
     /// The trust status of `project` (a project directory) as its content is now.
     pub fn status(&self, project: &Path) -> Result<TrustStatus, TrustError> {
-        let Some(entry) = self.file.projects.get(&key(project)) else {
-            return Ok(TrustStatus::Untrusted);
+        Ok(self.check(project)?.status)
+    }
+
+    /// The trust status of `project` and, when its content changed, which
+    /// files did. Hashes nothing for a project that is not trusted.
+    pub fn check(&self, project: &Path) -> Result<TrustCheck, TrustError> {
+        let status = |status| TrustCheck {
+            status,
+            changes: Vec::new(),
         };
-        Ok(if entry.fingerprint == fingerprint(project)? {
-            TrustStatus::Trusted
-        } else {
-            TrustStatus::Changed
+        let Some(entry) = self.file.projects.get(&key(project)) else {
+            return Ok(status(TrustStatus::Untrusted));
+        };
+        let Some(pinned) = &entry.files else {
+            return Ok(status(TrustStatus::Outdated));
+        };
+        let changes = diff(pinned, &self.current(project));
+        Ok(TrustCheck {
+            status: if changes.is_empty() {
+                TrustStatus::Trusted
+            } else {
+                TrustStatus::Changed
+            },
+            changes,
         })
     }
 
     /// Trusts `project` as its content is now and saves the store.
     pub fn trust(&mut self, project: &Path) -> Result<TrustEntry, TrustError> {
+        let files = self.current(project);
         let entry = TrustEntry {
-            fingerprint: fingerprint(project)?,
+            fingerprint: combined(&files),
             trusted_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            files: Some(files),
         };
         self.file.projects.insert(key(project), entry.clone());
         self.save()?;
         Ok(entry)
+    }
+
+    /// After zot itself wrote `written` (files or directories in the
+    /// project: a manifest it enabled, an extension it installed or
+    /// removed), pins the new content of a trusted project, so zot's own
+    /// writes do not revoke trust. Changes to any other file since the last
+    /// trust leave the entry alone ([`Repin::Foreign`]).
+    pub fn repin(&mut self, project: &Path, written: &[PathBuf]) -> Result<Repin, TrustError> {
+        let key = key(project);
+        let Some(pinned) = self
+            .file
+            .projects
+            .get(&key)
+            .and_then(|entry| entry.files.as_ref())
+        else {
+            return Ok(Repin::NotTrusted);
+        };
+        let files = self.current(project);
+        let allowed: Vec<String> = written
+            .iter()
+            .filter_map(|w| relative(project, w))
+            .collect();
+        let foreign: Vec<FileChange> = diff(pinned, &files)
+            .into_iter()
+            .filter(|c| !allowed.iter().any(|a| under(&c.path, a)))
+            .collect();
+        if !foreign.is_empty() {
+            return Ok(Repin::Foreign(foreign));
+        }
+        if let Some(entry) = self.file.projects.get_mut(&key) {
+            entry.fingerprint = combined(&files);
+            entry.files = Some(files);
+        }
+        self.save()?;
+        Ok(Repin::Repinned)
     }
 
     /// Forgets `project` and saves the store; returns whether it was trusted.
@@ -125,6 +296,31 @@ impl TrustStore {
             self.save()?;
         }
         Ok(removed)
+    }
+
+    /// The project's pinned files as they are now, through the stat cache
+    /// (which is updated; a cache that cannot be read or written only costs time).
+    fn current(&self, project: &Path) -> BTreeMap<String, String> {
+        let mut cache = StatCache::load(&self.cache_path);
+        let project_key = key(project);
+        let old = cache.projects.remove(&project_key).unwrap_or_default();
+        let mut hasher = Hasher {
+            old: &old,
+            new: BTreeMap::new(),
+            now: SystemTime::now(),
+            racy: self.racy,
+        };
+        let files = snapshot_with(project, &mut hasher);
+        let fresh = hasher.new;
+        if fresh != old {
+            if !fresh.is_empty() {
+                cache.projects.insert(project_key, fresh);
+            }
+            // Projects that are gone keep no entries.
+            cache.projects.retain(|path, _| Path::new(path).is_dir());
+            cache.save(&self.cache_path);
+        }
+        files
     }
 
     /// Writes the store atomically (temp file in the same dir, then rename).
@@ -169,61 +365,577 @@ fn key(project: &Path) -> String {
         .to_string()
 }
 
-/// `sha256:<hex>` over the project's extensions (`.zot/extensions` and the
-/// nimlet root `.agents/extensions`): every manifest (by path and bytes) and
-/// every file it runs (its `exec` or `command[0]` when that is a path, and
-/// each argument naming a file in the extension directory or the project).
-pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
-    let mut hasher = Sha256::new();
-    for (root, dialect) in [
-        (project.join(".zot").join("extensions"), Dialect::Zot),
-        (project.join(".agents").join("extensions"), Dialect::Nimlet),
-    ] {
-        hasher.update(root.display().to_string().as_bytes());
-        let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&root) {
-            Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io_error(&root)(e)),
-        };
-        dirs.sort();
-        for dir in dirs.iter().filter(|d| d.join(MANIFEST_FILE).is_file()) {
-            hash_file(&mut hasher, &root, &dir.join(MANIFEST_FILE))?;
-            let Ok(manifest) = Manifest::load_in(dir, dialect) else {
-                continue;
-            };
-            let Some((program, args)) = manifest.program(dir) else {
-                continue;
-            };
-            if program.components().count() > 1 {
-                hash_file(&mut hasher, &root, &program)?;
-            }
-            for arg in args {
-                for file in [dir.join(arg), project.join(arg)] {
-                    if file.is_file() {
-                        hash_file(&mut hasher, &root, &file)?;
-                    }
-                }
-            }
-        }
+/// `path` (absolute, or relative to the project) as a pinned-file key, if
+/// it lies in the project.
+fn relative(project: &Path, path: &Path) -> Option<String> {
+    let path = project.join(path);
+    if let Ok(rel) = path.strip_prefix(project) {
+        return Some(slashed(rel));
     }
-    let digest = hasher.finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("sha256:{hex}"))
+    let home = project.canonicalize().ok()?;
+    if let Ok(rel) = path.strip_prefix(&home) {
+        return Some(slashed(rel));
+    }
+    let resolved = path.canonicalize().ok()?;
+    resolved.strip_prefix(&home).ok().map(slashed)
 }
 
-/// Hashes a file's path (relative to `root` where possible) and contents; a
-/// missing file hashes as missing, so creating it later changes the fingerprint.
-fn hash_file(hasher: &mut Sha256, root: &Path, path: &Path) -> Result<(), TrustError> {
-    let shown = path.strip_prefix(root).unwrap_or(path);
-    hasher.update(shown.display().to_string().as_bytes());
-    hasher.update([0]);
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(&bytes);
+fn slashed(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Whether pinned file `path` is `dir` or lies under it.
+fn under(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Files added, removed and changed from `then` to `now`, by path.
+fn diff(then: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<FileChange> {
+    let mut changes: Vec<FileChange> = Vec::new();
+    for (path, hash) in now {
+        match then.get(path) {
+            None => changes.push(FileChange {
+                kind: ChangeKind::Added,
+                path: path.clone(),
+            }),
+            Some(old) if old != hash => changes.push(FileChange {
+                kind: ChangeKind::Changed,
+                path: path.clone(),
+            }),
+            Some(_) => {}
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => hasher.update(b"<missing>"),
-        Err(e) => return Err(io_error(path)(e)),
     }
-    Ok(())
+    for path in then.keys().filter(|p| !now.contains_key(*p)) {
+        changes.push(FileChange {
+            kind: ChangeKind::Removed,
+            path: path.clone(),
+        });
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+/// `sha256:<hex>` over every pinned path and hash.
+fn combined(files: &BTreeMap<String, String>) -> String {
+    let mut hasher = Sha256::new();
+    for (path, hash) in files {
+        hasher.update(path.as_bytes());
+        hasher.update([0]);
+        hasher.update(hash.as_bytes());
+        hasher.update([b'\n']);
+    }
+    format!("sha256:{}", hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `sha256:<hex>` over the project's pinned files as they are now (no cache).
+pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
+    Ok(combined(&snapshot(project)))
+}
+
+/// Every pinned file of `project`, relative to it, with its hash (no cache):
+///
+/// - every file under `.zot/extensions` and `.agents/extensions`, following
+///   the roots and the extension directories in them when they are symlinks
+///   (as discovery does) but no symlink further down: such a link is pinned
+///   by its target text;
+/// - inside a git work tree, except untracked files that git ignores (made
+///   locally: caches, `node_modules`, build output); every `extension.json`
+///   is pinned whatever git says;
+/// - the files a manifest runs that lie elsewhere in the project (its
+///   `exec` or `command[0]`, and arguments naming files), unless git ignores them.
+///
+/// A file that cannot be read, or is not a regular file, is pinned as such.
+pub fn snapshot(project: &Path) -> BTreeMap<String, String> {
+    let empty = BTreeMap::new();
+    let mut hasher = Hasher {
+        old: &empty,
+        new: BTreeMap::new(),
+        now: SystemTime::now(),
+        racy: RACY,
+    };
+    snapshot_with(project, &mut hasher)
+}
+
+fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut referenced: Vec<PathBuf> = Vec::new();
+    for (root_rel, dialect) in GATED_ROOTS {
+        let root = project.join(root_rel);
+        let entries = match sorted_entries(&root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                files.insert(format!("{root_rel}/"), unreadable(&e));
+                continue;
+            }
+        };
+        // Paths relative to the root that git ignores and does not track.
+        let ignored = Ignored::below(&root);
+        for name in entries {
+            let path = root.join(&name);
+            let rel = format!("{root_rel}/{}", name.to_string_lossy());
+            let local = name.to_string_lossy().into_owned();
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                hasher.pin(&mut files, &path, &rel, &meta);
+            }
+            if !path.is_dir() {
+                if !meta.file_type().is_symlink() && !ignored.covers(&local) {
+                    hasher.pin(&mut files, &path, &rel, &meta);
+                }
+                continue;
+            }
+            // An extension directory (followed when it is a link: git does
+            // not look through links, so ask it about the target).
+            let (ignored_here, prefix) = if meta.file_type().is_symlink() {
+                (Ignored::below(&path), String::new())
+            } else {
+                (ignored.clone(), format!("{local}/"))
+            };
+            hasher.walk(&mut files, &path, &rel, &ignored_here, &prefix);
+            // The manifest decides what runs: pinned whatever git says, and
+            // through a link by what it points at.
+            let manifest = path.join(MANIFEST_FILE);
+            if let Ok(meta) = manifest.symlink_metadata() {
+                hasher.pin(
+                    &mut files,
+                    &manifest,
+                    &format!("{rel}/{MANIFEST_FILE}"),
+                    &meta,
+                );
+                referenced.push(manifest);
+            }
+            referenced.extend(runs(&path, project, *dialect));
+        }
+    }
+    // What manifests run from elsewhere in the project.
+    let Ok(home) = project.canonicalize() else {
+        return files;
+    };
+    let mut outside: Vec<(PathBuf, String)> = referenced
+        .into_iter()
+        .filter_map(|file| {
+            let real = file.canonicalize().ok()?;
+            let rel = slashed(real.strip_prefix(&home).ok()?);
+            (!files.contains_key(&rel)).then_some((real, rel))
+        })
+        .collect();
+    outside.sort();
+    outside.dedup();
+    let ignored = check_ignore(&home, outside.iter().map(|(_, rel)| rel.as_str()));
+    for (real, rel) in outside {
+        if ignored.contains(&rel) {
+            continue;
+        }
+        if let Ok(meta) = real.metadata() {
+            hasher.pin(&mut files, &real, &rel, &meta);
+        }
+    }
+    files
+}
+
+/// The files a manifest in `dir` names to run: its program when that is a
+/// path, and each argument naming a file in the directory or the project.
+fn runs(dir: &Path, project: &Path, dialect: Dialect) -> Vec<PathBuf> {
+    let Ok(manifest) = Manifest::load_in(dir, dialect) else {
+        return Vec::new();
+    };
+    let Some((program, args)) = manifest.program(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if program.components().count() > 1 {
+        out.push(program);
+    }
+    for arg in args {
+        for file in [dir.join(arg), project.join(arg)] {
+            if file.is_file() {
+                out.push(file);
+            }
+        }
+    }
+    out
+}
+
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn unreadable(e: &std::io::Error) -> String {
+    format!("unreadable:{:?}", e.kind())
+}
+
+/// Hashes files, reusing the cached hash of a file whose stat is unchanged.
+struct Hasher<'a> {
+    old: &'a BTreeMap<String, CachedStat>,
+    new: BTreeMap<String, CachedStat>,
+    now: SystemTime,
+    racy: Duration,
+}
+
+impl Hasher<'_> {
+    /// Pins everything under `dir` (pinned as `rel`), not following links,
+    /// except what `ignored` covers (`prefix` + the path below `dir`).
+    fn walk(
+        &mut self,
+        files: &mut BTreeMap<String, String>,
+        dir: &Path,
+        rel: &str,
+        ignored: &Ignored,
+        prefix: &str,
+    ) {
+        let entries = match sorted_entries(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                files.insert(format!("{rel}/"), unreadable(&e));
+                return;
+            }
+        };
+        for name in entries {
+            let name = name.to_string_lossy().into_owned();
+            let path = dir.join(&name);
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            let local = format!("{prefix}{name}");
+            if ignored.covers(&local) {
+                continue;
+            }
+            let rel = format!("{rel}/{name}");
+            if meta.is_dir() {
+                self.walk(files, &path, &rel, ignored, &format!("{local}/"));
+            } else {
+                self.pin(files, &path, &rel, &meta);
+            }
+        }
+    }
+
+    /// Pins one file, symlink or special file as `rel`.
+    fn pin(
+        &mut self,
+        files: &mut BTreeMap<String, String>,
+        path: &Path,
+        rel: &str,
+        meta: &std::fs::Metadata,
+    ) {
+        let kind = meta.file_type();
+        let value = if kind.is_symlink() {
+            match std::fs::read_link(path) {
+                Ok(target) => {
+                    let text = target.as_os_str().as_encoded_bytes();
+                    format!("symlink:sha256:{}", hex(&Sha256::digest(text)))
+                }
+                Err(e) => unreadable(&e),
+            }
+        } else if kind.is_file() {
+            self.hash_file(path, rel, meta)
+        } else if kind.is_dir() {
+            return;
+        } else {
+            // Never read a FIFO or a device: that could block or never end.
+            "special".to_owned()
+        };
+        files.insert(rel.to_owned(), value);
+    }
+
+    fn hash_file(&mut self, path: &Path, rel: &str, meta: &std::fs::Metadata) -> String {
+        let stat = CachedStat::of(meta);
+        if let Some(cached) = self.old.get(rel)
+            && cached.same_file(&stat)
+        {
+            self.new.insert(rel.to_owned(), cached.clone());
+            return cached.hash.clone();
+        }
+        let hash = match hash_contents(path) {
+            Ok(hash) => hash,
+            Err(e) => return unreadable(&e),
+        };
+        if !stat.is_racy(self.now, self.racy) {
+            self.new.insert(
+                rel.to_owned(),
+                CachedStat {
+                    hash: hash.clone(),
+                    ..stat
+                },
+            );
+        }
+        hash
+    }
+}
+
+fn hash_contents(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(format!("sha256:{}", hex(&hasher.finalize())))
+}
+
+/// Untracked files git ignores below one directory, as git lists them
+/// relative to it (`dir/` for a whole directory, `./` for all of it).
+/// Outside a git work tree, or when git cannot say, nothing is ignored.
+#[derive(Debug, Clone, Default)]
+struct Ignored(Vec<String>);
+
+impl Ignored {
+    fn below(dir: &Path) -> Self {
+        let output = git(dir)
+            .args([
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+            ])
+            .output();
+        match output {
+            Ok(out) if out.status.success() => Self(
+                out.stdout
+                    .split(|b| *b == 0)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .collect(),
+            ),
+            _ => Self::default(),
+        }
+    }
+
+    /// Whether `path` (relative to the directory asked about) is ignored.
+    fn covers(&self, path: &str) -> bool {
+        self.0.iter().any(|entry| match entry.strip_suffix('/') {
+            Some(".") => true,
+            Some(dir) => under(path, dir),
+            None => entry == path,
+        })
+    }
+}
+
+/// Which of `paths` (relative to `project`) git ignores and does not track.
+fn check_ignore<'a>(project: &Path, paths: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut input: Vec<u8> = Vec::new();
+    for path in paths {
+        input.extend_from_slice(path.as_bytes());
+        input.push(0);
+    }
+    if input.is_empty() {
+        return Vec::new();
+    }
+    let child = git(project)
+        .args(["check-ignore", "-z", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return Vec::new();
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&input);
+    }
+    match child.wait_with_output() {
+        // 0: some are ignored (listed); 1: none; anything else: git could not say.
+        Ok(out) if out.status.code() == Some(0) => out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `git -C dir` with fixed options: no fsmonitor hook (a repository's own
+/// config must not run a program before it is trusted), no optional locks,
+/// no repository chosen by the environment, and no terminal prompts.
+fn git(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "core.fsmonitor=false"])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
+/// A file's identity and hash in the stat cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct CachedStat {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    hash: String,
+}
+
+impl CachedStat {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            hash: String::new(),
+        }
+    }
+
+    fn same_file(&self, other: &Self) -> bool {
+        (self.dev, self.ino, self.size, self.mtime, self.ctime)
+            == (other.dev, other.ino, other.size, other.mtime, other.ctime)
+    }
+
+    /// Changed so recently (or in the future) that a change within the same
+    /// timestamp tick would not show in the stat.
+    fn is_racy(&self, now: SystemTime, racy: Duration) -> bool {
+        let Ok(now) = now.duration_since(SystemTime::UNIX_EPOCH) else {
+            return true;
+        };
+        let limit = now.saturating_sub(racy);
+        [self.mtime, self.ctime].iter().any(|(secs, nanos)| {
+            let at = u64::try_from(*secs)
+                .map(|s| Duration::new(s, u32::try_from(*nanos).unwrap_or(0)))
+                .unwrap_or_default();
+            at >= limit
+        })
+    }
+}
+
+/// `$ZOT_HOME/trust-cache.json`: per project (canonical path), each pinned
+/// file's stat and hash.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StatCache {
+    #[serde(default)]
+    projects: BTreeMap<String, BTreeMap<String, CachedStat>>,
+}
+
+impl StatCache {
+    /// The cache; unreadable or invalid counts as empty (it only saves time).
+    fn load(path: &Path) -> Self {
+        std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, path: &Path) {
+        if let Ok(text) = serde_json::to_vec(self)
+            && let Some(dir) = path.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let _ = write_atomically(path, &text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn git_ignore_entries_cover_files_and_directories() {
+        let ignored = Ignored(vec!["a/node_modules/".into(), "a/x.log".into()]);
+        assert!(ignored.covers("a/node_modules"));
+        assert!(ignored.covers("a/node_modules/y/z.js"));
+        assert!(ignored.covers("a/x.log"));
+        assert!(!ignored.covers("a/x.log2"));
+        assert!(!ignored.covers("a/node_modules2"));
+        assert!(Ignored(vec!["./".into()]).covers("anything"));
+    }
+
+    #[test]
+    fn changes_are_listed_file_by_file() {
+        let then: BTreeMap<String, String> = [("a", "1"), ("b", "2"), ("c", "3")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let now: BTreeMap<String, String> = [("a", "1"), ("b", "9"), ("d", "4")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let shown: Vec<String> = diff(&then, &now).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["changed b", "removed c", "added d"]);
+    }
+
+    #[test]
+    fn the_cache_spares_unchanged_files_but_never_hides_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        let script = project.join(".zot/extensions/a/lib.sh");
+        write(&script, "echo one");
+        let home = dir.path().join("home");
+        let cache_path = home.join(TRUST_CACHE_FILE);
+        let mut store = TrustStore::load(&home).unwrap();
+
+        // Just written: racy, so not cached (a same-size change within the
+        // timestamp tick would not show in the stat).
+        store.trust(&project).unwrap();
+        assert!(StatCache::load(&cache_path).projects.is_empty());
+
+        // Settled files are cached, and the cached hash is what is used.
+        store.racy = Duration::ZERO;
+        store.trust(&project).unwrap();
+        let mut cache = StatCache::load(&cache_path);
+        let entry = cache.projects.values_mut().next().unwrap();
+        let cached = entry.get_mut(".zot/extensions/a/lib.sh").unwrap();
+        cached.hash = "sha256:from-the-cache".into();
+        cache.save(&cache_path);
+        let check = store.check(&project).unwrap();
+        assert_eq!(check.status, TrustStatus::Changed, "the cache was not used");
+        store.trust(&project).unwrap();
+        assert_eq!(store.status(&project).unwrap(), TrustStatus::Trusted);
+
+        // A change to the file changes its stat, so it is read again.
+        write(&script, "echo three");
+        let check = store.check(&project).unwrap();
+        assert_eq!(check.status, TrustStatus::Changed);
+        assert_eq!(
+            check.changes[0].to_string(),
+            "changed .zot/extensions/a/lib.sh"
+        );
+    }
+
+    #[test]
+    fn special_files_are_pinned_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = dir.path().join(".zot/extensions/a");
+        write(&ext.join("extension.json"), "{}");
+        let fifo = ext.join("pipe");
+        assert!(
+            Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let files = snapshot(dir.path());
+        assert_eq!(files[".zot/extensions/a/pipe"], "special");
+    }
 }

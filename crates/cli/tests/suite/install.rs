@@ -191,3 +191,82 @@ fn git_install_clones_validates_and_rolls_back() {
     );
     assert_eq!(entries(&w.global()), ["good-ext"]);
 }
+
+#[test]
+fn a_second_extension_of_the_same_name_is_refused_unless_forced() {
+    let w = World::new();
+    let first = w.ext(&w.scratch, "hello", &[]);
+    assert_eq!(w.zot(&["ext", "install", first.to_str().unwrap()]).code, 0);
+    // Another directory whose manifest has the same name.
+    let fork = w.ext_in(
+        &w.scratch,
+        "hello-fork",
+        r#"{"name":"hello","version":"2.0.0","exec":"./ext.sh"}"#,
+        &super::support::sh_ext("hello", &[]),
+    );
+    let run = w.zot(&["ext", "install", fork.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("an extension named \"hello\" is already installed in")
+            && run
+                .stderr
+                .contains(&w.global().join("hello").display().to_string())
+            && run.stderr.contains("--force"),
+        "{run:?}"
+    );
+    assert_eq!(entries(&w.global()), ["hello"], "nothing left behind");
+
+    let run = w.zot(&["ext", "install", "--force", fork.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(entries(&w.global()), ["hello", "hello-fork"]);
+}
+
+#[test]
+fn a_local_directory_ending_in_dot_git_is_a_path() {
+    let w = World::new();
+    let src = w.ext_in(
+        &w.scratch,
+        "tool.git",
+        r#"{"name":"tool","exec":"./ext.sh"}"#,
+        &super::support::sh_ext("tool", &[]),
+    );
+    let run = w.zot(&["ext", "install", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(w.global().join("tool/extension.json").is_file(), "{run:?}");
+}
+
+#[test]
+fn a_project_install_through_a_symlink_out_of_the_project_is_refused() {
+    let w = World::new();
+    let src = w.ext(&w.scratch, "hello", &[]);
+    let elsewhere = w.scratch.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+
+    std::os::unix::fs::symlink(&elsewhere, w.project.join(".zot")).unwrap();
+    let run = w.zot(&["ext", "install", "--project", src.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("is a symlink that leads out of the project"),
+        "{run:?}"
+    );
+    assert!(entries(&elsewhere).is_empty());
+
+    // The same for .zot/extensions, even when the target does not exist yet.
+    std::fs::remove_file(w.project.join(".zot")).unwrap();
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("missing"), w.project_root()).unwrap();
+    let run = w.zot(&["ext", "install", "--project", src.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("leads out of the project"), "{run:?}");
+    assert!(!elsewhere.join("missing").exists());
+
+    // A link that stays inside the project is fine.
+    std::fs::remove_file(w.project_root()).unwrap();
+    std::fs::create_dir_all(w.project.join("shared")).unwrap();
+    std::os::unix::fs::symlink("../shared", w.project_root()).unwrap();
+    let run = w.zot(&["ext", "install", "--project", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(w.project.join("shared/hello/extension.json").is_file());
+}

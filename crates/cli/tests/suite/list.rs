@@ -117,3 +117,49 @@ fn list_shows_every_state_in_a_stable_order() {
     let doc = json(&run.into());
     assert_eq!(doc.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn overlong_and_spoofing_names_are_invalid_manifests() {
+    let w = World::new();
+    let long = "a".repeat(10_000);
+    w.ext_in(
+        &w.global(),
+        "long",
+        &format!(r#"{{"name":"{long}","exec":"./ext.sh"}}"#),
+        "#!/bin/sh\n",
+    );
+    // U+202E turns the rest of the line around when printed.
+    w.ext_in(
+        &w.global(),
+        "spoof",
+        "{\"name\":\"abc\u{202E}txt.exe\",\"exec\":\"./ext.sh\"}",
+        "#!/bin/sh\n",
+    );
+    let run = w.zot(&["ext", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let listed = json(&run);
+    assert_eq!(listed[0]["state"], "invalid");
+    assert!(
+        listed[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("must be at most 64 characters"),
+        "{listed}"
+    );
+    assert_eq!(listed[1]["state"], "invalid");
+    assert!(
+        listed[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("bidirectional"),
+        "{listed}"
+    );
+    let run = w.zot(&["ext", "list"]);
+    assert!(
+        !run.stdout.contains('\u{202E}') && !run.stdout.contains(&long),
+        "{run:?}"
+    );
+    // doctor does not trip over them either.
+    let run = w.zot(&["ext", "doctor", "--json"]);
+    assert_eq!(json(&run)["extensions"][0]["state"], "invalid_manifest");
+}

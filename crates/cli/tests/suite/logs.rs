@@ -98,3 +98,20 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn logs_refuses_a_name_that_is_a_path() {
+    let w = World::new();
+    // What `logs 'x/../../secret'` would have read.
+    std::fs::create_dir_all(w.home.join("logs").join("ext-x")).unwrap();
+    std::fs::write(w.home.join("secret.log"), "private").unwrap();
+    let run = w.zot(&["ext", "logs", "x/../../secret"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("is not an extension name") && !run.stdout.contains("private"),
+        "{run:?}"
+    );
+    let long = "n".repeat(65);
+    let run = w.zot(&["ext", "logs", &long]);
+    assert!(run.stderr.contains("at most 64 characters"), "{run:?}");
+}
