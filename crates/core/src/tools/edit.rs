@@ -2,13 +2,19 @@
 //! checked against the original before any is applied, written atomically.
 //! Owns line-ending and BOM preservation and the diff shown as the result.
 
+use std::io::Read as _;
 use std::ops::Range;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{args_object, atomic_write, blocking, io_error, required_str};
+use super::{args_object, atomic_write, blocking, io_error, open_regular, required_str};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// Largest file edit reads, and largest it writes: edit holds the file a
+/// few times over in memory (original, line-normalised copy, result), so a
+/// multi-GB file would take several GB. Bigger files are for bash (sed).
+pub const MAX_EDIT_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Unchanged lines shown before and after each change in the result diff.
 pub const DIFF_CONTEXT_LINES: usize = 3;
@@ -28,7 +34,8 @@ impl Tool for EditTool {
             description: "Edit a file by exact text replacement. Each oldText must occur exactly \
                           once in the current file (include enough surrounding lines to make it \
                           unique); edits must not overlap and are applied together or not at \
-                          all. Line endings and a byte-order mark are preserved. Returns a diff."
+                          all. Line endings and a byte-order mark are preserved. Regular files \
+                          of at most 16 MiB. Returns a diff."
                 .into(),
             schema: json!({
                 "type": "object",
@@ -121,10 +128,22 @@ fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
         Ok(_) => {}
         Err(e) => return io_error("edit", path, &e),
     }
-    let raw = match std::fs::read(path) {
-        Ok(raw) => raw,
+    let (file, metadata) = match open_regular("edit", path) {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(output)) => return output,
         Err(e) => return io_error("read", path, &e),
     };
+    if metadata.len() > MAX_EDIT_FILE_BYTES {
+        return too_big(path, metadata.len());
+    }
+    let mut raw = Vec::with_capacity(metadata.len() as usize);
+    // One byte over the limit tells a file that grew since it was measured.
+    if let Err(e) = file.take(MAX_EDIT_FILE_BYTES + 1).read_to_end(&mut raw) {
+        return io_error("read", path, &e);
+    }
+    if raw.len() as u64 > MAX_EDIT_FILE_BYTES {
+        return too_big(path, raw.len() as u64);
+    }
     let Ok(text) = String::from_utf8(raw) else {
         return ToolOutput::error(format!(
             "{} is not UTF-8 text; edit only changes text files",
@@ -210,6 +229,14 @@ fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
     let mut bytes = String::with_capacity(bom.len() + new_body.len());
     bytes.push_str(bom);
     bytes.push_str(&new_body);
+    if bytes.len() as u64 > MAX_EDIT_FILE_BYTES {
+        return ToolOutput::error(format!(
+            "the edits would make {} {} bytes; edit writes files of at most \
+             {MAX_EDIT_FILE_BYTES} bytes (16 MiB); no edits were applied",
+            path.display(),
+            bytes.len()
+        ));
+    }
     if let Err(e) = atomic_write(path, bytes.as_bytes()) {
         return io_error("write", path, &e);
     }
@@ -219,6 +246,14 @@ fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
     let diff = unified_diff(&file.text, &new_norm, &changes);
     ToolOutput::text(format!(
         "applied {count} edit{plural} to {}\n--- {0}\n+++ {0}\n{diff}",
+        path.display()
+    ))
+}
+
+fn too_big(path: &Path, len: u64) -> ToolOutput {
+    ToolOutput::error(format!(
+        "{} is {len} bytes; edit works on files of at most {MAX_EDIT_FILE_BYTES} bytes \
+         (16 MiB); use bash (sed, patch) for bigger files",
         path.display()
     ))
 }

@@ -1,13 +1,16 @@
 //! Built-in tools: read, write, edit, bash.
 //! Also owns what they share: argument checking that turns bad arguments
-//! into tool errors, atomic file replacement, and random file-name suffixes.
+//! into tool errors, opening only regular files, atomic file replacement
+//! (in place for hard-linked files), and random file-name suffixes.
 
 mod bash;
 mod edit;
 mod read;
 mod write;
 
+use std::fs::{File, FileType, Metadata};
 use std::io::{self, Write as _};
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,9 +19,9 @@ use serde_json::{Map, Value};
 use crate::tool::{Tool, ToolOutput};
 
 pub use bash::BashTool;
-pub use edit::EditTool;
+pub use edit::{EditTool, MAX_EDIT_FILE_BYTES};
 pub use read::ReadTool;
-pub use write::WriteTool;
+pub use write::{MAX_WRITE_BYTES, WriteTool};
 
 /// The built-in tools, in the order the model sees them.
 pub fn builtin() -> Vec<Arc<dyn Tool>> {
@@ -103,11 +106,64 @@ fn random_hex() -> String {
     format!("{:016x}", hasher.finish())
 }
 
+/// What a file that is not a regular file is, for error messages; `None`
+/// for a regular file.
+fn special_kind(file_type: &FileType) -> Option<&'static str> {
+    if file_type.is_file() {
+        None
+    } else if file_type.is_dir() {
+        Some("a directory")
+    } else if file_type.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else if file_type.is_char_device() {
+        Some("a character device")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// The tool error for `path` being `kind` (from [`special_kind`]).
+fn not_regular(tool: &str, path: &Path, kind: &str) -> ToolOutput {
+    ToolOutput::error(format!(
+        "{} is {kind}, not a regular file; {tool} only works on regular files",
+        path.display()
+    ))
+}
+
+/// Opens `path` for reading if it is a regular file (symlinks followed).
+/// A FIFO, socket or device is refused before it is opened, and the
+/// opened file is checked again: opening does not block (`O_NONBLOCK`, a
+/// no-op for regular files), so a FIFO swapped in between cannot hang the
+/// tool. The inner `Err` is the tool error for a file that is not regular.
+fn open_regular(tool: &str, path: &Path) -> io::Result<Result<(File, Metadata), ToolOutput>> {
+    let metadata = std::fs::metadata(path)?;
+    if let Some(kind) = special_kind(&metadata.file_type()) {
+        return Ok(Err(not_regular(tool, path, kind)));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    if let Some(kind) = special_kind(&metadata.file_type()) {
+        return Ok(Err(not_regular(tool, path, kind)));
+    }
+    Ok(Ok((file, metadata)))
+}
+
 /// Replaces `path` with `bytes` so that readers (and a crash) see either the
 /// old content or the new one, never a mix: the bytes go to a temp file in
 /// the same directory (a rename across file systems is not atomic), are
 /// synced, and the temp file is renamed over the target. An existing file
 /// keeps its permission bits; a symlink is followed so the link survives.
+/// A file with more than one hard link is written in place instead (a
+/// rename would split it from its other names), without that atomicity.
+/// A target that exists but is not a regular file (FIFO, device, socket,
+/// directory) is refused with `InvalidInput`.
 fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = resolve_symlink(path);
     let dir = match target.parent() {
@@ -117,7 +173,17 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = target
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let existing_permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let existing = std::fs::metadata(&target).ok();
+    if let Some(kind) = existing.as_ref().and_then(|m| special_kind(&m.file_type())) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {kind}, not a regular file"),
+        ));
+    }
+    if existing.as_ref().is_some_and(|m| m.nlink() > 1) {
+        return write_in_place(&target, bytes);
+    }
+    let existing_permissions = existing.map(|m| m.permissions());
 
     let (tmp_path, mut file) = {
         let mut attempt = 0;
@@ -155,6 +221,25 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = dir.sync_all();
     }
     Ok(())
+}
+
+/// Overwrites the file at `path` (which exists) through its inode, so every
+/// hard link to it sees the new content: new bytes from the start, then the
+/// length cut to theirs, then a sync.
+fn write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if let Some(kind) = special_kind(&file.metadata()?.file_type()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {kind}, not a regular file"),
+        ));
+    }
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)?;
+    file.sync_all()
 }
 
 /// Where a write to `path` should land: the final target when `path` is a

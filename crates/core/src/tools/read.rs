@@ -2,14 +2,16 @@
 //! the context) or an image file as an image block. Owns the read limits and
 //! the truncation footers that tell the model how to continue.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{args_object, blocking, io_error, optional_positive_int, required_str};
+use super::{
+    args_object, blocking, io_error, open_regular, optional_positive_int, required_str,
+    special_kind,
+};
 use crate::message::Block;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -85,6 +87,11 @@ fn read(path: &Path, offset: usize, limit: Option<usize>) -> ToolOutput {
             path.display()
         ));
     }
+    // A FIFO would block the read until a writer comes, a device may
+    // never end: only regular files are read.
+    if let Some(kind) = special_kind(&metadata.file_type()) {
+        return super::not_regular("read", path, kind);
+    }
     match image_mime_type(path) {
         Some(mime_type) => read_image(path, mime_type, metadata.len()),
         None => read_text(path, offset, limit),
@@ -109,8 +116,18 @@ fn read_image(path: &Path, mime_type: &str, len: u64) -> ToolOutput {
             path.display()
         ));
     }
-    match std::fs::read(path) {
-        Ok(bytes) => ToolOutput {
+    let file = match open_regular("read", path) {
+        Ok(Ok((file, _))) => file,
+        Ok(Err(output)) => return output,
+        Err(e) => return io_error("read", path, &e),
+    };
+    let mut bytes = Vec::new();
+    match file.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes) {
+        // It grew since it was measured.
+        Ok(_) if bytes.len() as u64 > MAX_IMAGE_BYTES => {
+            read_image(path, mime_type, bytes.len() as u64)
+        }
+        Ok(_) => ToolOutput {
             content: vec![Block::Image {
                 mime_type: mime_type.to_owned(),
                 data: base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -188,7 +205,10 @@ struct Window {
 /// The inner `Err` is a tool error for the model (binary file, offset past
 /// the end); the outer one an I/O failure.
 fn read_window(path: &Path, offset: usize) -> std::io::Result<Result<Window, ToolOutput>> {
-    let mut file = File::open(path)?;
+    let mut file = match open_regular("read", path)? {
+        Ok((file, _)) => file,
+        Err(output) => return Ok(Err(output)),
+    };
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
         .take(BINARY_SNIFF_BYTES as u64)

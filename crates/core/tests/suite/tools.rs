@@ -539,6 +539,184 @@ async fn edit_argument_and_file_errors() {
     assert!(err.contains("not UTF-8"), "{err}");
 }
 
+// ---------- special files, size limits, hard links ----------
+
+/// A FIFO at `path`, made by the real mkfifo(1).
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .file_type()
+        .is_fifo()
+}
+
+/// A call that must not block; the deadline only turns a hang into a failure.
+async fn call_err_soon(tool: &dyn Tool, dir: &Path, args: Value) -> String {
+    tokio::time::timeout(Duration::from_secs(30), call_err(tool, dir, args))
+        .await
+        .expect("the call blocked")
+}
+
+#[tokio::test]
+async fn read_edit_and_write_refuse_a_fifo_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mkfifo(&d.join("pipe"));
+    std::os::unix::fs::symlink("pipe", d.join("link-to-pipe")).unwrap();
+
+    for path in ["pipe", "link-to-pipe"] {
+        let err = call_err_soon(&ReadTool, d, json!({ "path": path })).await;
+        assert!(
+            err.contains("is a FIFO (named pipe), not a regular file"),
+            "{err}"
+        );
+        let err = call_err_soon(
+            &EditTool,
+            d,
+            json!({"path": path, "edits": edits(&[("a", "b")])}),
+        )
+        .await;
+        assert!(err.contains("is a FIFO"), "{err}");
+        let err = call_err_soon(&WriteTool, d, json!({"path": path, "content": "x"})).await;
+        assert!(
+            err.contains("is a FIFO (named pipe), not a regular file"),
+            "{err}"
+        );
+    }
+    assert!(is_fifo(&d.join("pipe")), "write replaced the FIFO");
+}
+
+#[tokio::test]
+async fn read_and_write_refuse_devices_and_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let err = call_err_soon(&ReadTool, d, json!({"path": "/dev/zero"})).await;
+    assert!(err.contains("is a character device"), "{err}");
+
+    // A socket file stands in for a device node: replacing either is the bug.
+    let socket = d.join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let err = call_err_soon(&WriteTool, d, json!({"path": "sock", "content": "x"})).await;
+    assert!(err.contains("is a socket, not a regular file"), "{err}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_socket()
+    );
+    let err = call_err_soon(&ReadTool, d, json!({"path": "sock"})).await;
+    assert!(err.contains("is a socket"), "{err}");
+}
+
+#[tokio::test]
+async fn write_and_edit_keep_hard_links() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::hard_link(d.join("a.txt"), d.join("b.txt")).unwrap();
+    let inode = std::fs::metadata(d.join("a.txt")).unwrap().ino();
+
+    call_ok(
+        &WriteTool,
+        d,
+        json!({"path": "b.txt", "content": "written through b\n"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(d.join("a.txt")).unwrap(),
+        "written through b\n"
+    );
+    call_ok(
+        &EditTool,
+        d,
+        json!({"path": "a.txt", "edits": edits(&[("through b", "then edited")])}),
+    )
+    .await;
+    for name in ["a.txt", "b.txt"] {
+        let path = d.join(name);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "written then edited\n"
+        );
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((meta.ino(), meta.nlink()), (inode, 2), "{name}");
+    }
+    // Shorter content leaves no tail of the old.
+    call_ok(&WriteTool, d, json!({"path": "a.txt", "content": "x"})).await;
+    assert_eq!(std::fs::read_to_string(d.join("b.txt")).unwrap(), "x");
+}
+
+#[tokio::test]
+async fn edit_refuses_files_over_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = d.join("big.txt");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(tools::MAX_EDIT_FILE_BYTES + 1).unwrap();
+    drop(file);
+    let err = call_err(
+        &EditTool,
+        d,
+        json!({"path": "big.txt", "edits": edits(&[("a", "b")])}),
+    )
+    .await;
+    assert_eq!(
+        err,
+        format!(
+            "{} is 16777217 bytes; edit works on files of at most 16777216 bytes (16 MiB); use \
+             bash (sed, patch) for bigger files",
+            path.display()
+        )
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        tools::MAX_EDIT_FILE_BYTES + 1
+    );
+
+    // Under the limit, but the edit would take it over.
+    let near = "x".repeat(tools::MAX_EDIT_FILE_BYTES as usize - 10) + "\nEND\n";
+    std::fs::write(&path, &near).unwrap();
+    let err = call_err(
+        &EditTool,
+        d,
+        json!({"path": "big.txt", "edits": edits(&[("END", &"y".repeat(100))])}),
+    )
+    .await;
+    assert!(
+        err.contains("would make") && err.contains("no edits were applied"),
+        "{err}"
+    );
+    assert!(std::fs::read_to_string(&path).unwrap() == near);
+}
+
+#[tokio::test]
+async fn write_refuses_content_over_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let content = "z".repeat(tools::MAX_WRITE_BYTES + 1);
+    let err = call_err(
+        &WriteTool,
+        d,
+        json!({"path": "big.txt", "content": content}),
+    )
+    .await;
+    assert!(
+        err.starts_with("content is 16777217 bytes; write takes at most 16777216 bytes (16 MiB)"),
+        "{err}"
+    );
+    assert!(!d.join("big.txt").exists());
+}
+
 // ---------- bash ----------
 
 /// Whether `pid` is a live process (a zombie awaiting its reaper counts as
