@@ -127,7 +127,7 @@ pub fn auth_command(
             }
         }
     }
-    std::fs::create_dir_all(zot_home)
+    zot_core::session::private_dir(zot_home)
         .with_context(|| format!("cannot create {}", zot_home.display()))?;
     write_private(&path, &serde_json::to_vec_pretty(&value)?)
         .with_context(|| format!("cannot write {}", path.display()))?;

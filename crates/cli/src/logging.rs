@@ -57,7 +57,7 @@ struct RotatingFile {
 impl RotatingFile {
     fn open(path: PathBuf, limit: u64) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
-            create_private_dir(dir)?;
+            zot_core::session::private_dir(dir)?;
         }
         let file = open_private(&path)?;
         let written = file.metadata()?.len();
@@ -126,17 +126,6 @@ fn open_private(path: &Path) -> io::Result<File> {
         options.mode(0o600);
     }
     options.open(path)
-}
-
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 #[cfg(test)]

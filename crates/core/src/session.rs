@@ -85,7 +85,8 @@ impl Session {
         model: &str,
     ) -> Result<Self, SessionError> {
         let dir = sessions_dir(zot_home, cwd);
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        // Sessions hold code and often secrets: only the user may read them.
+        private_dir(&dir).map_err(io_err(&dir))?;
         let started = now();
         let stamp: String = started
             .chars()
@@ -105,11 +106,14 @@ impl Session {
             &random[..8]
         );
         let path = dir.join(format!("{id}.jsonl"));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let mut options = OpenOptions::new();
+        options.append(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&path).map_err(io_err(&path))?;
         let meta = Meta {
             id,
             cwd: cwd.display().to_string(),
@@ -274,4 +278,17 @@ fn unanswered(messages: &[Message]) -> Option<Message> {
         })
         .collect();
     (!missing.is_empty()).then(|| Message::new(Role::Tool, missing))
+}
+
+/// Creates `dir` and its missing parents, each 0700 on Unix (an existing
+/// directory keeps its mode: it may be one the user chose, like `$HOME`).
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
 }

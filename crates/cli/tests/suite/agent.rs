@@ -1057,3 +1057,37 @@ async fn extension_text_reaches_the_terminal_without_control_sequences() {
         .unwrap();
     assert!(display["text"].as_str().unwrap().contains('\u{1b}'));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn zot_home_and_its_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let model = MockModel::start([openai::text("hi")]).await;
+    let home = w.home.join("fresh");
+    let run: Run = w
+        .against(&model, "openai", &["-p", "hello"])
+        .env("ZOT_HOME", &home)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&home), 0o700, "$ZOT_HOME");
+    assert_eq!(mode(&home.join("logs").join("zot.log")), 0o600);
+    let sessions = home.join("sessions");
+    assert_eq!(mode(&sessions), 0o700);
+    let project_dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(mode(&project_dir), 0o700);
+    let file = std::fs::read_dir(&project_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(mode(&file), 0o600, "{}", file.display());
+}
