@@ -35,6 +35,11 @@ impl Rpc {
         if let Some(token) = token {
             cmd.env("ZOTCORE_RPC_TOKEN", token);
         }
+        Self::from_command(cmd)
+    }
+
+    /// Starts `cmd` (stdin and stdout piped) as the server.
+    fn from_command(mut cmd: std::process::Command) -> Self {
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -474,4 +479,213 @@ async fn huge_and_invalid_lines_get_errors_and_the_server_goes_on() {
     let pong = rpc.response("ping");
     assert_eq!(pong["data"]["pong"], true);
     assert_eq!(rpc.close(), 0);
+}
+
+/// The soak worker: a tool that answers, and exits on its own after
+/// `CRASH_EVERY` calls (a crash zot must survive and clean up after).
+const SOAK_WORKER: &str = r#"
+with open(os.environ["SOAK_PIDS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
+handshake(NAME)
+emit({"type":"register_tool","name":"work","description":"Work.","schema":{"type":"object"}})
+emit({"type":"ready"})
+calls = 0
+for msg in frames():
+    if msg["type"] == "tool_call":
+        calls += 1
+        emit({"type":"tool_result","id":msg["id"],"content":[{"type":"text","text":f"done {calls}"}]})
+        if calls % 50 == 0:
+            sys.exit(3)
+    if msg["type"] == "shutdown":
+        break
+"#;
+
+/// The soak guard: intercepts every tool call (allowing it), and exits on
+/// its own now and then too.
+const SOAK_GUARD: &str = r#"
+with open(os.environ["SOAK_PIDS"], "a") as f:
+    f.write(f"{os.getpid()}\n")
+handshake(NAME)
+emit({"type":"subscribe","events":[],"intercept":["tool_call"]})
+emit({"type":"ready"})
+asked = 0
+for msg in frames():
+    if msg["type"] == "event_intercept":
+        asked += 1
+        emit({"type":"event_intercept_response","id":msg["id"],"block":False})
+        if asked % 70 == 0:
+            sys.exit(4)
+    if msg["type"] == "shutdown":
+        break
+"#;
+
+/// zot's resident memory (KiB) and open file descriptors.
+fn footprint(pid: u32) -> (u64, usize) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    (rss, fds)
+}
+
+/// Live processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: comm may hold spaces, so split after the last ')'.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let mut fields = rest.split_whitespace();
+        let (state, ppid) = (fields.next(), fields.next().and_then(|p| p.parse().ok()));
+        if ppid == Some(pid) && state != Some("Z") {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Soak: thousands of tool calls and intercepts while the extensions crash
+/// on their own and are reloaded. zot's memory and file descriptors must
+/// come back to where they were after warm-up, crashed extensions must be
+/// reaped, and nothing may outlive zot. Figures go to BENCHMARKS.md
+/// (`cargo test -p zot --test all -- soak --nocapture`).
+#[tokio::test(flavor = "multi_thread")]
+async fn soak_tool_calls_and_intercepts_through_crashes_and_reloads() {
+    const PROMPTS: usize = 250;
+    const CALLS_PER_PROMPT: usize = 10;
+    const RELOAD_EVERY: usize = 8;
+    const WARM_UP: usize = 48;
+    let w = World::new();
+    let worker = w.py_ext("worker", SOAK_WORKER);
+    let guard = w.py_ext("guard", SOAK_GUARD);
+    let pids = w.scratch.join("pids");
+    let responses = (0..PROMPTS).flat_map(|p| {
+        let mut script = anthropic::Script::new().pieces(1);
+        for c in 0..CALLS_PER_PROMPT {
+            script = script.tool_call(&format!("t{p}-{c}"), "work", "{}");
+        }
+        [script.build(), anthropic::text("ok")]
+    });
+    let model = MockModel::start(responses).await;
+    let mut cmd_args = vec![];
+    for dir in [&worker, &guard] {
+        cmd_args.push("--ext");
+        cmd_args.push(dir.to_str().unwrap());
+    }
+    // SAFETY-free env passing: the child gets SOAK_PIDS through the command.
+    let mut rpc = {
+        let mut cmd = w.against(&model, "anthropic", &["rpc"]);
+        cmd.args(&cmd_args)
+            .env("SOAK_PIDS", &pids)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        Rpc::from_command(cmd)
+    };
+    let pid = rpc.child.id();
+    let mut warm = None;
+    let mut results = 0usize;
+    let mut crashes = 0usize;
+    for prompt in 0..PROMPTS {
+        if prompt % RELOAD_EVERY == 0 && prompt > 0 {
+            rpc.send(r#"{"type":"reload_extensions"}"#);
+            rpc.response("reload_extensions");
+            if prompt == WARM_UP {
+                warm = Some(footprint(pid));
+            }
+        }
+        rpc.send(r#"{"type":"prompt","message":"go"}"#);
+        let mut done = false;
+        while !done {
+            let line = rpc.until(|v| {
+                matches!(
+                    v["type"].as_str(),
+                    Some("tool_result" | "done" | "ext_warning")
+                )
+            });
+            match line["type"].as_str() {
+                Some("done") => done = true,
+                Some("tool_result") => results += 1,
+                _ if line["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("exited (exit status")) =>
+                {
+                    crashes += 1
+                }
+                _ => {}
+            }
+        }
+        rpc.send(r#"{"type":"clear"}"#);
+        rpc.response("clear");
+    }
+    rpc.send(r#"{"type":"reload_extensions"}"#);
+    rpc.response("reload_extensions");
+    let end = footprint(pid);
+    let (warm_rss, warm_fds) = warm.unwrap();
+    let live = children(pid);
+    let started: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    println!(
+        "soak: {} tool calls ({} results), {} crashes injected, {} reloads, {} extension starts, \
+         RSS after warm-up {warm_rss} KiB, at the end {} KiB, fds {warm_fds} -> {}",
+        PROMPTS * CALLS_PER_PROMPT,
+        results,
+        crashes,
+        PROMPTS / RELOAD_EVERY,
+        started.len(),
+        end.0,
+        end.1
+    );
+    assert_eq!(
+        results,
+        PROMPTS * CALLS_PER_PROMPT,
+        "every call got a result"
+    );
+    assert!(
+        end.0 * 10 <= warm_rss * 11,
+        "RSS grew from {warm_rss} KiB to {} KiB",
+        end.0
+    );
+    assert_eq!(end.1, warm_fds, "open file descriptors");
+    assert_eq!(
+        live.len(),
+        2,
+        "only the two live extensions are zot's children: {live:?}"
+    );
+    assert_eq!(rpc.close(), 0);
+    // Nothing zot started outlives it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let left = |started: &[u32]| -> Vec<u32> {
+        started
+            .iter()
+            .copied()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    !s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+            })
+            .collect()
+    };
+    while !left(&started).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        left(&started).is_empty(),
+        "left running: {:?}",
+        left(&started)
+    );
 }
