@@ -300,3 +300,71 @@ impl<F: FnMut()> Drop for OnDrop<F> {
         (self.0)();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every frame the reader yields for `input`, or where it stopped.
+    fn frames(input: Vec<u8>, max: usize) -> (Vec<Vec<u8>>, Option<String>) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut reader = FrameReader::new(std::io::Cursor::new(input), max);
+            let mut out = Vec::new();
+            loop {
+                match reader.next().await {
+                    Some(Ok(frame)) => out.push(frame.to_vec()),
+                    Some(Err(ReadError::TooLong)) => return (out, Some("too long".into())),
+                    Some(Err(ReadError::Io(e))) => return (out, Some(e.to_string())),
+                    None => return (out, None),
+                }
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any bytes: no panic; frames are the non-blank lines, never over
+        /// the limit, and a line over the limit ends the stream with TooLong.
+        #[test]
+        fn the_frame_reader_splits_any_input_within_its_limit(
+            input in proptest::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b' '), any::<u8>()], 0..600),
+            max in 1usize..64,
+        ) {
+            let (got, stopped) = frames(input.clone(), max);
+            let mut want = Vec::new();
+            let mut over = false;
+            let lines: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
+            let last = lines.len() - 1;
+            for (i, line) in lines.into_iter().enumerate() {
+                let complete = i < last;
+                if line.len() > max {
+                    over = true;
+                    break;
+                }
+                if !complete && line.is_empty() {
+                    break;
+                }
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    want.push(line.to_vec());
+                }
+            }
+            for frame in &got {
+                prop_assert!(frame.len() <= max);
+            }
+            if over {
+                prop_assert_eq!(stopped.as_deref(), Some("too long"));
+                prop_assert!(got.len() <= want.len() + 1);
+            } else {
+                prop_assert_eq!(stopped, None);
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}
