@@ -139,6 +139,7 @@ pub fn agent(
     config.context_window = Some(info.context_window);
     config.plan = args.plan;
     config.price = info.price;
+    config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

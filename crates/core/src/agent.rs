@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
@@ -19,7 +20,8 @@ use crate::provider::{
     Completion, Provider, ProviderError, Reasoning, Request, StopReason, StreamEvent,
 };
 use crate::session::Session;
-use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
+use crate::tools::output;
 
 /// Default `max_tokens` for a model call when the catalogue knows nothing better.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -44,6 +46,13 @@ Progress, Key Decisions, Next Steps, Critical Context.";
 
 /// The first line of a compacted conversation's summary message.
 pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+
+/// Shortest time between two `tool_progress` events of one tool call. The
+/// front ends queue events without bound, so this bounds how fast progress
+/// can fill their queues (at most `PROGRESS_BUFFER_BYTES` per interval);
+/// output that comes faster is coalesced, and what is dropped is counted in
+/// the event's `dropped_bytes`.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Which tools the model may use (`--tools a,b`, `--no-tools`); applies to
 /// built-in and extension tools alike.
@@ -80,6 +89,9 @@ pub struct AgentConfig {
     pub plan: bool,
     /// USD per million input and output tokens, for usage reports.
     pub price: Option<(f64, f64)>,
+    /// Where full tool outputs go (`$ZOT_HOME/tool-output`, see
+    /// [`output::root`]), one folder per session; `None` keeps none.
+    pub tool_output: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -94,6 +106,7 @@ impl AgentConfig {
             context_window: None,
             plan: false,
             price: None,
+            tool_output: None,
         }
     }
 }
@@ -155,6 +168,12 @@ impl Agent {
         base_prompt: String,
     ) -> Self {
         hooks.set_plan(config.plan);
+        if let Some(root) = &config.tool_output {
+            let removed = output::prune(root, output::TOOL_OUTPUT_MAX_AGE);
+            if removed > 0 {
+                tracing::debug!(removed, root = %root.display(), "pruned old tool outputs");
+            }
+        }
         Self {
             provider,
             config,
@@ -170,6 +189,12 @@ impl Agent {
             session: None,
             session_started: false,
         }
+    }
+
+    /// This session's folder of full tool outputs.
+    fn tool_output_dir(&self) -> Option<PathBuf> {
+        let root = self.config.tool_output.as_ref()?;
+        Some(output::session_dir(root, &self.session_id))
     }
 
     /// Adds a tool beside the built-ins (e.g. `skill`).
@@ -692,6 +717,8 @@ impl Agent {
             } else {
                 self.run_tool(id, name, args, events, cancel).await
             };
+            // Whatever produced it (tool, extension, a hook's reason).
+            let output = cap_output(output, name, self.tool_output_dir()).await;
             let _ = events.send(AgentEvent::ToolResult {
                 id: id.clone(),
                 is_error: output.is_error,
@@ -752,11 +779,12 @@ impl Agent {
         let ran_with = args.clone();
         let output = match self.builtin.iter().find(|t| t.spec().name == name) {
             Some(tool) => {
-                let (progress, mut rx) = mpsc::unbounded_channel();
+                let (progress, mut reader) = progress_channel();
                 let ctx = ToolContext {
                     cwd: self.config.cwd.clone(),
                     cancel: cancel.clone(),
                     progress: Some(progress),
+                    output_dir: self.tool_output_dir(),
                 };
                 let call = async move {
                     let output = tool.call(args, &ctx).await;
@@ -764,11 +792,18 @@ impl Agent {
                     output
                 };
                 let forward = async {
-                    while let Some(text) = rx.recv().await {
+                    while let Some(chunk) = reader.recv().await {
                         let _ = events.send(AgentEvent::ToolProgress {
                             id: id.to_owned(),
-                            text,
+                            text: chunk.text,
+                            dropped_bytes: chunk.dropped_bytes,
                         });
+                        // What comes meanwhile is coalesced into the next event;
+                        // the end of the call is not kept waiting.
+                        tokio::select! {
+                            () = tokio::time::sleep(PROGRESS_INTERVAL) => {}
+                            () = reader.closed() => {}
+                        }
                     }
                 };
                 let (output, ()) = tokio::join!(call, forward);
@@ -786,6 +821,27 @@ impl Agent {
     }
 }
 
+/// What the model (and the front ends) get of a tool's result, from any
+/// tool: at most [`output::MAX_TOOL_RESULT_BYTES`] of text, the whole saved
+/// in `dir`.
+async fn cap_output(output: ToolOutput, name: &str, dir: Option<PathBuf>) -> ToolOutput {
+    let total: usize = output
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    if total <= output::MAX_TOOL_RESULT_BYTES {
+        return output;
+    }
+    let name = name.to_owned();
+    tokio::task::spawn_blocking(move || output::cap(output, &name, dir.as_deref()))
+        .await
+        .unwrap_or_else(|e| ToolOutput::error(format!("internal error capping the output: {e}")))
+}
+
 /// Checks tool arguments against the tool's JSON Schema; a violation is
 /// an error result the model sees.
 fn validate(spec: &ToolSpec, args: &Value) -> Result<(), String> {
@@ -800,6 +856,22 @@ fn validate(spec: &ToolSpec, args: &Value) -> Result<(), String> {
             spec.name,
             problems.join("; ")
         ))
+    }
+}
+
+impl Drop for Agent {
+    /// A run without a session file keeps its full tool outputs only while
+    /// it runs (the model may read them in a later turn); its folder goes
+    /// with it. Runs that crash leave theirs to the next start-up's prune.
+    fn drop(&mut self) {
+        if let Some(root) = &self.config.tool_output {
+            let dir = output::session_dir(root, &local_session_id());
+            if dir.exists()
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+            {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove tool outputs");
+            }
+        }
     }
 }
 

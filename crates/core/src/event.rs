@@ -110,9 +110,12 @@ pub enum AgentEvent {
         name: String,
         preview: String,
     },
+    /// Output of a running tool. When the reader fell behind, the oldest
+    /// output was dropped: `dropped_bytes` bytes came before `text`.
     ToolProgress {
         id: String,
         text: String,
+        dropped_bytes: u64,
     },
     ToolResult {
         id: String,
@@ -227,7 +230,15 @@ impl AgentEvent {
             Self::ToolConfirmationRequested { id, name, preview } => {
                 W::ToolConfirmationRequested { id, name, preview }
             }
-            Self::ToolProgress { id, text } => W::ToolProgress { id, text },
+            Self::ToolProgress {
+                id,
+                text,
+                dropped_bytes,
+            } => W::ToolProgress {
+                id,
+                text,
+                dropped_bytes,
+            },
             Self::ToolResult {
                 id,
                 is_error,

@@ -5,9 +5,11 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::Block;
@@ -57,7 +59,10 @@ pub struct ToolContext {
     /// Cancelled when the user aborts the turn.
     pub cancel: CancellationToken,
     /// Progress text (bash output chunks) for the front ends.
-    pub progress: Option<mpsc::UnboundedSender<String>>,
+    pub progress: Option<Progress>,
+    /// Where full outputs too long for the model are saved (this session's
+    /// folder under `$ZOT_HOME/tool-output`); `None` saves none.
+    pub output_dir: Option<PathBuf>,
 }
 
 impl ToolContext {
@@ -66,6 +71,7 @@ impl ToolContext {
             cwd: cwd.into(),
             cancel: CancellationToken::new(),
             progress: None,
+            output_dir: None,
         }
     }
 
@@ -79,9 +85,164 @@ impl ToolContext {
         }
     }
 
-    pub fn report(&self, text: impl Into<String>) {
+    pub fn report(&self, text: &str) {
         if let Some(progress) = &self.progress {
-            let _ = progress.send(text.into());
+            progress.send(text);
+        }
+    }
+}
+
+/// Most progress text waiting for its reader. When the reader falls behind
+/// (a front end printing slower than a command writes), newer text pushes
+/// out older and the reader is told how many bytes it missed.
+pub const PROGRESS_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A bounded, coalescing channel for a tool's progress text: the sending
+/// side never waits and never holds more than about two
+/// [`PROGRESS_BUFFER_BYTES`]; the reader gets all text sent since its last
+/// read (its newest [`PROGRESS_BUFFER_BYTES`]) in one [`ProgressChunk`].
+pub fn progress_channel() -> (Progress, ProgressReader) {
+    let shared = Arc::new(ProgressShared {
+        pending: Mutex::new(Pending::default()),
+        senders: AtomicUsize::new(1),
+        notify: Notify::new(),
+    });
+    (
+        Progress {
+            shared: Arc::clone(&shared),
+        },
+        ProgressReader { shared },
+    )
+}
+
+/// The sending side of [`progress_channel`]; clones send to the same reader.
+#[derive(Debug)]
+pub struct Progress {
+    shared: Arc<ProgressShared>,
+}
+
+/// The reading side of [`progress_channel`].
+#[derive(Debug)]
+pub struct ProgressReader {
+    shared: Arc<ProgressShared>,
+}
+
+/// Text read from a [`ProgressReader`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProgressChunk {
+    pub text: String,
+    /// Bytes sent before `text` (since the previous read) that were dropped
+    /// because the reader was behind.
+    pub dropped_bytes: u64,
+}
+
+#[derive(Debug)]
+struct ProgressShared {
+    pending: Mutex<Pending>,
+    /// Live senders; the reader ends when none is left.
+    senders: AtomicUsize,
+    notify: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    text: String,
+    dropped: u64,
+}
+
+impl Pending {
+    /// Drops the oldest text so at most `keep` bytes are left (cut at a
+    /// char boundary, so a little less may be).
+    fn keep_last(&mut self, keep: usize) {
+        if self.text.len() <= keep {
+            return;
+        }
+        let mut cut = self.text.len() - keep;
+        while !self.text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        self.text.drain(..cut);
+        self.dropped += cut as u64;
+    }
+}
+
+impl Progress {
+    /// Queues `text` for the reader; never waits.
+    pub fn send(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        {
+            let mut pending = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            pending.text.push_str(text);
+            // Trimming only at twice the bound keeps the copying amortised.
+            if pending.text.len() > 2 * PROGRESS_BUFFER_BYTES {
+                pending.keep_last(PROGRESS_BUFFER_BYTES);
+            }
+        }
+        self.shared.notify.notify_one();
+    }
+}
+
+impl Clone for Progress {
+    fn clone(&self) -> Self {
+        self.shared.senders.fetch_add(1, Ordering::SeqCst);
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.shared.senders.fetch_sub(1, Ordering::SeqCst);
+        self.shared.notify.notify_one();
+    }
+}
+
+impl ProgressReader {
+    /// Everything sent since the last read (its newest
+    /// [`PROGRESS_BUFFER_BYTES`]), waiting until there is some; `None` once
+    /// every sender is gone and nothing is left.
+    pub async fn recv(&mut self) -> Option<ProgressChunk> {
+        loop {
+            if let Some(chunk) = self.try_recv() {
+                return Some(chunk);
+            }
+            if self.shared.senders.load(Ordering::SeqCst) == 0 {
+                // A send just before the last drop is still there.
+                return self.try_recv();
+            }
+            self.shared.notify.notified().await;
+        }
+    }
+
+    /// What is there now, without waiting.
+    pub fn try_recv(&mut self) -> Option<ProgressChunk> {
+        let mut pending = self
+            .shared
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if pending.text.is_empty() {
+            return None;
+        }
+        pending.keep_last(PROGRESS_BUFFER_BYTES);
+        let chunk = ProgressChunk {
+            text: std::mem::take(&mut pending.text),
+            dropped_bytes: std::mem::take(&mut pending.dropped),
+        };
+        Some(chunk)
+    }
+
+    /// Resolves once every sender is gone (text may still be waiting).
+    pub async fn closed(&self) {
+        while self.shared.senders.load(Ordering::SeqCst) > 0 {
+            self.shared.notify.notified().await;
         }
     }
 }

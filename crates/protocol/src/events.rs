@@ -136,9 +136,15 @@ pub enum Event {
         name: String,
         preview: String,
     },
+    /// Output of a running tool (bash), as it comes. When the reader falls
+    /// behind, progress is coalesced: `dropped_bytes` bytes of output came
+    /// before `text` and were left out (absent when none). The tool result
+    /// and its full-output file are not affected.
     ToolProgress {
         id: String,
         text: String,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        dropped_bytes: u64,
     },
     ToolResult {
         id: String,
@@ -328,4 +334,8 @@ impl Event {
             | HostEvent::CommandsChanged => return None,
         })
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -964,7 +964,7 @@ impl App {
                 let preview = zot_core::agent::preview(&args);
                 self.transcript.push(Entry::tool(id, name, preview));
             }
-            AgentEvent::ToolProgress { id, text } => {
+            AgentEvent::ToolProgress { id, text, .. } => {
                 self.transcript.update_last(
                     |e| e.is_tool_call(&id),
                     |e| {

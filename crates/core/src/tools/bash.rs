@@ -1,6 +1,9 @@
 //! The `bash` tool: runs a shell command in its own process group, streams
-//! its merged output as progress, and returns the end of it. Owns the output
-//! caps, the full-output log file, timeouts, and killing the whole group.
+//! its merged output as progress, and returns it, or its start and end when
+//! it is long. Memory stays bounded whatever the command writes: beyond the
+//! caps only the start and the end are kept, and the whole output streams
+//! to a file in the session's tool-output folder. Owns the output caps,
+//! timeouts, and killing the whole group.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt as _;
@@ -15,14 +18,24 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
-use super::{args_object, optional_positive_int, random_hex, required_str};
+use super::{args_object, optional_positive_int, output, required_str};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
-/// Most output bytes returned to the model; more is cut from the start.
+/// Most output bytes returned to the model; more is cut from the middle.
 pub const MAX_OUTPUT_BYTES: usize = 51_200;
 
-/// Most output lines returned to the model; more are cut from the start.
+/// Most output lines returned to the model; more are cut from the middle.
 pub const MAX_OUTPUT_LINES: usize = 2000;
+
+/// Of [`MAX_OUTPUT_BYTES`], what the start of a cut output may take (a
+/// first error is often there); its end gets the rest.
+pub const HEAD_BYTES: usize = MAX_OUTPUT_BYTES / 5;
+
+/// Of [`MAX_OUTPUT_LINES`], what the start of a cut output may take.
+pub const HEAD_LINES: usize = MAX_OUTPUT_LINES / 5;
+
+/// Write buffer of the full-output file.
+const LOG_BUFFER: usize = 64 * 1024;
 
 /// How long the process group gets between SIGTERM and SIGKILL to clean up
 /// (temp files, child processes) after a timeout or abort.
@@ -51,8 +64,8 @@ impl Tool for BashTool {
             description: format!(
                 "Run a shell command ({SHELL} -c) in the project directory, stdin closed, \
                  stdout and stderr merged. Returns the exit code and the output; output over \
-                 {MAX_OUTPUT_LINES} lines or {MAX_OUTPUT_BYTES} bytes keeps only its end, and the \
-                 full output is saved to a file whose path is given. Processes the command \
+                 {MAX_OUTPUT_LINES} lines or {MAX_OUTPUT_BYTES} bytes keeps its start and end, and \
+                 the full output is saved to a file whose path is given. Processes the command \
                  leaves running in the background are killed when it finishes."
             ),
             schema: json!({
@@ -274,17 +287,21 @@ impl Drop for GroupGuard {
     }
 }
 
-/// The merged output: all of it while it fits the caps, then its end in
-/// memory and all of it in a log file.
+/// The merged output: all of it while it fits the caps; after that its
+/// start (`head`) and end (`buf`) in memory and all of it in a file in the
+/// session's tool-output folder.
 #[derive(Default)]
 struct Output {
     /// All bytes until the caps are exceeded; after that at least the last
     /// `MAX_OUTPUT_BYTES + 1` (the extra byte tells whether the kept end
     /// starts on a line boundary).
     buf: Vec<u8>,
+    /// The start of the output within the head caps, taken when the caps
+    /// are first exceeded.
+    head: Option<Vec<u8>>,
     total_bytes: usize,
     newlines: usize,
-    log: Option<(PathBuf, tokio::fs::File)>,
+    log: Option<tokio::io::BufWriter<tokio::fs::File>>,
     log_path: Option<PathBuf>,
     log_error: Option<String>,
     /// The start of a UTF-8 sequence split across reads, held back so
@@ -306,11 +323,12 @@ impl Output {
         self.report(chunk, ctx);
         self.total_bytes += chunk.len();
         self.newlines += chunk.iter().filter(|&&b| b == b'\n').count();
-        let was_truncated = self.log.is_some() || self.log_error.is_some();
+        let was_truncated = self.head.is_some();
         self.buf.extend_from_slice(chunk);
         if !was_truncated && self.truncated() {
-            self.open_log().await;
-        } else if let Some((_, file)) = &mut self.log
+            self.head = Some(head_of(&self.buf).to_vec());
+            self.open_log(ctx).await;
+        } else if let Some(file) = &mut self.log
             && let Err(e) = file.write_all(chunk).await
         {
             self.log = None;
@@ -324,26 +342,32 @@ impl Output {
         }
     }
 
-    /// Called when the output first exceeds the caps: the log gets
+    /// Called when the output first exceeds the caps: the file gets
     /// everything so far (still all in `buf`), then each later chunk.
-    async fn open_log(&mut self) {
-        let path = std::env::temp_dir().join(format!("zot-bash-{}.log", random_hex()));
-        let opened = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .await;
-        let result = match opened {
-            Ok(mut file) => match file.write_all(&self.buf).await {
-                Ok(()) => Ok(file),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
+    async fn open_log(&mut self, ctx: &ToolContext) {
+        let Some(dir) = ctx.output_dir.clone() else {
+            self.log_error = Some("no folder for tool outputs".to_owned());
+            return;
         };
-        match result {
-            Ok(file) => {
-                self.log_path = Some(path.clone());
-                self.log = Some((path, file));
+        let created =
+            tokio::task::spawn_blocking(move || output::create(&dir, "bash", "log")).await;
+        let (path, file) = match created {
+            Ok(Ok(created)) => created,
+            Ok(Err(e)) => {
+                self.log_error = Some(e.to_string());
+                return;
+            }
+            Err(e) => {
+                self.log_error = Some(e.to_string());
+                return;
+            }
+        };
+        let mut file =
+            tokio::io::BufWriter::with_capacity(LOG_BUFFER, tokio::fs::File::from_std(file));
+        match file.write_all(&self.buf).await {
+            Ok(()) => {
+                self.log_path = Some(path);
+                self.log = Some(file);
             }
             Err(e) => self.log_error = Some(format!("{}: {e}", path.display())),
         }
@@ -360,58 +384,76 @@ impl Output {
         };
         let ready = self.pending_utf8.len() - keep;
         if ready > 0 {
-            ctx.report(String::from_utf8_lossy(&self.pending_utf8[..ready]).into_owned());
+            ctx.report(&String::from_utf8_lossy(&self.pending_utf8[..ready]));
             self.pending_utf8.drain(..ready);
         }
     }
 
     async fn finish(&mut self, ctx: &ToolContext) {
         if !self.pending_utf8.is_empty() {
-            ctx.report(String::from_utf8_lossy(&self.pending_utf8).into_owned());
+            ctx.report(&String::from_utf8_lossy(&self.pending_utf8));
             self.pending_utf8.clear();
         }
-        if let Some((path, mut file)) = self.log.take()
-            && let Err(e) = file.flush().await
-        {
-            self.log_error = Some(format!("{}: {e}", path.display()));
+        if let Some(mut file) = self.log.take() {
+            let flushed = match file.flush().await {
+                Ok(()) => file.into_inner().sync_all().await,
+                Err(e) => Err(e),
+            };
+            if let (Err(e), Some(path)) = (flushed, &self.log_path) {
+                self.log_error = Some(format!("{}: {e}", path.display()));
+            }
         }
     }
 
-    /// `$ command`, the output (its end when cut), and the status line.
+    /// `$ command`, the output (its start and end when cut), the status
+    /// line, and for a cut output the note saying where all of it is.
     fn render(&self, command: &str, status: &str) -> String {
         let mut text = format!("$ {command}\n\n");
-        if self.total_bytes == 0 {
-            text.push_str("(no output)");
-        } else if !self.truncated() {
-            let body = String::from_utf8_lossy(&self.buf);
-            text.push_str(body.strip_suffix('\n').unwrap_or(&body));
-        } else {
-            let tail = self.tail();
-            let shown_lines = tail.lines().count();
-            text.push_str(&format!(
-                "... [output truncated; showing the last {shown_lines} of {} lines]\n",
-                self.total_lines()
-            ));
-            text.push_str(tail.strip_suffix('\n').unwrap_or(&tail));
-        }
+        let head = match &self.head {
+            Some(head) if self.truncated() => head,
+            _ => {
+                if self.total_bytes == 0 {
+                    text.push_str("(no output)");
+                } else {
+                    let body = String::from_utf8_lossy(&self.buf);
+                    text.push_str(body.strip_suffix('\n').unwrap_or(&body));
+                }
+                text.push_str("\n\n");
+                text.push_str(status);
+                return text;
+            }
+        };
+        let head_lines = head.iter().filter(|&&b| b == b'\n').count();
+        let tail = self.tail(
+            MAX_OUTPUT_BYTES - head.len(),
+            MAX_OUTPUT_LINES.saturating_sub(head_lines.max(1)),
+        );
+        let omitted = self.total_bytes - head.len() - tail.len();
+        let omitted_lines =
+            self.newlines - head_lines - tail.iter().filter(|&&b| b == b'\n').count();
+        let head = String::from_utf8_lossy(head);
+        let tail = String::from_utf8_lossy(tail);
+        text.push_str(head.strip_suffix('\n').unwrap_or(&head));
+        text.push_str(&format!(
+            "\n[... {omitted_lines} lines, {omitted} bytes omitted ...]\n"
+        ));
+        text.push_str(tail.strip_suffix('\n').unwrap_or(&tail));
         text.push_str("\n\n");
         text.push_str(status);
-        if self.truncated() {
-            match (&self.log_path, &self.log_error) {
-                (_, Some(error)) => {
-                    text.push_str(&format!(" (full output could not be saved: {error})"));
-                }
-                (Some(path), None) => text.push_str(&format!(" (full output: {})", path.display())),
-                (None, None) => {}
-            }
-        }
+        text.push('\n');
+        let saved = match (&self.log_path, &self.log_error) {
+            (_, Some(error)) => Err(error.clone()),
+            (Some(path), None) => Ok(path.clone()),
+            (None, None) => Err("not written".to_owned()),
+        };
+        text.push_str(&output::omitted_note(omitted, &saved));
         text
     }
 
-    /// The end of the output within both caps, starting on a line boundary
-    /// when there is one to start on.
-    fn tail(&self) -> String {
-        let start = self.buf.len().saturating_sub(MAX_OUTPUT_BYTES);
+    /// The end of the output within `max_bytes` and `max_lines`, starting
+    /// on a line boundary when there is one to start on.
+    fn tail(&self, max_bytes: usize, max_lines: usize) -> &[u8] {
+        let start = self.buf.len().saturating_sub(max_bytes);
         let mut tail = &self.buf[start..];
         let mid_line = start > 0 && self.buf[start - 1] != b'\n';
         if mid_line
@@ -430,8 +472,8 @@ impl Output {
 
         let newlines = tail.iter().filter(|&&b| b == b'\n').count();
         let lines = newlines + usize::from(tail.last().is_some_and(|&b| b != b'\n'));
-        if lines > MAX_OUTPUT_LINES {
-            let mut to_skip = lines - MAX_OUTPUT_LINES;
+        if lines > max_lines {
+            let mut to_skip = lines - max_lines;
             if let Some(i) = tail.iter().position(|&b| {
                 if b == b'\n' {
                     to_skip -= 1;
@@ -441,6 +483,37 @@ impl Output {
                 tail = &tail[i + 1..];
             }
         }
-        String::from_utf8_lossy(tail).into_owned()
+        tail
+    }
+}
+
+/// The start of `output` within [`HEAD_BYTES`] and [`HEAD_LINES`], ending
+/// after a newline when there is one to end on, else cut at a UTF-8
+/// character boundary.
+fn head_of(output: &[u8]) -> &[u8] {
+    let mut end = output.len().min(HEAD_BYTES);
+    if let Some(i) = output[..end]
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .nth(HEAD_LINES - 1)
+        .map(|(i, _)| i)
+    {
+        end = i + 1;
+    }
+    let head = &output[..end];
+    if head.last() == Some(&b'\n') || end == output.len() {
+        return head;
+    }
+    match head.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &head[..=i],
+        None => {
+            // One long line: cut before a split UTF-8 sequence.
+            let keep = match std::str::from_utf8(head) {
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                _ => head.len(),
+            };
+            &head[..keep]
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 mod bash;
 mod edit;
+pub mod output;
 mod read;
 mod write;
 

@@ -1,4 +1,5 @@
 mod hooks;
 mod providers;
 mod sse_props;
+mod tool_output;
 mod tools;

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use zot_core::message::Block;
-use zot_core::tool::{Tool, ToolContext, ToolOutput};
+use zot_core::tool::{PROGRESS_BUFFER_BYTES, Tool, ToolContext, ToolOutput, progress_channel};
 use zot_core::tools::{self, BashTool, EditTool, ReadTool, WriteTool};
 
 fn text(out: &ToolOutput) -> String {
@@ -761,10 +760,21 @@ async fn assert_dies(pid: i32) {
     }
 }
 
+/// The path in the note that ends a cut output.
 fn full_output_path(out: &str) -> std::path::PathBuf {
-    let start = out.find("(full output: ").unwrap() + "(full output: ".len();
-    let end = out[start..].find(')').unwrap() + start;
-    std::path::PathBuf::from(&out[start..end])
+    let note = out.lines().last().unwrap();
+    let path = note
+        .split_once("; full output: ")
+        .and_then(|(_, rest)| rest.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no full-output note: {note}"));
+    std::path::PathBuf::from(path)
+}
+
+/// Runs bash in `dir` with full outputs saved under `outputs`.
+async fn bash_saving(dir: &Path, outputs: &Path, command: &str) -> ToolOutput {
+    let mut ctx = ToolContext::new(dir);
+    ctx.output_dir = Some(outputs.join("session-1"));
+    BashTool.call(json!({ "command": command }), &ctx).await
 }
 
 #[tokio::test]
@@ -823,7 +833,7 @@ async fn bash_merges_stderr_into_the_output() {
 #[tokio::test]
 async fn bash_sends_progress_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = progress_channel();
     let mut ctx = ToolContext::new(dir.path());
     ctx.progress = Some(tx);
     let out = BashTool
@@ -833,61 +843,169 @@ async fn bash_sends_progress_chunks() {
     drop(ctx);
     let mut chunks = Vec::new();
     while let Some(chunk) = rx.recv().await {
-        chunks.push(chunk);
+        assert_eq!(chunk.dropped_bytes, 0);
+        chunks.push(chunk.text);
     }
     assert!(!chunks.is_empty());
     assert_eq!(chunks.concat(), "one\ntwo\n");
 }
 
 #[tokio::test]
-async fn bash_truncates_by_lines_keeping_the_end() {
+async fn bash_truncates_by_lines_keeping_start_and_end() {
     let dir = tempfile::tempdir().unwrap();
-    let out = call_ok(&BashTool, dir.path(), json!({"command": "seq 1 5000"})).await;
+    let outputs = tempfile::tempdir().unwrap();
+    let out = bash_saving(dir.path(), outputs.path(), "seq 1 5000").await;
+    assert!(!out.is_error);
+    let out = text(&out);
     let log = full_output_path(&out);
     let all: String = (1..=5000).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(&log).unwrap(), all);
-    std::fs::remove_file(&log).unwrap();
 
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "$ seq 1 5000");
+    assert_eq!(lines[1], "");
+    // 400 lines of head, the marker, 1600 lines of tail.
+    assert_eq!(lines[2], "1");
+    assert_eq!(lines[401], "400");
+    let omitted_bytes: usize = (401..=3400).map(|i| format!("{i}\n").len()).sum();
     assert_eq!(
-        lines[2],
-        "... [output truncated; showing the last 2000 of 5000 lines]"
+        lines[402],
+        format!("[... 3000 lines, {omitted_bytes} bytes omitted ...]")
     );
-    assert_eq!(lines[3], "3001");
+    assert_eq!(lines[403], "3401");
     assert_eq!(lines[2002], "5000");
-    assert!(
-        lines[2004].starts_with("[exit 0] (full output: "),
-        "{}",
-        lines[2004]
+    assert_eq!(lines[2003], "");
+    assert_eq!(lines[2004], "[exit 0]");
+    assert_eq!(
+        lines[2005],
+        format!(
+            "[zot: {omitted_bytes} bytes omitted; full output: {}]",
+            log.display()
+        )
     );
-    assert_eq!(lines.len(), 2005);
+    assert_eq!(lines.len(), 2006);
 }
 
 #[tokio::test]
-async fn bash_truncates_by_bytes_keeping_the_end() {
+async fn bash_truncates_by_bytes_keeping_start_and_end() {
     let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
     // 1500 lines of 100 bytes: under the line cap, over the byte cap.
     let command = "i=0; while [ $i -lt 1500 ]; do i=$((i+1)); printf '%04d%095d\\n' $i 0; done";
-    let out = call_ok(&BashTool, dir.path(), json!({ "command": command })).await;
+    let out = text(&bash_saving(dir.path(), outputs.path(), command).await);
     let log = full_output_path(&out);
     let full = std::fs::read_to_string(&log).unwrap();
-    std::fs::remove_file(&log).unwrap();
     assert_eq!(full.len(), 150_000);
     assert_eq!(full.lines().count(), 1500);
 
-    let (_, rest) = out
-        .split_once("... [output truncated; showing the last 512 of 1500 lines]\n")
-        .unwrap();
-    let (body, status) = rest.rsplit_once("\n\n").unwrap();
-    assert!(body.len() <= 51_200);
+    let body = out.strip_prefix(&format!("$ {command}\n\n")).unwrap();
+    let (head, rest) = body.split_once("\n[... ").unwrap();
+    let (marker, rest) = rest.split_once(" ...]\n").unwrap();
+    let (tail, status) = rest.rsplit_once("\n\n").unwrap();
+    // The head takes whole lines within a fifth of the byte cap, the tail
+    // whole lines within the rest.
+    assert_eq!(format!("{head}\n"), full[..102 * 100]);
+    assert_eq!(format!("{tail}\n"), full[full.len() - 410 * 100..]);
+    assert_eq!(head.len() + tail.len() + 2, 51_200);
+    assert_eq!(marker, format!("988 lines, {} bytes omitted", 988 * 100));
     assert!(
-        body.starts_with("0989"),
-        "starts on a whole line: {}",
-        &body[..10]
+        status.starts_with(&format!(
+            "[exit 0]\n[zot: {} bytes omitted; full output: ",
+            988 * 100
+        )),
+        "{status}"
     );
-    assert_eq!(format!("{body}\n"), full[full.len() - 512 * 100..]);
-    assert!(status.starts_with("[exit 0] (full output:"), "{status}");
+}
+
+#[tokio::test]
+async fn bash_one_long_line_is_cut_in_the_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
+    // 200,000 'é' (2 bytes each) without a newline: cuts fall between characters.
+    let out = text(
+        &bash_saving(
+            dir.path(),
+            outputs.path(),
+            "yes é | head -n 200000 | tr -d '\\n'",
+        )
+        .await,
+    );
+    let full = std::fs::read_to_string(full_output_path(&out)).unwrap();
+    assert_eq!(full.chars().count(), 200_000);
+    assert!(!out.contains('\u{FFFD}'), "a character was split");
+    let body = out.split_once("\n\n").unwrap().1;
+    let (head, rest) = body.split_once("\n[... 0 lines, ").unwrap();
+    let tail = rest.split_once(" bytes omitted ...]\n").unwrap().1;
+    let tail = tail.rsplit_once("\n\n[exit 0]").unwrap().0;
+    assert_eq!(head.len(), 10_240);
+    assert_eq!(tail.len(), 51_200 - 10_240);
+    assert!(head.chars().all(|c| c == 'é') && tail.chars().all(|c| c == 'é'));
+}
+
+#[tokio::test]
+async fn bash_full_outputs_are_private_files_in_the_session_folder() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
+    let out = text(&bash_saving(dir.path(), outputs.path(), "seq 1 30000").await);
+    let log = full_output_path(&out);
+    let session = outputs.path().join("session-1");
+    assert_eq!(log.parent(), Some(session.as_path()));
+    let name = log.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("bash-") && name.ends_with(".log"),
+        "{name}"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&log), 0o600);
+    assert_eq!(mode(&session), 0o700);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        30_000
+    );
+
+    // Output within the caps leaves no file.
+    let out = text(&bash_saving(dir.path(), outputs.path(), "seq 1 10").await);
+    assert!(!out.contains("[zot:"), "{out}");
+    assert_eq!(std::fs::read_dir(&session).unwrap().count(), 1);
+}
+
+#[tokio::test]
+async fn bash_without_an_output_folder_says_the_output_was_not_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = call_ok(&BashTool, dir.path(), json!({"command": "seq 1 3000"})).await;
+    assert!(
+        out.lines()
+            .last()
+            .unwrap()
+            .ends_with(" bytes omitted; full output not saved: no folder for tool outputs]"),
+        "{}",
+        out.lines().last().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn bash_progress_is_bounded_when_its_reader_is_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = progress_channel();
+    let mut ctx = ToolContext::new(dir.path());
+    ctx.progress = Some(tx);
+    ctx.output_dir = Some(outputs.path().join("s"));
+    // 20 MB of output while nobody reads the progress.
+    let out = BashTool
+        .call(json!({"command": "yes 0123456789012345678901234567890123456789abcdefghi | head -c 20000000"}), &ctx)
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    drop(ctx);
+    let chunk = rx.recv().await.unwrap();
+    assert!(chunk.text.len() <= PROGRESS_BUFFER_BYTES);
+    assert_eq!(chunk.text.len() as u64 + chunk.dropped_bytes, 20_000_000);
+    assert!(
+        chunk.text.ends_with("abcdefghi\n"),
+        "the newest output is kept"
+    );
+    assert_eq!(rx.recv().await, None);
 }
 
 #[tokio::test]
@@ -944,9 +1062,10 @@ async fn bash_endless_background_output_does_not_hang() {
         "{}",
         &out[out.len().saturating_sub(300)..]
     );
-    if out.contains("(full output: ") {
-        std::fs::remove_file(full_output_path(&out)).unwrap();
-    }
+    assert!(
+        out.lines().last().unwrap().starts_with("[zot: "),
+        "cut: {out}"
+    );
     assert_dies(read_pid(&pid_file).await).await;
 }
 
@@ -964,7 +1083,7 @@ async fn bash_background_process_holding_the_pipe_does_not_hang() {
 async fn bash_cancel_aborts_and_kills_the_group() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = progress_channel();
     let mut ctx = ToolContext::new(dir.path());
     ctx.progress = Some(tx);
     let cancel = ctx.cancel.clone();
@@ -977,7 +1096,12 @@ async fn bash_cancel_aborts_and_kills_the_group() {
 
     let mut seen = String::new();
     while !seen.contains("started") {
-        seen.push_str(&rx.recv().await.expect("progress before the command ended"));
+        seen.push_str(
+            &rx.recv()
+                .await
+                .expect("progress before the command ended")
+                .text,
+        );
     }
     cancel.cancel();
     let out = task.await.unwrap();

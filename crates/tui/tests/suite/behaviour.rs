@@ -486,6 +486,7 @@ async fn a_running_tool_shows_its_latest_output() {
         app.on_worker(WorkerEvent::Agent(AgentEvent::ToolProgress {
             id: "b1".into(),
             text: chunk.into(),
+            dropped_bytes: 0,
         }));
     }
     let screen = super::support::render(&mut app, 60, 12);

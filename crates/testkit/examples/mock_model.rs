@@ -1,0 +1,49 @@
+//! The loopback model server on its own, for measuring zot by hand (RSS,
+//! time) the way a user runs it. Prints its URL, then serves until killed.
+//!
+//! ```text
+//! cargo run -p zot-testkit --example mock_model -- bash 'yes | head -c 200000000'
+//! cargo run -p zot-testkit --example mock_model -- text-mb 20
+//! zot --provider anthropic --api-key k --base-url URL --json -p go
+//! ```
+//!
+//! `bash CMD`: the answer is one bash call running CMD, then "done".
+//! `text-mb N`: the answer is N MB of text in a single SSE event.
+//! `tool NAME`: the answer is one call of tool NAME (no arguments), then "done".
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+
+use zot_testkit::{MockModel, anthropic};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let responses = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["bash", command] => {
+            let args = serde_json::json!({ "command": command }).to_string();
+            vec![
+                anthropic::tool_call("t1", "bash", &args),
+                anthropic::text("done"),
+            ]
+        }
+        ["tool", name] => vec![
+            anthropic::tool_call("t1", name, "{}"),
+            anthropic::text("done"),
+        ],
+        ["text-mb", mb] => {
+            let mb: usize = mb.parse().expect("a number of MB");
+            let line = "0123456789 abcdefghijklmnopqrstuvwxyz \"quoted\" é\n";
+            let text = line.repeat(mb * 1_000_000 / line.len() + 1);
+            vec![anthropic::Script::new().pieces(1).text(&text).build()]
+        }
+        _ => {
+            eprintln!("usage: mock_model bash CMD | tool NAME | text-mb N");
+            std::process::exit(2);
+        }
+    };
+    let model = MockModel::start(responses).await;
+    println!("{}", model.url());
+    std::io::stdout().flush().unwrap();
+    std::future::pending::<()>().await;
+}
