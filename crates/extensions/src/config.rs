@@ -80,6 +80,27 @@ impl HostConfig {
     pub fn log_path(&self, name: &str) -> PathBuf {
         log_path(&self.zot_home, name)
     }
+
+    /// `$ZOT_HOME/data/<project-hash>/<name>`: the `data_dir` of project
+    /// extension `name`. Outside the project, so what it writes there does
+    /// not change the project's trust fingerprint or end up in the repository.
+    pub fn project_data_dir(&self, name: &str) -> PathBuf {
+        self.zot_home
+            .join("data")
+            .join(project_hash(&self.cwd))
+            .join(name)
+    }
+}
+
+/// The first 16 hex digits of the SHA-256 of the project's canonical path.
+pub fn project_hash(project: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let path = project
+        .canonicalize()
+        .or_else(|_| std::path::absolute(project))
+        .unwrap_or_else(|_| project.to_path_buf());
+    let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// `<zot_home>/logs/ext-<name>.log`.

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+#[cfg(doc)]
 use crate::limits::MAX_LOG_BYTES;
 
 #[derive(Debug)]
@@ -31,14 +32,10 @@ pub(crate) fn rotated_path(path: &Path) -> PathBuf {
 }
 
 impl ExtLog {
-    /// Opens (appending) the log, rotated at [`MAX_LOG_BYTES`], and writes
-    /// the start marker line.
-    pub(crate) fn open(path: &Path, name: &str, version: Option<&str>) -> io::Result<Self> {
-        Self::open_limited(path, name, version, MAX_LOG_BYTES)
-    }
-
-    /// [`open`](Self::open) with the rotation limit `max_bytes`.
-    pub(crate) fn open_limited(
+    /// Opens (appending) the log, first rotating it when it has reached
+    /// `max_bytes` (`Limits::max_log_bytes`, [`MAX_LOG_BYTES`] by default),
+    /// and writes the start marker line.
+    pub(crate) fn open(
         path: &Path,
         name: &str,
         version: Option<&str>,
@@ -113,7 +110,7 @@ mod tests {
         std::fs::write(&path, "x".repeat(200)).unwrap();
 
         // At open: the old log becomes .1, the new one starts small.
-        let log = ExtLog::open_limited(&path, "big", Some("1"), 100).unwrap();
+        let log = ExtLog::open(&path, "big", Some("1"), 100).unwrap();
         assert_eq!(
             std::fs::read_to_string(rotated_path(&path)).unwrap(),
             "x".repeat(200)

@@ -24,6 +24,9 @@ pub(crate) struct Registrations {
     pub(crate) tools: Vec<ToolInfo>,
     /// The hook points it observes or intercepts.
     pub(crate) hooks: BTreeSet<(HookPoint, Mode)>,
+    /// Commands and tools refused because it already had the most allowed.
+    pub(crate) refused_commands: usize,
+    pub(crate) refused_tools: usize,
 }
 
 /// How an extension's registration window ended.

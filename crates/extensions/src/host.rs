@@ -23,6 +23,7 @@ use crate::extension::{Extension, Readiness};
 use crate::limits::Limits;
 use crate::manifest::{Dialect, Manifest};
 use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
+use crate::reaper;
 use crate::registry::{Conflict, Live, NameKind, Owner};
 use crate::transport::{FrameReader, Peer, ReadError, describe, preview, stdio};
 
@@ -41,6 +42,8 @@ pub struct LoadError {
 pub enum LoadErrorKind {
     #[error("cannot open log: {0}")]
     Log(String),
+    #[error("cannot create its data directory: {0}")]
+    DataDir(String),
     #[error("spawn {program}: {error}")]
     Spawn { program: String, error: String },
     #[error(transparent)]
@@ -145,6 +148,8 @@ pub(crate) struct Inner {
     plan: AtomicBool,
     /// Session entries (a UI effect) not yet taken by the agent for its session file.
     entries: Mutex<Vec<(String, Value)>>,
+    /// The task that reaps adopted orphans as they exit (see `reaper.rs`).
+    reaper: Option<tokio::task::AbortHandle>,
 }
 
 type LoadOutcome = Result<Arc<Extension>, LoadError>;
@@ -177,6 +182,7 @@ impl ExtensionHost {
     ) -> (Self, mpsc::UnboundedReceiver<HostEvent>) {
         let (events, rx) = mpsc::unbounded_channel();
         let trusted = config.project_trusted;
+        reaper::become_subreaper();
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -185,6 +191,7 @@ impl ExtensionHost {
             project_trusted: AtomicBool::new(trusted),
             plan: AtomicBool::new(false),
             entries: Mutex::new(Vec::new()),
+            reaper: reaper::spawn_reaper(),
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -308,24 +315,24 @@ impl ExtensionHost {
         let cx = &self.inner.cx;
         let restarts = |m: &Manifest| {
             let dir = std::path::absolute(&m.dir).unwrap_or_else(|_| m.dir.clone());
-            adapter::for_manifest(m, &dir, cx)
+            adapter::for_manifest(m, &dir, &dir, cx)
                 .is_ok_and(|(a, _)| a.semantics().restart_on_session_switch)
         };
         let (running, manifests) = {
             let state = self.inner.state();
-            let manifests: Vec<(usize, Manifest)> = state
+            let manifests: Vec<(usize, Scope, Manifest)> = state
                 .found
                 .iter()
                 .enumerate()
                 .filter_map(|(order, (found, _))| match &found.status {
-                    FoundStatus::Load(m) if restarts(m) => Some((order, m.clone())),
+                    FoundStatus::Load(m) if restarts(m) => Some((order, found.scope, m.clone())),
                     _ => None,
                 })
                 .collect();
             let running: Vec<Arc<Extension>> = state
                 .extensions
                 .iter()
-                .filter(|e| e.is_alive() && manifests.iter().any(|(o, _)| *o == e.order))
+                .filter(|e| e.is_alive() && manifests.iter().any(|(o, ..)| *o == e.order))
                 .cloned()
                 .collect();
             (running, manifests)
@@ -336,7 +343,7 @@ impl ExtensionHost {
             let names: Vec<&str> = running.iter().map(|e| e.name()).collect();
             state
                 .extensions
-                .retain(|e| !manifests.iter().any(|(o, _)| *o == e.order));
+                .retain(|e| !manifests.iter().any(|(o, ..)| *o == e.order));
             state.conflicts.retain(|c| {
                 !names.contains(&c.loser.as_str())
                     && !matches!(&c.winner, Owner::Extension(w) if names.contains(&w.as_str()))
@@ -344,7 +351,7 @@ impl ExtensionHost {
         }
         let loads = manifests
             .iter()
-            .map(|(order, manifest)| self.inner.load_one(*order, manifest));
+            .map(|(order, scope, manifest)| self.inner.load_one(*order, *scope, manifest));
         let outcomes = join_all(loads).await;
         let mut stats = self.inner.record_outcomes(outcomes);
         stats.stopped = stopped;
@@ -364,7 +371,11 @@ impl ExtensionHost {
     /// group. Returns how many were running.
     pub async fn shutdown(&self) -> usize {
         let _guard = self.inner.lifecycle.lock().await;
-        self.inner.stop(&self.inner.extensions()).await
+        let stopped = self.inner.stop(&self.inner.extensions()).await;
+        // What left its process group (a daemon that called setsid) was
+        // adopted by zot (a subreaper on Linux): kill and reap it too.
+        let _ = tokio::task::spawn_blocking(reaper::sweep).await;
+        stopped
     }
 }
 
@@ -380,11 +391,40 @@ impl Link for Bound<'_> {
     }
 
     fn effect(&self, effect: Effect) {
-        self.inner.effect(self.ext, effect);
+        self.inner.effect(self.ext.name(), effect);
     }
 
     fn warn(&self, message: String) {
         self.inner.warn(self.ext, message);
+    }
+}
+
+/// The link during a handshake, before the extension joins the live set:
+/// registrations wait for the host to apply them, the rest goes out at once.
+struct Handshaking<'a> {
+    inner: &'a Inner,
+    peer: &'a Peer,
+    registrations: Mutex<Vec<Registration>>,
+}
+
+impl Link for Handshaking<'_> {
+    fn register(&self, registration: Registration) {
+        self.registrations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(registration);
+    }
+
+    fn effect(&self, effect: Effect) {
+        self.inner.effect(&self.peer.name, effect);
+    }
+
+    fn warn(&self, message: String) {
+        self.peer.log.line(&message);
+        self.inner.emit(HostEvent::Warning {
+            extension: self.peer.name.clone(),
+            message,
+        });
     }
 }
 
@@ -428,8 +468,8 @@ impl Inner {
     }
 
     /// Attributes a UI effect to its extension and passes it on.
-    fn effect(&self, ext: &Extension, effect: Effect) {
-        let extension = ext.name().to_owned();
+    fn effect(&self, extension: &str, effect: Effect) {
+        let extension = extension.to_owned();
         let event = match effect {
             Effect::Notify { level, message } => HostEvent::Notify {
                 extension,
@@ -493,7 +533,7 @@ impl Inner {
             .iter()
             .enumerate()
             .filter_map(|(order, f)| match &f.status {
-                FoundStatus::Load(manifest) => Some(self.load_one(order, manifest)),
+                FoundStatus::Load(manifest) => Some(self.load_one(order, f.scope, manifest)),
                 _ => None,
             });
         let outcomes = join_all(loads).await;
@@ -522,13 +562,19 @@ impl Inner {
     }
 
     /// Spawns, handshakes and waits out the registration window of one extension.
-    async fn load_one(self: &Arc<Self>, order: usize, manifest: &Manifest) -> (usize, LoadOutcome) {
-        (order, self.try_load(order, manifest).await)
+    async fn load_one(
+        self: &Arc<Self>,
+        order: usize,
+        scope: Scope,
+        manifest: &Manifest,
+    ) -> (usize, LoadOutcome) {
+        (order, self.try_load(order, scope, manifest).await)
     }
 
     async fn try_load(
         self: &Arc<Self>,
         order: usize,
+        scope: Scope,
         manifest: &Manifest,
     ) -> Result<Arc<Extension>, LoadError> {
         let name = manifest.name.clone();
@@ -541,16 +587,39 @@ impl Inner {
             status,
             log: log_path.clone(),
         };
-        let (adapter, launch) = adapter::for_manifest(manifest, &dir, &self.cx).map_err(|e| {
-            let kind = LoadErrorKind::Spawn {
-                program: String::new(),
-                error: e,
-            };
-            error(kind, None)
-        })?;
-        let log = ExtLog::open(&log_path, &name, manifest.version.as_deref())
-            .map(Arc::new)
-            .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
+        // A project extension keeps its state outside the project, so that
+        // what it writes neither changes the trust fingerprint nor lands in
+        // the repository; the others keep it in their own directory.
+        let data_dir = match scope {
+            Scope::Project => {
+                let data_dir = self.cx.config.project_data_dir(&name);
+                private_dir(&data_dir).map_err(|e| {
+                    error(
+                        LoadErrorKind::DataDir(format!("{}: {e}", data_dir.display())),
+                        None,
+                    )
+                })?;
+                data_dir
+            }
+            Scope::Explicit | Scope::Global => dir.clone(),
+        };
+        let (adapter, launch) = adapter::for_manifest(manifest, &dir, &data_dir, &self.cx)
+            .map_err(|e| {
+                let kind = LoadErrorKind::Spawn {
+                    program: String::new(),
+                    error: e,
+                };
+                error(kind, None)
+            })?;
+        let limits = self.cx.config.limits;
+        let log = ExtLog::open(
+            &log_path,
+            &name,
+            manifest.version.as_deref(),
+            limits.max_log_bytes,
+        )
+        .map(Arc::new)
+        .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
         for warning in &manifest.warnings {
             log.line(warning);
             self.emit(HostEvent::Warning {
@@ -558,7 +627,6 @@ impl Inner {
                 message: warning.clone(),
             });
         }
-        let limits = self.cx.config.limits;
         let spawned = stdio::spawn(
             &name,
             &launch.program,
@@ -581,8 +649,21 @@ impl Inner {
             log: Arc::clone(&log),
             conn: spawned.conn,
         };
-        let registrations = match adapter.handshake(&peer, &mut reader).await {
-            Ok(registrations) => registrations,
+        let early = Handshaking {
+            inner: self,
+            peer: &peer,
+            registrations: Mutex::new(Vec::new()),
+        };
+        let handshake = adapter.handshake(&peer, &early, &mut reader).await;
+        let mut registrations = early
+            .registrations
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let registrations = match handshake {
+            Ok(more) => {
+                registrations.extend(more);
+                registrations
+            }
             Err(e) => {
                 use crate::transport::Endpoint;
                 let status = match e {
@@ -638,17 +719,64 @@ impl Inner {
     /// Records a command; logs and records any shadowing it causes.
     fn add_command(&self, ext: &Extension, cmd: CommandInfo) {
         let name = cmd.name.clone();
-        let added = push_new(&mut ext.registrations().commands, cmd, |c| {
-            c.name.eq_ignore_ascii_case(&name)
-        });
-        self.registered(ext, NameKind::Command, &name, added, true);
+        let max = self.cx.config.limits.max_commands;
+        let added = {
+            let mut regs = ext.registrations();
+            let regs = &mut *regs;
+            capped(
+                &mut regs.commands,
+                &mut regs.refused_commands,
+                max,
+                cmd,
+                |c| c.name.eq_ignore_ascii_case(&name),
+            )
+        };
+        match added {
+            Added::OverCap { first } => self.over_cap(ext, NameKind::Command, &name, max, first),
+            Added::Yes => self.registered(ext, NameKind::Command, &name, true, true),
+            Added::Twice => self.registered(ext, NameKind::Command, &name, false, true),
+        }
     }
 
     /// Records a tool; logs and records any shadowing it causes.
     fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
         let (name, visible) = (tool.name.clone(), !tool.deferred);
-        let added = push_new(&mut ext.registrations().tools, tool, |t| t.name == name);
-        self.registered(ext, NameKind::Tool, &name, added, visible);
+        let max = self.cx.config.limits.max_tools;
+        let added = {
+            let mut regs = ext.registrations();
+            let regs = &mut *regs;
+            capped(&mut regs.tools, &mut regs.refused_tools, max, tool, |t| {
+                t.name == name
+            })
+        };
+        match added {
+            Added::OverCap { first } => self.over_cap(ext, NameKind::Tool, &name, max, first),
+            Added::Yes => self.registered(ext, NameKind::Tool, &name, true, visible),
+            Added::Twice => self.registered(ext, NameKind::Tool, &name, false, visible),
+        }
+    }
+
+    /// A registration past the per-extension cap: one warning for the
+    /// first, a log line for each.
+    fn over_cap(&self, ext: &Extension, kind: NameKind, name: &str, max: usize, first: bool) {
+        let what = match kind {
+            NameKind::Command => "commands",
+            NameKind::Tool => "tools",
+        };
+        if first {
+            self.warn(
+                ext,
+                format!(
+                    "registered more than {max} {what}, the most one extension may have; {} and every later one are refused",
+                    describe_name(kind, name)
+                ),
+            );
+        } else {
+            ext.peer.log.line(format_args!(
+                "{} refused: over the limit of {max} {what}",
+                describe_name(kind, name)
+            ));
+        }
     }
 
     /// After a registration: conflicts, and a change event once the
@@ -730,6 +858,9 @@ impl Drop for Inner {
     /// now. (Reader tasks still hold the records, so dropping them alone
     /// would come too late.)
     fn drop(&mut self) {
+        if let Some(reaper) = &self.reaper {
+            reaper.abort();
+        }
         for ext in self.state().extensions.drain(..) {
             ext.endpoint.kill_now();
         }
@@ -859,13 +990,47 @@ fn describe_name(kind: NameKind, name: &str) -> String {
     }
 }
 
-/// Appends `item` unless `same` matches an existing one; returns whether it was added.
-fn push_new<T>(items: &mut Vec<T>, item: T, same: impl Fn(&T) -> bool) -> bool {
-    let new = !items.iter().any(same);
-    if new {
-        items.push(item);
+/// What became of a registration.
+enum Added {
+    Yes,
+    /// The same name again: the first stays.
+    Twice,
+    /// Refused: the extension already has `max` of these (`first` refusal or not).
+    OverCap {
+        first: bool,
+    },
+}
+
+/// Appends `item` unless `same` matches an existing one or there are
+/// already `max` items (then `refused` counts it).
+fn capped<T>(
+    items: &mut Vec<T>,
+    refused: &mut usize,
+    max: usize,
+    item: T,
+    same: impl Fn(&T) -> bool,
+) -> Added {
+    if items.iter().any(same) {
+        return Added::Twice;
     }
-    new
+    if items.len() >= max {
+        *refused += 1;
+        return Added::OverCap {
+            first: *refused == 1,
+        };
+    }
+    items.push(item);
+    Added::Yes
+}
+
+/// Creates `dir` (and missing parents) readable by the user alone.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 fn report_entry(

@@ -17,6 +17,7 @@ pub mod limits;
 pub mod manage;
 pub mod manifest;
 pub mod model;
+mod reaper;
 mod registry;
 mod transport;
 pub mod trust;

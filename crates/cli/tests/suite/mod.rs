@@ -2,6 +2,7 @@ mod support;
 
 mod agent;
 mod doctor;
+mod ext_hardening;
 mod install;
 mod list;
 mod logs;

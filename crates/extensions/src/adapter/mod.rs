@@ -61,10 +61,12 @@ pub(crate) trait Adapter: Send + Sync {
     fn semantics(&self) -> Semantics;
 
     /// Reads (and answers) the opening of the conversation; returns what
-    /// the extension registered in it. The host then reads every later frame.
+    /// the extension registered in it (`link` takes warnings meanwhile).
+    /// The host then reads every later frame.
     fn handshake<'a>(
         &'a self,
         peer: &'a Peer,
+        link: &'a dyn Link,
         reader: &'a mut FrameReader,
     ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>>;
 
@@ -128,10 +130,12 @@ pub(crate) struct LaunchSpec {
 }
 
 /// The adapter for a process manifest, and how to start it. `dir` is the
-/// extension directory (absolute). An error says why it cannot start.
+/// extension directory (absolute); `data_dir` where it keeps its state (for
+/// protocols that say). An error says why it cannot start.
 pub(crate) fn for_manifest(
     manifest: &Manifest,
     dir: &Path,
+    data_dir: &Path,
     cx: &Arc<HostContext>,
 ) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
     let Some((program, args)) = manifest.program(dir) else {
@@ -149,7 +153,12 @@ pub(crate) fn for_manifest(
             (Box::new(adapter), LaunchSpec { program, args, cwd })
         }
         _ => {
-            let adapter = zot::Zot::new(Arc::clone(cx), manifest.name.clone(), dir.to_path_buf());
+            let adapter = zot::Zot::new(
+                Arc::clone(cx),
+                manifest.name.clone(),
+                dir.to_path_buf(),
+                data_dir.to_path_buf(),
+            );
             let cwd = dir.to_path_buf();
             (Box::new(adapter), LaunchSpec { program, args, cwd })
         }
@@ -193,6 +202,33 @@ pub(crate) async fn first_frame(
     };
     tracing::debug!(extension = %peer.name, frame = %crate::transport::preview(&line), "frame in");
     serde_json::from_slice(&line).map_err(|e| HandshakeError::BadJson(e.to_string()))
+}
+
+/// The longest tool name, the one the model providers accept.
+pub(crate) const MAX_TOOL_NAME: usize = 64;
+
+/// Whether `name` is a tool name every model provider accepts
+/// (`^[a-zA-Z0-9_-]{1,64}$`); one they reject would fail every request.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Refuses a tool whose name the model providers would reject, with a
+/// warning the user sees; returns whether the name is acceptable.
+pub(crate) fn check_tool_name(link: &dyn Link, name: &str) -> bool {
+    let ok = valid_tool_name(name);
+    if !ok {
+        let shown: String = name.chars().take(MAX_TOOL_NAME + 16).collect();
+        let cut = if shown.len() < name.len() { "…" } else { "" };
+        link.warn(format!(
+            "tool {:?}{cut} rejected: a tool name must be 1 to {MAX_TOOL_NAME} letters, digits, '_' or '-' (what model providers accept)",
+            shown
+        ));
+    }
+    ok
 }
 
 /// A reply the adapter itself parsed, back from the connection's table.
@@ -245,7 +281,13 @@ pub(crate) mod testing {
             config.session_id = "s-1".into();
             config.provider = "anthropic".into();
             config.model = "m".into();
-            let log = ExtLog::open(&dir.path().join("ext.log"), name, None).unwrap();
+            let log = ExtLog::open(
+                &dir.path().join("ext.log"),
+                name,
+                None,
+                crate::limits::MAX_LOG_BYTES,
+            )
+            .unwrap();
             let (conn, outbox) = Connection::new();
             Self {
                 cx: Arc::new(HostContext::new(config)),

@@ -19,7 +19,10 @@ use zot_protocol::nimlet::{
 use zot_protocol::ui::{CommandInfo, CommandOutcome, QuestionReply};
 use zot_protocol::zot::{ContentBlock, NotifyLevel};
 
-use super::{Adapter, CommandAnswer, HandshakeError, Link, ToolAnswer, first_frame, own_reply};
+use super::{
+    Adapter, CommandAnswer, HandshakeError, Link, ToolAnswer, check_tool_name, first_frame,
+    own_reply,
+};
 use crate::context::HostContext;
 use crate::model::{
     Ask, CustomSummary, Effect, Hook, HookPoint, Mode, Registration, Rewrite, Semantics, ToolInfo,
@@ -135,6 +138,7 @@ impl Adapter for Nimlet {
     fn handshake<'a>(
         &'a self,
         peer: &'a Peer,
+        link: &'a dyn Link,
         reader: &'a mut FrameReader,
     ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>> {
         async move {
@@ -160,7 +164,13 @@ impl Adapter for Nimlet {
                 }
             }
             out.extend(registered.commands.into_iter().map(Registration::Command));
-            out.extend(registered.tools.into_iter().map(Registration::Tool));
+            out.extend(
+                registered
+                    .tools
+                    .into_iter()
+                    .filter(|tool| check_tool_name(link, &tool.name))
+                    .map(Registration::Tool),
+            );
             out.push(Registration::Ready);
             Ok(out)
         }
@@ -654,9 +664,10 @@ mod tests {
             "commands":[{"name":"note","description":"save"}],
             "events":["tool_call","turn_start","session_compact","bogus"],
             "tools":[{"name":"recall","description":"read notes","input_schema":{"type":"object"},
-                "capabilities":["read","user"]}]});
+                "capabilities":["read","user"]},
+                {"name":"bad name!","description":"x","input_schema":{"type":"object"}}]});
         let regs = nimlet
-            .handshake(&h.peer, &mut reader(&[register]))
+            .handshake(&h.peer, &h.link, &mut reader(&[register]))
             .await
             .unwrap();
         let init = h.sent().await;
@@ -682,11 +693,19 @@ mod tests {
                     read_only: true,
                 }),
                 Registration::Ready,
-            ]
+            ],
+            "a tool name the providers reject is refused"
+        );
+        let warnings = h.link.warnings.lock().unwrap().clone();
+        assert!(
+            matches!(&warnings[..], [w] if w.starts_with("tool \"bad name!\" rejected")),
+            "{warnings:?}"
         );
         let bad = json!({"type":"register","commands":{}});
         assert_eq!(
-            nimlet.handshake(&h.peer, &mut reader(&[bad])).await,
+            nimlet
+                .handshake(&h.peer, &h.link, &mut reader(&[bad]))
+                .await,
             Err(HandshakeError::BadRegister(
                 "register commands must be an array".into()
             ))

@@ -17,8 +17,8 @@ use zot_protocol::zot::{
 };
 
 use super::{
-    Adapter, CommandAnswer, HandshakeError, Link, PanelInput, ToolAnswer, first_frame, json_kind,
-    own_reply,
+    Adapter, CommandAnswer, HandshakeError, Link, PanelInput, ToolAnswer, check_tool_name,
+    first_frame, json_kind, own_reply,
 };
 use crate::context::HostContext;
 use crate::model::{
@@ -30,13 +30,21 @@ pub(crate) struct Zot {
     cx: Arc<HostContext>,
     /// The manifest's name, which `hello` must repeat.
     name: String,
-    /// The extension directory, sent in `hello_ack`.
+    /// The extension directory, sent in `hello_ack` as `extension_dir`.
     dir: PathBuf,
+    /// Where it keeps its state, sent as `data_dir`: the extension directory,
+    /// except for project extensions (see `HostConfig::data_dir`).
+    data_dir: PathBuf,
 }
 
 impl Zot {
-    pub(crate) fn new(cx: Arc<HostContext>, name: String, dir: PathBuf) -> Self {
-        Self { cx, name, dir }
+    pub(crate) fn new(cx: Arc<HostContext>, name: String, dir: PathBuf, data_dir: PathBuf) -> Self {
+        Self {
+            cx,
+            name,
+            dir,
+            data_dir,
+        }
     }
 
     /// One intercept request; `None` (allow) with a warning on timeout,
@@ -97,6 +105,7 @@ impl Adapter for Zot {
     fn handshake<'a>(
         &'a self,
         peer: &'a Peer,
+        _link: &'a dyn Link,
         reader: &'a mut FrameReader,
     ) -> BoxFuture<'a, Result<Vec<Registration>, HandshakeError>> {
         async move {
@@ -109,15 +118,14 @@ impl Adapter for Zot {
                 None => peer.log.line(format_args!("hello from {}", hello.name)),
             }
             let facts = self.cx.facts().clone();
-            let dir = self.dir.display().to_string();
             peer.conn.send(&HostFrame::HelloAck(HelloAck {
                 protocol_version: PROTOCOL_VERSION,
                 zot_version: self.cx.config.zot_version.clone(),
                 provider: facts.provider,
                 model: facts.model,
                 cwd: self.cx.cwd().display().to_string(),
-                extension_dir: dir.clone(),
-                data_dir: dir,
+                extension_dir: self.dir.display().to_string(),
+                data_dir: self.data_dir.display().to_string(),
             }));
             Ok(Vec::new())
         }
@@ -463,8 +471,7 @@ fn register_command(peer: &Peer, link: &dyn Link, cmd: RegisterCommand) {
 }
 
 fn register_tool(peer: &Peer, link: &dyn Link, tool: RegisterTool) {
-    if tool.name.trim().is_empty() {
-        peer.log.line("tool with an empty name rejected");
+    if !check_tool_name(link, &tool.name) {
         return;
     }
     if !tool.schema.is_object() {
@@ -514,7 +521,12 @@ mod tests {
     use crate::adapter::testing::{Harness, reader};
 
     fn adapter(h: &Harness) -> Zot {
-        Zot::new(Arc::clone(&h.cx), "guard".into(), "/ext/guard".into())
+        Zot::new(
+            Arc::clone(&h.cx),
+            "guard".into(),
+            "/ext/guard".into(),
+            "/data/guard".into(),
+        )
     }
 
     #[test]
@@ -530,10 +542,14 @@ mod tests {
         let h = Harness::new("guard");
         let zot = adapter(&h);
         let mut lines = reader(&[json!({"type":"hello","name":"guard","version":"1.0"})]);
-        assert_eq!(zot.handshake(&h.peer, &mut lines).await, Ok(Vec::new()));
+        assert_eq!(
+            zot.handshake(&h.peer, &h.link, &mut lines).await,
+            Ok(Vec::new())
+        );
         let ack = h.sent().await;
         assert_eq!(ack["type"], "hello_ack");
         assert_eq!(ack["extension_dir"], "/ext/guard");
+        assert_eq!(ack["data_dir"], "/data/guard");
         assert_eq!(
             (ack["provider"].as_str(), ack["model"].as_str()),
             (Some("anthropic"), Some("m"))
@@ -541,12 +557,12 @@ mod tests {
 
         let mut lines = reader(&[json!({"type":"hello","name":"other"})]);
         assert!(matches!(
-            zot.handshake(&h.peer, &mut lines).await,
+            zot.handshake(&h.peer, &h.link, &mut lines).await,
             Err(HandshakeError::NameMismatch { .. })
         ));
         let mut lines = reader(&[json!({"type":"ready"})]);
         assert_eq!(
-            zot.handshake(&h.peer, &mut lines).await,
+            zot.handshake(&h.peer, &h.link, &mut lines).await,
             Err(HandshakeError::NotHello("\"ready\"".into()))
         );
     }
@@ -591,6 +607,32 @@ mod tests {
                 Registration::Ready,
             ],
             "a non-object schema, an unknown event and a turn_end intercept are refused"
+        );
+    }
+
+    #[test]
+    fn tool_names_the_providers_would_reject_are_refused_with_a_warning() {
+        let h = Harness::new("guard");
+        let zot = adapter(&h);
+        let long = "t".repeat(200);
+        for name in ["bad name!", "ü", "", long.as_str(), "ok_name-2"] {
+            let frame = json!({"type":"register_tool","name":name,"schema":{"type":"object"}});
+            zot.on_frame(&h.peer, &h.link, frame.to_string().as_bytes());
+        }
+        let regs = h.link.registrations.lock().unwrap().clone();
+        assert!(
+            matches!(&regs[..], [Registration::Tool(t)] if t.name == "ok_name-2"),
+            "{regs:?}"
+        );
+        let warnings = h.link.warnings.lock().unwrap().clone();
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("tool \"bad name!\" rejected: a tool name must be 1 to 64"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[3].contains('…') && warnings[3].len() < 200,
+            "{warnings:?}"
         );
     }
 

@@ -20,6 +20,11 @@ use tokio::time::Instant;
 
 use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing, preview};
 use crate::ext_log::ExtLog;
+use crate::reaper;
+
+/// The environment variable that holds `zot rpc`'s client token; removed
+/// from every extension's environment.
+pub(crate) const RPC_TOKEN_ENV: &str = "ZOTCORE_RPC_TOKEN";
 
 /// A running extension process (and its process group).
 #[derive(Debug)]
@@ -106,6 +111,8 @@ impl Process {
         command
             .args(args)
             .current_dir(cwd)
+            // The RPC server's secret is not the extension's business.
+            .env_remove(RPC_TOKEN_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -135,10 +142,13 @@ impl Process {
             return Err(io::Error::other("child has no stdio pipes"));
         };
         let pgid = Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
+        // Tokio reaps it, so the orphan reaper must not.
+        reaper::own(pgid.as_raw());
         let (tx, exit) = watch::channel(None);
         // The one place that reaps the child: no zombies, whoever stops it.
         tokio::spawn(async move {
             let status = child.wait().await;
+            reaper::disown(pgid.as_raw());
             let _ = tx.send(Some(status.unwrap_or_else(|_| failed_wait_status())));
         });
         Ok((Process { pgid, exit }, stdin, stdout))
