@@ -47,14 +47,31 @@ fn key_for(
 }
 
 /// Resolves the provider: the one named with `--provider`, else the first
-/// of anthropic, openai that has a key.
-pub fn resolve(args: &AgentArgs, zot_home: &Path) -> anyhow::Result<ProviderConfig> {
+/// of anthropic, openai that has a key. Without a key this is not an error
+/// yet: the provider comes back with an empty key and the message to show
+/// when the first model request is about to be made (extension commands
+/// need no model, so they work without any key).
+pub fn resolve(
+    args: &AgentArgs,
+    zot_home: &Path,
+) -> anyhow::Result<(ProviderConfig, Option<String>)> {
     let kinds = match &args.provider {
         Some(name) => match ProviderKind::parse(name) {
             Some(kind) => vec![kind],
             None => bail!("unknown provider \"{name}\" (use anthropic, openai or ollama)"),
         },
         None => vec![ProviderKind::Anthropic, ProviderKind::OpenAi],
+    };
+    let config = |kind: ProviderKind, api_key: String| {
+        let base_url = args
+            .base_url
+            .clone()
+            .unwrap_or_else(|| kind.default_base_url().to_owned());
+        ProviderConfig {
+            kind,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+        }
     };
     for &kind in &kinds {
         let key = if kind == ProviderKind::Ollama {
@@ -63,26 +80,29 @@ pub fn resolve(args: &AgentArgs, zot_home: &Path) -> anyhow::Result<ProviderConf
             key_for(args, zot_home, kind)?
         };
         if let Some(api_key) = key {
-            let base_url = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| kind.default_base_url().to_owned());
-            return Ok(ProviderConfig {
-                kind,
-                base_url: base_url.trim_end_matches('/').to_owned(),
-                api_key,
-            });
+            return Ok((config(kind, api_key), None));
         }
     }
-    let wanted = kinds
-        .iter()
-        .filter_map(|k| env_var(*k))
-        .collect::<Vec<_>>()
-        .join(" or ");
-    bail!(
-        "no API key: pass --api-key, set {wanted}, or add it to {}; for a local model use --provider ollama",
-        zot_home.join("auth.json").display()
-    )
+    Ok((
+        config(kinds[0], String::new()),
+        Some(missing_message(args.provider.is_some().then_some(kinds[0]))),
+    ))
+}
+
+/// What to tell a user without a key: exactly which variable, `zot auth
+/// login` or `--provider ollama`. `named` is the provider asked for, if any.
+pub fn missing_message(named: Option<ProviderKind>) -> String {
+    match named.and_then(|k| env_var(k).map(|var| (k, var))) {
+        Some((kind, var)) => format!(
+            "no API key for {name}: set {var}, or store one with `echo $KEY | zot auth login {name}` \
+             (or pass --api-key); for a local model without a key use --provider ollama --model <name>",
+            name = kind.name()
+        ),
+        None => "no API key: set ANTHROPIC_API_KEY (or OPENAI_API_KEY with --provider openai), \
+             or store one with `echo $KEY | zot auth login anthropic` (or pass --api-key); \
+             for a local model without a key use --provider ollama --model <name>"
+            .to_owned(),
+    }
 }
 
 /// `zot auth login|logout <provider>`: keys live in `$ZOT_HOME/auth.json`,

@@ -70,14 +70,20 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
     }
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let resolved = setup::provider_and_model(args, ctx);
-        let (provider_name, model) = match &resolved {
-            Ok((p, m)) => (p.kind.name().to_owned(), m.clone()),
-            Err(_) => (String::new(), String::new()),
+        // Without a usable provider the TUI still starts: commands work, prompts explain.
+        let (choice, problem) = match setup::provider_and_model(args, ctx) {
+            Ok(choice) => {
+                let problem = choice.missing_credentials.clone();
+                (Some(choice), problem)
+            }
+            Err(e) => (None, Some(format!("{e:#}"))),
         };
-        let session = match &resolved {
-            Ok(_) => setup::open_session(args, ctx, &provider_name, &model, Mode::Interactive)?,
-            Err(_) => None,
+        let kind = choice.as_ref().map(|c| c.provider.kind);
+        let provider_name = kind.map(|k| k.name().to_owned()).unwrap_or_default();
+        let model = choice.as_ref().map(|c| c.model.clone()).unwrap_or_default();
+        let session = match problem {
+            None => setup::open_session(args, ctx, &provider_name, &model, Mode::Interactive)?,
+            Some(_) => None,
         };
         let id = setup::session_id(session.as_ref());
         let loaded = setup::load(args, ctx, &provider_name, &model, &id).await;
@@ -106,16 +112,16 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 }
             })
             .unwrap_or_default();
-        let (agent, missing, kind) = match resolved {
-            Ok((provider, model)) => {
-                let kind = provider.kind;
-                (
-                    Some(setup::agent(args, ctx, &loaded, provider, &model, session)?),
-                    None,
-                    Some(kind),
-                )
-            }
-            Err(e) => (None, Some(format!("{e:#}")), None),
+        let agent = match (choice, &problem) {
+            (Some(choice), None) => Some(setup::agent(
+                args,
+                ctx,
+                &loaded,
+                choice.provider,
+                &model,
+                session,
+            )?),
+            _ => None,
         };
         let info = kind.map(|k| models::info(k, &model));
         let config = AppConfig {
@@ -132,7 +138,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 .map(|s| (s.name.clone(), s.description.clone()))
                 .collect(),
             sessions_dir: Some(sessions_dir(&ctx.zot_home, &ctx.project)),
-            missing_credentials: missing,
+            missing_credentials: problem,
             startup_errors: loaded
                 .load_errors
                 .iter()

@@ -141,6 +141,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
         mut host_events,
         load_errors,
         manifest_errors,
+        missing_credentials,
     } = running;
     for error in &load_errors {
         out.load_error(error);
@@ -167,7 +168,15 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
         }
     });
 
-    let result = run_prompt(&mut agent, &host, prompt, out, &cancel).await;
+    let result = run_prompt(
+        &mut agent,
+        &host,
+        prompt,
+        out,
+        &cancel,
+        missing_credentials.as_deref(),
+    )
+    .await;
     ctrl_c.abort();
     host.session_ended().await;
     host.shutdown().await;
@@ -183,6 +192,7 @@ async fn run_prompt(
     prompt: &str,
     out: &Out,
     cancel: &CancellationToken,
+    missing_credentials: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let text = match slash::resolve(host, prompt).await {
         Err(e) => return fail(out, &e),
@@ -205,6 +215,10 @@ async fn run_prompt(
             return Ok(ExitCode::SUCCESS);
         }
     };
+    // Credentials are checked here, when the model is about to be called.
+    if let Some(missing) = missing_credentials {
+        return fail(out, missing);
+    }
 
     let (events, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
     let mode = out.mode;

@@ -52,6 +52,8 @@ struct Server {
     /// The agent's state as of its last change, for `get_state` while
     /// running work holds the agent.
     last: std::sync::Mutex<Snapshot>,
+    /// No key: what a request that would call the model answers.
+    missing_credentials: Option<String>,
 }
 
 /// What `get_state` reports about the agent.
@@ -114,6 +116,7 @@ pub async fn serve(
     let last = std::sync::Mutex::new(Snapshot::of(&running.agent));
     let server = Arc::new(Server {
         last,
+        missing_credentials: running.missing_credentials,
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
         out,
@@ -317,6 +320,9 @@ impl Server {
                 return Ok(None);
             }
             Request::Compact => {
+                if let Some(missing) = &self.missing_credentials {
+                    return Err(missing.clone());
+                }
                 self.spawn(None, |server, cancel| async move {
                     let mut agent = server.agent.lock().await;
                     let (events, mut rx) = mpsc::unbounded_channel();
@@ -451,6 +457,10 @@ impl Server {
                     text,
                 });
             }
+        }
+        // Credentials are checked here, when the model is about to be called.
+        if let Some(missing) = &self.missing_credentials {
+            return self.finish_with_error(missing.clone());
         }
         let (events, mut rx) = mpsc::unbounded_channel();
         let out = self.out.clone();

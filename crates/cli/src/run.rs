@@ -29,14 +29,21 @@ pub struct Running {
     pub load_errors: Vec<LoadError>,
     /// Extension directories whose manifest is invalid.
     pub manifest_errors: Vec<String>,
+    /// No key was found: the error for anything that would call the model.
+    pub missing_credentials: Option<String>,
+}
+
+/// What the arguments (and the config files) choose: the provider, the
+/// model, and, when no key was found, what to say at the first model request.
+pub struct Choice {
+    pub provider: ProviderConfig,
+    pub model: String,
+    pub missing_credentials: Option<String>,
 }
 
 /// The provider config and model the arguments ask for.
-pub fn provider_and_model(
-    args: &AgentArgs,
-    ctx: &Context,
-) -> anyhow::Result<(ProviderConfig, String)> {
-    let provider = credentials::resolve(args, &ctx.zot_home)?;
+pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Choice> {
+    let (provider, missing_credentials) = credentials::resolve(args, &ctx.zot_home)?;
     let model = match (&args.model, models::default_model(provider.kind)) {
         (Some(model), _) => model.clone(),
         (None, Some(model)) => model.to_owned(),
@@ -45,7 +52,11 @@ pub fn provider_and_model(
             provider.kind.name()
         ),
     };
-    Ok((provider, model))
+    Ok(Choice {
+        provider,
+        model,
+        missing_credentials,
+    })
 }
 
 /// The extension host and what discovery found, before any agent exists.
@@ -164,13 +175,21 @@ pub fn session_id(session: Option<&Session>) -> String {
 }
 
 pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Result<Running> {
-    let (provider, model) = provider_and_model(args, ctx)?;
+    let Choice {
+        provider,
+        model,
+        missing_credentials,
+    } = provider_and_model(args, ctx)?;
     if args.no_yolo && mode != Mode::Interactive {
         eprintln!(
             "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
         );
     }
-    let session = open_session(args, ctx, provider.kind.name(), &model, mode)?;
+    // Without a key no conversation can happen: no session file for it.
+    let session = match missing_credentials {
+        None => open_session(args, ctx, provider.kind.name(), &model, mode)?,
+        Some(_) => None,
+    };
     let id = session_id(session.as_ref());
     let loaded = load(args, ctx, provider.kind.name(), &model, &id).await;
     let agent = agent(args, ctx, &loaded, provider, &model, session)?;
@@ -181,6 +200,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
         host_events: loaded.host_events,
         load_errors: loaded.load_errors,
         manifest_errors,
+        missing_credentials,
     })
 }
 

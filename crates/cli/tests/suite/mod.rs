@@ -3,6 +3,7 @@ mod support;
 mod agent;
 mod doctor;
 mod ext_hardening;
+mod first_run;
 mod install;
 mod list;
 mod logs;

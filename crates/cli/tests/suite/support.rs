@@ -137,6 +137,9 @@ impl World {
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ZOTCORE_RPC_TOKEN")
+            .env_remove("ZOT_PROVIDER")
+            .env_remove("ZOT_MODEL")
+            .env_remove("ZOT_BASE_URL")
             .stdin(std::process::Stdio::null())
     }
 
