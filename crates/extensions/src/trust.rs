@@ -333,20 +333,36 @@ impl TrustStore {
                 error,
             })?;
         text.push(b'\n');
-        write_atomically(&self.path, &text).map_err(io_error(&self.path))
+        // It says which code may run: the user's alone.
+        write_with_mode(&self.path, &text, 0o600).map_err(io_error(&self.path))
     }
 }
 
 /// Writes `path` via a temp file beside it and a rename, so a reader never
-/// sees a half-written file.
+/// sees a half-written file. A file that exists keeps its permissions; a
+/// new one is readable by the user alone (0600).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    write_with_mode(path, bytes, mode)
+}
+
+/// [`write_atomically`] with the file's permissions set to `mode`.
+fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let _ = std::fs::remove_file(&tmp);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -450,10 +466,10 @@ pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
 ///   (as discovery does) but no symlink further down: such a link is pinned
 ///   by its target text;
 /// - inside a git work tree, except untracked files that git ignores (made
-///   locally: caches, `node_modules`, build output); every `extension.json`
-///   is pinned whatever git says;
+///   locally: caches, `node_modules`, build output) in extension
+///   directories git tracks; every `extension.json` is pinned whatever git says;
 /// - the files a manifest runs that lie elsewhere in the project (its
-///   `exec` or `command[0]`, and arguments naming files), unless git ignores them.
+///   `exec` or `command[0]`, and arguments naming files), read through links.
 ///
 /// A file that cannot be read, or is not a regular file, is pinned as such.
 pub fn snapshot(project: &Path) -> BTreeMap<String, String> {
@@ -481,7 +497,7 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
             }
         };
         // Paths relative to the root that git ignores and does not track.
-        let ignored = Ignored::below(&root);
+        let ignored = Ignored::in_root(&root);
         for name in entries {
             let path = root.join(&name);
             let rel = format!("{root_rel}/{}", name.to_string_lossy());
@@ -501,7 +517,7 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
             // An extension directory (followed when it is a link: git does
             // not look through links, so ask it about the target).
             let (ignored_here, prefix) = if meta.file_type().is_symlink() {
-                (Ignored::below(&path), String::new())
+                (Ignored::in_extension(&path), String::new())
             } else {
                 (ignored.clone(), format!("{local}/"))
             };
@@ -535,11 +551,7 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
         .collect();
     outside.sort();
     outside.dedup();
-    let ignored = check_ignore(&home, outside.iter().map(|(_, rel)| rel.as_str()));
     for (real, rel) in outside {
-        if ignored.contains(&rel) {
-            continue;
-        }
         if let Ok(meta) = real.metadata() {
             hasher.pin(&mut files, &real, &rel, &meta);
         }
@@ -689,33 +701,43 @@ fn hash_contents(path: &Path) -> std::io::Result<String> {
 }
 
 /// Untracked files git ignores below one directory, as git lists them
-/// relative to it (`dir/` for a whole directory, `./` for all of it).
-/// Outside a git work tree, or when git cannot say, nothing is ignored.
+/// relative to it (`dir/` for a whole directory, `./` for all of it), in
+/// extension directories git tracks. Outside a git work tree, or when git
+/// cannot say, nothing is ignored.
+///
+/// An extension directory without a single tracked file did not come with
+/// the repository, so git's ignore rules say nothing about it (a project
+/// that is no repository of its own, inside a home directory kept in git
+/// that ignores everything, would otherwise pin nothing): all of it counts.
 #[derive(Debug, Clone, Default)]
 struct Ignored(Vec<String>);
 
 impl Ignored {
-    fn below(dir: &Path) -> Self {
-        let output = git(dir)
-            .args([
-                "ls-files",
-                "-z",
-                "--others",
-                "--ignored",
-                "--exclude-standard",
-                "--directory",
-            ])
-            .output();
-        match output {
-            Ok(out) if out.status.success() => Self(
-                out.stdout
-                    .split(|b| *b == 0)
-                    .filter(|p| !p.is_empty())
-                    .map(|p| String::from_utf8_lossy(p).into_owned())
-                    .collect(),
-            ),
-            _ => Self::default(),
+    /// For a root: entries relative to it, kept for extension directories
+    /// (first path components) that hold a tracked file.
+    fn in_root(root: &Path) -> Self {
+        let tracked: std::collections::BTreeSet<String> = git_paths(root, &[])
+            .iter()
+            .filter_map(|path| path.split('/').next().map(str::to_owned))
+            .collect();
+        let ignored = git_paths(root, IGNORED_ARGS)
+            .into_iter()
+            .filter(|entry| {
+                entry
+                    .split('/')
+                    .next()
+                    .is_some_and(|first| tracked.contains(first))
+            })
+            .collect();
+        Self(ignored)
+    }
+
+    /// For one extension directory (a link git does not look through).
+    fn in_extension(dir: &Path) -> Self {
+        if git_paths(dir, &[]).is_empty() {
+            return Self::default();
         }
+        Self(git_paths(dir, IGNORED_ARGS))
     }
 
     /// Whether `path` (relative to the directory asked about) is ignored.
@@ -728,30 +750,15 @@ impl Ignored {
     }
 }
 
-/// Which of `paths` (relative to `project`) git ignores and does not track.
-fn check_ignore<'a>(project: &Path, paths: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut input: Vec<u8> = Vec::new();
-    for path in paths {
-        input.extend_from_slice(path.as_bytes());
-        input.push(0);
-    }
-    if input.is_empty() {
-        return Vec::new();
-    }
-    let child = git(project)
-        .args(["check-ignore", "-z", "--stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        return Vec::new();
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(&input);
-    }
-    match child.wait_with_output() {
-        // 0: some are ignored (listed); 1: none; anything else: git could not say.
-        Ok(out) if out.status.code() == Some(0) => out
+/// `git ls-files` options that list untracked ignored files, a wholly
+/// ignored directory as one `dir/` entry.
+const IGNORED_ARGS: &[&str] = &["--others", "--ignored", "--exclude-standard", "--directory"];
+
+/// `git ls-files -z <options>` in `dir`, paths relative to it (tracked
+/// files without options); nothing when git cannot say.
+fn git_paths(dir: &Path, options: &[&str]) -> Vec<String> {
+    match git(dir).args(["ls-files", "-z"]).args(options).output() {
+        Ok(out) if out.status.success() => out
             .stdout
             .split(|b| *b == 0)
             .filter(|p| !p.is_empty())
@@ -847,7 +854,7 @@ impl StatCache {
             && let Some(dir) = path.parent()
             && std::fs::create_dir_all(dir).is_ok()
         {
-            let _ = write_atomically(path, &text);
+            let _ = write_with_mode(path, &text, 0o600);
         }
     }
 }

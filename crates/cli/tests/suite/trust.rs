@@ -66,6 +66,16 @@ fn trust_persists_and_content_changes_revoke_it() {
     );
     let store: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(w.home.join("trust.json")).unwrap()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(w.home.join("trust.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "trust.json says which code may run: the user's alone"
+    );
     let key = w.project.canonicalize().unwrap().display().to_string();
     assert!(
         store["projects"][&key]["fingerprint"]
@@ -251,6 +261,25 @@ fn in_git_untracked_ignored_files_do_not_count_and_tracked_ones_do() {
     assert!(
         !list.contains("node_modules") && !list.contains("debug.log"),
         "{list}"
+    );
+}
+
+#[test]
+fn an_extension_git_does_not_track_counts_whole_whatever_git_ignores() {
+    // The project is no repository of its own but sits in one that ignores
+    // everything (a home directory kept in git): its extension came from
+    // elsewhere, so every file counts.
+    let w = World::new();
+    let dir = w.ext(&w.project_root(), "local", &[]);
+    git(w.project.parent().unwrap(), &["init", "-q"]);
+    std::fs::write(w.project.parent().unwrap().join(".gitignore"), "*\n").unwrap();
+    w.zot(&["trust"]);
+    std::fs::write(dir.join("ext.sh"), "#!/bin/sh\nexit 3\n").unwrap();
+    let (state_now, run) = state(&w);
+    assert_eq!(state_now, "untrusted", "{run:?}");
+    assert!(
+        run.stderr.contains("changed .zot/extensions/local/ext.sh"),
+        "{run:?}"
     );
 }
 
