@@ -45,7 +45,7 @@ pub enum Mode {
     Rpc,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct AgentArgs {
     /// Print the final answer and exit.
     #[arg(short = 'p', long, group = "modes")]
@@ -57,16 +57,16 @@ pub struct AgentArgs {
     #[arg(long, value_enum, group = "modes")]
     pub mode: Option<Mode>,
 
-    /// anthropic, openai or ollama (any OpenAI-compatible server).
+    /// anthropic, openai or ollama (any OpenAI-compatible server) [env: ZOT_PROVIDER, config: provider].
     #[arg(long)]
     pub provider: Option<String>,
-    /// The model id.
+    /// The model id [env: ZOT_MODEL, config: model].
     #[arg(long)]
     pub model: Option<String>,
     /// API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json).
     #[arg(long)]
     pub api_key: Option<String>,
-    /// The provider's base URL (e.g. http://localhost:11434 for ollama).
+    /// The provider's base URL, e.g. http://localhost:11434 for ollama [env: ZOT_BASE_URL, config: base_url].
     #[arg(long)]
     pub base_url: Option<String>,
     /// Extended thinking: low, medium or high.
@@ -135,11 +135,55 @@ pub enum Command {
     },
     /// Trust this project's extensions (./.zot/extensions) so they may run.
     Trust(TrustArgs),
+    /// Read and write settings: $ZOT_HOME/config.json, or ./.zot/config.json with --project.
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Store or forget a provider's API key in $ZOT_HOME/auth.json (mode 0600).
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Auth {
         #[command(subcommand)]
         command: AuthCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting with its value and where it comes from.
+    List {
+        /// Only what the project's .zot/config.json says.
+        #[arg(long)]
+        project: bool,
+    },
+    /// Print one setting's value (exit 1 when it is not set).
+    Get {
+        key: String,
+        /// From the project's .zot/config.json.
+        #[arg(long)]
+        project: bool,
+    },
+    /// Set a key: the value is read as JSON (12, false, "text"), else taken as a string.
+    Set {
+        key: String,
+        value: String,
+        /// In the project's .zot/config.json (model, reasoning, max_steps, auto_compact only).
+        #[arg(long)]
+        project: bool,
+    },
+    /// Remove a key.
+    Unset {
+        key: String,
+        /// From the project's .zot/config.json.
+        #[arg(long)]
+        project: bool,
+    },
+    /// Print the config file's path.
+    Path {
+        /// The project's .zot/config.json.
+        #[arg(long)]
+        project: bool,
     },
 }
 

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use zot_extensions::{FoundStatus, HostConfig, TrustStatus, TrustStore, default_zot_home};
 
 use crate::args::Cli;
+use crate::config::Settings;
 
 pub struct Context {
     pub zot_home: PathBuf,
@@ -16,6 +17,8 @@ pub struct Context {
     pub trust: TrustStatus,
     /// Why project extensions do not run (which files changed); empty when trusted.
     pub trust_reason: String,
+    /// The config files and environment (empty until [`Context::load_settings`]).
+    pub settings: Settings,
 }
 
 impl Context {
@@ -47,7 +50,14 @@ impl Context {
             config,
             trust,
             trust_reason,
+            settings: Settings::default(),
         })
+    }
+
+    /// Reads the config files and the environment into `settings`.
+    pub fn load_settings(&mut self) -> anyhow::Result<()> {
+        self.settings = Settings::load(&self.zot_home, &self.project)?;
+        Ok(())
     }
 
     /// Prints the one warning about project extensions skipped for lack of trust.

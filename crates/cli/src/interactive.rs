@@ -55,6 +55,12 @@ impl Extensions for Bridge {
         Box::pin(async move { self.host.reload().await.summary() })
     }
 
+    fn save_model(&self, model: &str) -> Result<String, String> {
+        crate::config::save_model(&self.zot_home, model)
+            .map(|path| path.display().to_string())
+            .map_err(|e| format!("{e:#}"))
+    }
+
     fn trust_project(&self) -> Result<(), String> {
         let mut store = TrustStore::load(&self.zot_home).map_err(|e| e.to_string())?;
         store.trust(&self.project).map_err(|e| e.to_string())?;
@@ -92,13 +98,27 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             .iter()
             .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
             .count();
-        let theme = loaded
+        let mut warnings = ctx.settings.warnings.clone();
+        let wanted_theme = ctx.settings.theme();
+        let bundles: Vec<_> = loaded
             .found
             .iter()
             .filter_map(|f| match &f.status {
-                FoundStatus::Bundle(m) if m.launch == Launch::ThemeBundle => Some(m.dir.clone()),
+                FoundStatus::Bundle(m) if m.launch == Launch::ThemeBundle => Some(m),
                 _ => None,
             })
+            .filter(|m| wanted_theme.as_ref().is_none_or(|name| *name == m.name))
+            .map(|m| m.dir.clone())
+            .collect();
+        if let Some(name) = &wanted_theme
+            && bundles.is_empty()
+        {
+            warnings.push(format!(
+                "theme \"{name}\" (config) is not an installed theme bundle; using the default"
+            ));
+        }
+        let theme = bundles
+            .into_iter()
             .find_map(|dir| {
                 let file = [dir.join("theme.json"), dir.join("themes/theme.json")]
                     .into_iter()
@@ -148,6 +168,8 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             untrusted_extensions: untrusted,
             plan: args.plan,
             theme,
+            warnings,
+            model_override: ctx.settings.model_override().map(|s| s.describe()),
         };
         let host_updates = loaded.host_events;
         let host = loaded.host.clone();
@@ -159,7 +181,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         let tui = zot_tui::Tui {
             config,
             agent,
-            ask_before_tools: args.no_yolo,
+            ask_before_tools: args.no_yolo || !ctx.settings.yolo(),
             extensions: bridge,
             host_updates,
         };

@@ -5,6 +5,7 @@
 //! calls [`run`], so all of this is testable without spawning the binary.
 
 pub mod args;
+pub mod config;
 pub mod context;
 pub mod credentials;
 pub mod ext_cmd;
@@ -20,6 +21,8 @@ pub mod slash;
 pub mod trust_cmd;
 
 use std::process::ExitCode;
+
+use anyhow::Context as _;
 
 use crate::args::{Cli, Command, Mode};
 
@@ -37,6 +40,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ctx = context::Context::new(&cli)?;
             ext_cmd::run(&ctx, command)
         }
+        Command::Config { command } => {
+            // Reads the files itself: `path` and `unset` work on a broken one.
+            let zot_home = zot_extensions::default_zot_home().context(
+                "cannot tell where $ZOT_HOME is: set ZOT_HOME (or XDG_STATE_HOME, or HOME)",
+            )?;
+            let project = std::env::current_dir().context("cannot read the working directory")?;
+            config::run(&zot_home, &project, command)
+        }
         Command::Auth { command } => {
             let ctx = context::Context::new(&cli)?;
             credentials::auth_command(&ctx.zot_home, command)
@@ -49,15 +60,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
-    if cli.agent.list_models {
-        run::list_models(&cli.agent)?;
+    let mut ctx = context::Context::new(cli)?;
+    ctx.load_settings()?;
+    // Flags first; what they leave unset comes from the environment and the config files.
+    let mut args = cli.agent.clone();
+    ctx.settings.apply(&mut args);
+    if args.list_models {
+        run::list_models(&args)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let ctx = context::Context::new(cli)?;
+    if mode != Mode::Interactive {
+        for warning in &ctx.settings.warnings {
+            eprintln!("zot: warning: {warning}");
+        }
+    }
     match mode {
-        Mode::Print | Mode::Json => oneshot::run(&cli.agent, &cli.prompt, &ctx, mode),
-        Mode::Rpc => rpc::run(&cli.agent, &ctx),
-        Mode::Interactive => interactive::run(&cli.agent, &ctx),
+        Mode::Print | Mode::Json => oneshot::run(&args, &cli.prompt, &ctx, mode),
+        Mode::Rpc => rpc::run(&args, &ctx),
+        Mode::Interactive => interactive::run(&args, &ctx),
     }
 }
 

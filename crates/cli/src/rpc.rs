@@ -54,6 +54,8 @@ struct Server {
     last: std::sync::Mutex<Snapshot>,
     /// No key: what a request that would call the model answers.
     missing_credentials: Option<String>,
+    /// Where `set_model` with `save` writes (`None` in tests that save nothing).
+    zot_home: Option<std::path::PathBuf>,
 }
 
 /// What `get_state` reports about the agent.
@@ -81,7 +83,15 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         let (out, writer) = spawn_writer();
         let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
         let input = BufReader::new(tokio::io::stdin());
-        let code = serve(running, &ctx.project, token, input, out).await;
+        let code = serve(
+            running,
+            &ctx.project,
+            Some(&ctx.zot_home),
+            token,
+            input,
+            out,
+        )
+        .await;
         let _ = writer.await;
         Ok(code)
     })
@@ -93,6 +103,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
 pub async fn serve(
     running: setup::Running,
     project: &std::path::Path,
+    zot_home: Option<&std::path::Path>,
     token: Option<String>,
     input: impl AsyncBufRead + Unpin,
     out: mpsc::UnboundedSender<Event>,
@@ -117,6 +128,7 @@ pub async fn serve(
     let server = Arc::new(Server {
         last,
         missing_credentials: running.missing_credentials,
+        zot_home: zot_home.map(std::path::Path::to_path_buf),
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
         out,
@@ -372,7 +384,7 @@ impl Server {
                 self.remember(&agent);
                 return Ok(None);
             }
-            Request::SetModel { model } => {
+            Request::SetModel { model, save } => {
                 let mut agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
                 let known = models::models(kind);
@@ -383,6 +395,15 @@ impl Server {
                 agent.set_model(provider, model.clone());
                 self.remember(&agent);
                 self.host.set_model(kind.name(), &model);
+                // Only on request: an IDE switching models per session must
+                // not rewrite the user's file.
+                if save {
+                    let Some(zot_home) = &self.zot_home else {
+                        return Err("cannot save: no $ZOT_HOME".into());
+                    };
+                    crate::config::save_model(zot_home, &model)
+                        .map_err(|e| format!("model switched but not saved: {e:#}"))?;
+                }
                 return Ok(None);
             }
             Request::GetModels => {
@@ -532,6 +553,7 @@ mod tests {
         let code = super::serve(
             s.running,
             &s.ctx.project,
+            Some(&s.ctx.zot_home),
             token.map(str::to_owned),
             input.as_bytes(),
             out,

@@ -147,7 +147,13 @@ pub fn agent(
     config.max_tokens = info.max_output.min(MAX_TOKENS_CAP);
     config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
     config.max_steps = args.max_steps;
-    config.context_window = Some(info.context_window);
+    // The agent compacts at AUTO_COMPACT_RATIO of this window: scaling the
+    // window moves that point to the configured percentage.
+    config.context_window = ctx.settings.auto_compact().map(|percent| {
+        let scaled = f64::from(info.context_window) * percent as f64
+            / (zot_core::agent::AUTO_COMPACT_RATIO * 100.0);
+        scaled.round() as u32
+    });
     config.plan = args.plan;
     config.price = info.price;
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));

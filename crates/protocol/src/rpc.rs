@@ -30,8 +30,12 @@ pub enum Request {
     GetMessages,
     /// Starts a fresh conversation.
     Clear,
+    /// Switches the model for this session; with `"save": true` also
+    /// writes it to the user's config.json (default: not saved).
     SetModel {
         model: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        save: bool,
     },
     GetModels,
     GetCommands,
@@ -137,7 +141,20 @@ mod tests {
     fn requests_parse_with_their_ids() {
         let env = parse(r#"{"id":7,"type":"set_model","model":"m"}"#);
         assert_eq!(env.id, Some(Value::from(7)));
-        assert_eq!(env.request, Ok(Request::SetModel { model: "m".into() }));
+        assert_eq!(
+            env.request,
+            Ok(Request::SetModel {
+                model: "m".into(),
+                save: false
+            })
+        );
+        assert_eq!(
+            parse(r#"{"type":"set_model","model":"m","save":true}"#).request,
+            Ok(Request::SetModel {
+                model: "m".into(),
+                save: true
+            })
+        );
         assert_eq!(
             parse(r#"{"type":"abort","id":"x"}"#).request,
             Ok(Request::Abort)

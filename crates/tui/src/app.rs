@@ -58,6 +58,11 @@ pub struct AppConfig {
     /// Started in plan mode (`--plan`).
     pub plan: bool,
     pub theme: Theme,
+    /// Config warnings (unknown keys, refused project keys), shown first.
+    pub warnings: Vec<String>,
+    /// Who overrides a model saved with `/model` (`env ZOT_MODEL`,
+    /// `project <file>`), for the status line.
+    pub model_override: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -165,6 +170,10 @@ impl App {
         };
         for error in app.config.startup_errors.clone() {
             app.transcript.push(Entry::ExtFailure(error));
+        }
+        for warning in app.config.warnings.clone() {
+            app.transcript
+                .push(Entry::Info(format!("warning: {warning}")));
         }
         if let Some(missing) = app.config.missing_credentials.clone() {
             app.transcript.push(Entry::Info(missing));
@@ -561,6 +570,26 @@ impl App {
         self.prompt(text.to_owned());
     }
 
+    /// `/model <id>` is remembered in the user config; the status line
+    /// says where it went and who overrides it at the next start.
+    fn save_model(&mut self, model: &str) {
+        match self.ext.save_model(model) {
+            Ok(file) => {
+                let text = match &self.config.model_override {
+                    Some(by) => format!(
+                        "model: {model} (saved to {file}, but {by} overrides it at start-up)"
+                    ),
+                    None => format!("model: {model} (saved to {file})"),
+                };
+                self.set_status(text, StatusKind::Info);
+            }
+            Err(e) => self.set_status(
+                format!("model: {model} (not saved: {e})"),
+                StatusKind::Error,
+            ),
+        }
+    }
+
     fn prompt(&mut self, text: String) {
         if self.worker.is_none() || self.config.missing_credentials.is_some() {
             let why = self
@@ -599,10 +628,13 @@ impl App {
                         "model: {} ({}); available: {list}",
                         self.config.model, self.config.provider
                     )));
-                } else if let Some(worker) = &self.worker {
-                    worker.abort();
-                    worker.send(Work::SetModel(args.to_owned()));
+                } else {
+                    if let Some(worker) = &self.worker {
+                        worker.abort();
+                        worker.send(Work::SetModel(args.to_owned()));
+                    }
                     self.config.model = args.to_owned();
+                    self.save_model(args);
                 }
             }
             Builtin::Clear => {

@@ -19,6 +19,11 @@ pub trait Extensions: Send + Sync {
     fn reload(&self) -> BoxFuture<'_, ReloadSummary>;
     /// Saves trust for the project (the caller reloads afterwards).
     fn trust_project(&self) -> Result<(), String>;
+    /// Saves `/model <id>` as the user's model; `Ok` names the file.
+    /// (The binary's settings ride on this trait, the TUI's one way out.)
+    fn save_model(&self, _model: &str) -> Result<String, String> {
+        Err("settings are not saved here".into())
+    }
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

@@ -216,8 +216,8 @@ async fn run(
         }
         Work::SetModel(model) => {
             let provider = Provider::new(agent.provider().config().clone());
-            agent.set_model(provider, model.clone());
-            let _ = events.send(WorkerEvent::Status(format!("model: {model}")));
+            // The app's status line already says so (and where it was saved).
+            agent.set_model(provider, model);
         }
         Work::ResetPrompt => agent.reset_system_prompt(),
         Work::SetPlan(plan) => {

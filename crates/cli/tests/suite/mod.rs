@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod config;
 mod doctor;
 mod ext_hardening;
 mod first_run;

@@ -366,3 +366,63 @@ async fn continuing_a_session_shows_its_conversation() {
     tmux.keys(&["Enter"]);
     sane(&tmux.stty_after_exit());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_screen_without_a_key_says_how_to_get_one() {
+    let w = World::new();
+    let tmux = Tmux::start(&w, "nokey", &["--no-session"], &[]);
+    let screen = tmux.wait_for("no API key");
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "ANTHROPIC_API_KEY",
+        "zot auth login anthropic",
+        "--provider ollama",
+    ] {
+        assert!(flat.contains(needle), "{needle}: {screen}");
+    }
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn model_is_saved_to_the_user_config_and_overrides_are_named() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+    ];
+    let tmux = Tmux::start(&w, "model", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("/model claude-haiku-4-5");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("saved to");
+    let config = std::fs::read_to_string(w.home.join("config.json")).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(config["model"], "claude-haiku-4-5");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+    drop(tmux);
+
+    let tmux = Tmux::start(
+        &w,
+        "model-env",
+        &args,
+        &[("ZOT_MODEL", "claude-opus-4-1".to_owned())],
+    );
+    tmux.wait_for("claude-opus-4-1");
+    tmux.type_text("/model claude-sonnet-4-5");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("ZOT_MODEL overrides");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}

@@ -1,3 +1,4 @@
 mod behaviour;
+mod settings;
 mod snapshots;
 mod support;

@@ -21,6 +21,8 @@ pub struct FakeHost {
     pub keys: Mutex<Vec<SentKey>>,
     pub closed: Mutex<Vec<(String, String)>>,
     pub trusted: Mutex<bool>,
+    /// Models saved with `/model <id>`.
+    pub saved_models: Mutex<Vec<String>>,
 }
 
 impl Extensions for FakeHost {
@@ -75,6 +77,10 @@ impl Extensions for FakeHost {
     fn trust_project(&self) -> Result<(), String> {
         *self.trusted.lock().unwrap() = true;
         Ok(())
+    }
+    fn save_model(&self, model: &str) -> Result<String, String> {
+        self.saved_models.lock().unwrap().push(model.into());
+        Ok("/home/pat/.local/state/zot/config.json".into())
     }
 }
 

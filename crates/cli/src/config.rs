@@ -1,0 +1,676 @@
+//! Settings from `$ZOT_HOME/config.json` (the user config) and the
+//! project's `.zot/config.json`, and `zot config …`.
+//!
+//! Precedence: flags > environment (`ZOT_PROVIDER`, `ZOT_MODEL`,
+//! `ZOT_BASE_URL`) > project file > user file > defaults. A project file may
+//! only set [`PROJECT_KEYS`]; anything else in it is ignored with a warning,
+//! so a cloned repository cannot send your key to another server. Unknown
+//! keys in the user file are kept when zot rewrites it (key order too) and
+//! named in a warning. A malformed user file is an error naming the file,
+//! line and column; a malformed project file is a warning and is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Map, Value};
+use zot_core::provider::ProviderKind;
+
+use crate::args::{AgentArgs, ConfigCommand};
+
+/// Every key the user config knows, in the order zot shows them.
+pub const KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "base_url",
+    "reasoning",
+    "theme",
+    "yolo",
+    "max_steps",
+    "auto_compact",
+];
+
+/// The keys a project's `.zot/config.json` may set.
+pub const PROJECT_KEYS: &[&str] = &["model", "reasoning", "max_steps", "auto_compact"];
+
+/// The environment variables that set a key.
+pub const ENV: &[(&str, &str)] = &[
+    ("provider", "ZOT_PROVIDER"),
+    ("model", "ZOT_MODEL"),
+    ("base_url", "ZOT_BASE_URL"),
+];
+
+/// The default automatic compaction threshold, in percent of the context window.
+pub const DEFAULT_AUTO_COMPACT: u64 = 85;
+
+/// Where a value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Flag,
+    Env(&'static str),
+    Project(PathBuf),
+    User(PathBuf),
+    Default,
+}
+
+impl Source {
+    /// `flag`, `env`, `project`, `user` or `default`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Flag => "flag",
+            Self::Env(_) => "env",
+            Self::Project(_) => "project",
+            Self::User(_) => "user",
+            Self::Default => "default",
+        }
+    }
+
+    /// The variable or file, when there is one.
+    pub fn origin(&self) -> Option<String> {
+        match self {
+            Self::Env(var) => Some((*var).to_owned()),
+            Self::Project(path) | Self::User(path) => Some(path.display().to_string()),
+            Self::Flag | Self::Default => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self.origin() {
+            Some(origin) => format!("{} {origin}", self.kind()),
+            None => self.kind().to_owned(),
+        }
+    }
+}
+
+/// `$ZOT_HOME/config.json`.
+pub fn user_path(zot_home: &Path) -> PathBuf {
+    zot_home.join("config.json")
+}
+
+/// `<project>/.zot/config.json`.
+pub fn project_path(project: &Path) -> PathBuf {
+    project.join(".zot").join("config.json")
+}
+
+/// The settings below the flags: environment, project file, user file.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Effective values by key (in [`KEYS`] order), with their source.
+    values: Vec<(&'static str, Value, Source)>,
+    /// Unknown keys of the user file, kept but unused.
+    pub unknown: Vec<(String, Value)>,
+    /// What to tell the user (unknown keys, refused project keys, a broken project file).
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// Reads both files and the environment. A malformed user file is an error.
+    pub fn load(zot_home: &Path, project: &Path) -> anyhow::Result<Self> {
+        let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+        Self::load_with(zot_home, project, env)
+    }
+
+    /// [`Settings::load`] with the environment given (tests).
+    pub fn load_with(
+        zot_home: &Path,
+        project: &Path,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Self> {
+        let mut settings = Self::default();
+        let user_file = user_path(zot_home);
+        let user = read_user(&user_file)?;
+        let project_file = project_path(project);
+        let project = match read_object(&project_file) {
+            Ok(map) => map.unwrap_or_default(),
+            Err(e) => {
+                settings
+                    .warnings
+                    .push(format!("{e:#}; the project config is ignored"));
+                Map::new()
+            }
+        };
+        for (key, value) in &user {
+            if !KEYS.contains(&key.as_str()) {
+                settings.warnings.push(format!(
+                    "{}: unknown key \"{key}\" (kept, not used)",
+                    user_file.display()
+                ));
+                settings.unknown.push((key.clone(), value.clone()));
+            }
+        }
+        for (key, value) in &project {
+            if !PROJECT_KEYS.contains(&key.as_str()) {
+                settings.warnings.push(format!(
+                    "{}: \"{key}\" is ignored: a project config may only set {}",
+                    project_file.display(),
+                    PROJECT_KEYS.join(", ")
+                ));
+            } else if let Err(e) = check(key, value) {
+                settings
+                    .warnings
+                    .push(format!("{}: {e}; ignored", project_file.display()));
+            }
+        }
+        for &key in KEYS {
+            let from_env = ENV
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|&(_, var)| env(var).map(|v| (Value::String(v), Source::Env(var))));
+            let from_project = project
+                .get(key)
+                .filter(|v| PROJECT_KEYS.contains(&key) && check(key, v).is_ok())
+                .map(|v| (v.clone(), Source::Project(project_file.clone())));
+            let from_user = user
+                .get(key)
+                .map(|v| (v.clone(), Source::User(user_file.clone())));
+            if let Some((value, source)) = from_env.or(from_project).or(from_user) {
+                settings.values.push((key, value, source));
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The effective value of `key` below the flags, with its source.
+    pub fn get(&self, key: &str) -> Option<(&Value, &Source)> {
+        self.values
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, v, s)| (v, s))
+    }
+
+    fn string(&self, key: &str) -> Option<String> {
+        self.get(key)
+            .and_then(|(v, _)| v.as_str())
+            .map(str::to_owned)
+    }
+
+    /// Fills every option the flags left unset from these settings.
+    pub fn apply(&self, args: &mut AgentArgs) {
+        let fill = |slot: &mut Option<String>, key: &str| {
+            if slot.is_none() {
+                *slot = self.string(key);
+            }
+        };
+        fill(&mut args.provider, "provider");
+        fill(&mut args.model, "model");
+        fill(&mut args.base_url, "base_url");
+        fill(&mut args.reasoning, "reasoning");
+        if args.max_steps.is_none() {
+            args.max_steps = self
+                .get("max_steps")
+                .and_then(|(v, _)| v.as_u64())
+                .and_then(|n| u32::try_from(n).ok());
+        }
+    }
+
+    /// `yolo` (default true: tools run without asking).
+    pub fn yolo(&self) -> bool {
+        self.get("yolo")
+            .and_then(|(v, _)| v.as_bool())
+            .unwrap_or(true)
+    }
+
+    /// The theme bundle's name, if one is chosen.
+    pub fn theme(&self) -> Option<String> {
+        self.string("theme")
+    }
+
+    /// The automatic compaction threshold in percent; `None` turns it off.
+    pub fn auto_compact(&self) -> Option<u64> {
+        match self.get("auto_compact").map(|(v, _)| v) {
+            Some(Value::Bool(false)) => None,
+            Some(v) => Some(v.as_u64().unwrap_or(DEFAULT_AUTO_COMPACT)),
+            None => Some(DEFAULT_AUTO_COMPACT),
+        }
+    }
+
+    /// Who would override a model saved to the user config: the
+    /// environment or the project file (`None` when the user config wins).
+    pub fn model_override(&self) -> Option<Source> {
+        self.get("model")
+            .map(|(_, s)| s.clone())
+            .filter(|s| matches!(s, Source::Env(_) | Source::Project(_)))
+    }
+
+    /// Every key with its effective value (flags applied), defaults filled in,
+    /// for `zot doctor` and `zot config list`.
+    pub fn resolved(&self, args: &AgentArgs) -> Vec<(&'static str, Value, Source)> {
+        let flag = |key: &str| -> Option<Value> {
+            match key {
+                "provider" => args.provider.clone().map(Value::from),
+                "model" => args.model.clone().map(Value::from),
+                "base_url" => args.base_url.clone().map(Value::from),
+                "reasoning" => args.reasoning.clone().map(Value::from),
+                "max_steps" => args.max_steps.map(Value::from),
+                "yolo" => args.no_yolo.then_some(Value::Bool(false)),
+                _ => None,
+            }
+        };
+        KEYS.iter()
+            .map(|&key| {
+                if let Some(value) = flag(key) {
+                    return (key, value, Source::Flag);
+                }
+                if let Some((value, source)) = self.get(key) {
+                    return (key, value.clone(), source.clone());
+                }
+                let default = match key {
+                    "yolo" => Value::Bool(true),
+                    "auto_compact" => Value::from(DEFAULT_AUTO_COMPACT),
+                    _ => Value::Null,
+                };
+                (key, default, Source::Default)
+            })
+            .collect()
+    }
+}
+
+/// Why `value` cannot be `key`'s value.
+pub fn check(key: &str, value: &Value) -> Result<(), String> {
+    let ok = match key {
+        "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
+        "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
+        "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
+        "yolo" => value.is_boolean(),
+        "max_steps" => value
+            .as_u64()
+            .is_some_and(|n| n >= 1 && u32::try_from(n).is_ok()),
+        "auto_compact" => {
+            value == &Value::Bool(false) || value.as_u64().is_some_and(|n| (1..=100).contains(&n))
+        }
+        _ => {
+            return Err(format!(
+                "unknown key \"{key}\" (known: {})",
+                KEYS.join(", ")
+            ));
+        }
+    };
+    if ok {
+        return Ok(());
+    }
+    let wanted = match key {
+        "provider" => "anthropic, openai or ollama",
+        "model" | "base_url" | "theme" => "a non-empty string",
+        "reasoning" => "low, medium or high",
+        "yolo" => "true or false",
+        "max_steps" => "a positive integer",
+        _ => "a percentage (1 to 100) or false",
+    };
+    Err(format!("\"{key}\" must be {wanted}, not {value}"))
+}
+
+/// A JSON object file; `Ok(None)` when it does not exist. Syntax errors name
+/// the file, line and column.
+fn read_object(path: &Path) -> anyhow::Result<Option<Map<String, Value>>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok(Some(Map::new()));
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(_) => bail!("{}: must be a JSON object", path.display()),
+        Err(e) => {
+            let message = e.to_string();
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(message.as_str(), |(m, _)| m);
+            bail!(
+                "{}: invalid JSON at line {}, column {}: {message}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        }
+    }
+}
+
+/// The user file: a syntax error or a bad value is an error (with how to repair it).
+fn read_user(path: &Path) -> anyhow::Result<Map<String, Value>> {
+    let map = read_object(path)
+        .map_err(|e| anyhow::anyhow!("{e:#} (fix it by hand, or see `zot config path`)"))?
+        .unwrap_or_default();
+    for (key, value) in &map {
+        if KEYS.contains(&key.as_str())
+            && let Err(e) = check(key, value)
+        {
+            bail!(
+                "{}: {e} (repair it with `zot config set {key} <value>` or `zot config unset {key}`)",
+                path.display()
+            );
+        }
+    }
+    Ok(map)
+}
+
+/// Sets `key` to `value` in the file at `path` (created if missing),
+/// keeping every other key and their order.
+pub fn write_key(path: &Path, key: &str, value: Option<Value>) -> anyhow::Result<bool> {
+    let mut map = read_object(path)?.unwrap_or_default();
+    let changed = match value {
+        Some(value) => {
+            map.insert(key.to_owned(), value);
+            true
+        }
+        None => map.shift_remove(key).is_some(),
+    };
+    if !changed {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(map))?;
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(true)
+}
+
+/// Saves `model` as the user's model (`/model <id>`, RPC `set_model` with `save`).
+pub fn save_model(zot_home: &Path, model: &str) -> anyhow::Result<PathBuf> {
+    let path = user_path(zot_home);
+    zot_core::session::private_dir(zot_home)
+        .with_context(|| format!("cannot create {}", zot_home.display()))?;
+    write_key(&path, "model", Some(Value::from(model)))?;
+    Ok(path)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let mode = std::fs::metadata(path)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .unwrap_or(0o600);
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The value `zot config set` stores: JSON when it parses (and fits the
+/// key), else the text as a string.
+pub fn parse_value(key: &str, raw: &str) -> Result<Value, String> {
+    let parsed = serde_json::from_str::<Value>(raw).ok();
+    if let Some(value) = &parsed
+        && check(key, value).is_ok()
+    {
+        return Ok(value.clone());
+    }
+    let text = Value::String(raw.to_owned());
+    match check(key, &text) {
+        Ok(()) => Ok(text),
+        Err(e) => Err(match parsed {
+            Some(value) => check(key, &value).err().unwrap_or(e),
+            None => e,
+        }),
+    }
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `zot config list|get|set|unset|path`.
+pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::Result<ExitCode> {
+    let file = |in_project: bool| {
+        if in_project {
+            project_path(project)
+        } else {
+            user_path(zot_home)
+        }
+    };
+    let allowed = |key: &str, in_project: bool| -> anyhow::Result<()> {
+        if in_project && !PROJECT_KEYS.contains(&key) {
+            bail!(
+                "\"{key}\" cannot be set in a project config (only {})",
+                PROJECT_KEYS.join(", ")
+            );
+        }
+        if !KEYS.contains(&key) {
+            bail!("unknown key \"{key}\" (known: {})", KEYS.join(", "));
+        }
+        Ok(())
+    };
+    match command {
+        ConfigCommand::Path { project: p } => println!("{}", file(*p).display()),
+        ConfigCommand::List { project: true } => {
+            let path = file(true);
+            for (key, value) in read_object(&path)?.unwrap_or_default() {
+                let note = if PROJECT_KEYS.contains(&key.as_str()) {
+                    ""
+                } else {
+                    "  # ignored: not allowed in a project config"
+                };
+                println!("{key} = {}{note}", show(&value));
+            }
+        }
+        ConfigCommand::List { project: false } => {
+            let settings = Settings::load(zot_home, project)?;
+            for warning in &settings.warnings {
+                eprintln!("zot: warning: {warning}");
+            }
+            let args = AgentArgs::default();
+            for (key, value, source) in settings.resolved(&args) {
+                if value.is_null() {
+                    println!("{key}  # unset");
+                } else {
+                    println!("{key} = {}  # {}", show(&value), source.describe());
+                }
+            }
+            for (key, value) in &settings.unknown {
+                println!("{key} = {}  # unknown key, kept, not used", show(value));
+            }
+        }
+        ConfigCommand::Get { key, project: p } => {
+            let value = if *p {
+                read_object(&file(true))?
+                    .unwrap_or_default()
+                    .get(key.as_str())
+                    .cloned()
+            } else {
+                let settings = Settings::load(zot_home, project)?;
+                settings.get(key).map(|(v, _)| v.clone()).or_else(|| {
+                    settings
+                        .unknown
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.clone())
+                })
+            };
+            match value {
+                Some(value) => println!("{}", show(&value)),
+                None => return Ok(ExitCode::FAILURE),
+            }
+        }
+        ConfigCommand::Set {
+            key,
+            value,
+            project: p,
+        } => {
+            allowed(key, *p)?;
+            let value = parse_value(key, value).map_err(anyhow::Error::msg)?;
+            let path = file(*p);
+            if !*p {
+                // Refuses to rewrite a file it cannot read.
+                read_user(&path).or_else(|e| {
+                    if e.to_string().contains("invalid JSON") {
+                        Err(e)
+                    } else {
+                        Ok(Map::new())
+                    }
+                })?;
+                zot_core::session::private_dir(zot_home)
+                    .with_context(|| format!("cannot create {}", zot_home.display()))?;
+            }
+            write_key(&path, key, Some(value.clone()))?;
+            eprintln!("{key} = {} in {}", show(&value), path.display());
+        }
+        ConfigCommand::Unset { key, project: p } => {
+            let path = file(*p);
+            if write_key(&path, key, None)? {
+                eprintln!("removed {key} from {}", path.display());
+            } else {
+                eprintln!("{key} is not set in {}", path.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn files(user: Option<&str>, project: Option<&str>) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, proj) = (dir.path().join("home"), dir.path().join("proj"));
+        std::fs::create_dir_all(proj.join(".zot")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        if let Some(text) = user {
+            std::fs::write(user_path(&home), text).unwrap();
+        }
+        if let Some(text) = project {
+            std::fs::write(project_path(&proj), text).unwrap();
+        }
+        (dir, home, proj)
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn env_beats_project_beats_user_and_flags_beat_all() {
+        let (_d, home, proj) = files(
+            Some(r#"{"model":"user-m","reasoning":"low","provider":"openai","max_steps":3}"#),
+            Some(r#"{"model":"proj-m","max_steps":7}"#),
+        );
+        let s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert_eq!(s.get("model").unwrap().0, "proj-m");
+        assert!(matches!(s.get("model").unwrap().1, Source::Project(_)));
+        assert_eq!(s.get("reasoning").unwrap().0, "low");
+        assert_eq!(s.get("max_steps").unwrap().0, 7);
+        let env = |var: &str| (var == "ZOT_MODEL").then(|| "env-m".to_owned());
+        let s = Settings::load_with(&home, &proj, env).unwrap();
+        assert_eq!(
+            s.get("model").unwrap(),
+            (&json!("env-m"), &Source::Env("ZOT_MODEL"))
+        );
+        let mut args = AgentArgs::default();
+        s.apply(&mut args);
+        assert_eq!(args.model.as_deref(), Some("env-m"));
+        assert_eq!(args.provider.as_deref(), Some("openai"));
+        assert_eq!(args.max_steps, Some(7));
+        let mut args = AgentArgs {
+            model: Some("flag-m".into()),
+            ..AgentArgs::default()
+        };
+        s.apply(&mut args);
+        assert_eq!(args.model.as_deref(), Some("flag-m"));
+        let resolved = s.resolved(&args);
+        assert_eq!(resolved[1], ("model", json!("flag-m"), Source::Flag));
+    }
+
+    #[test]
+    fn a_project_cannot_set_provider_base_url_or_anything_else() {
+        let (_d, home, proj) = files(
+            None,
+            Some(r#"{"base_url":"http://evil","provider":"openai","api_key":"x","model":"m"}"#),
+        );
+        let s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert!(s.get("base_url").is_none() && s.get("provider").is_none());
+        assert_eq!(s.get("model").unwrap().0, "m");
+        for key in ["base_url", "provider", "api_key"] {
+            assert!(
+                s.warnings
+                    .iter()
+                    .any(|w| w.contains(&format!("\"{key}\" is ignored"))
+                        && w.contains(".zot/config.json")),
+                "{key}: {:?}",
+                s.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn broken_files_user_is_an_error_with_line_and_column_project_a_warning() {
+        let (_d, home, proj) = files(Some("{\n  \"model\": \"m\",\n  oops\n}"), None);
+        let e = Settings::load_with(&home, &proj, no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("config.json: invalid JSON at line 3, column 3"),
+            "{e}"
+        );
+        let (_d, home, proj) = files(None, Some("{\"model\": }"));
+        let s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert!(
+            s.warnings[0].contains("line 1, column 11"),
+            "{:?}",
+            s.warnings
+        );
+        let (_d, home, proj) = files(Some(r#"{"max_steps":"lots"}"#), None);
+        let e = Settings::load_with(&home, &proj, no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"max_steps\" must be a positive integer"),
+            "{e}"
+        );
+        assert!(e.contains("zot config unset max_steps"), "{e}");
+    }
+
+    #[test]
+    fn rewriting_keeps_unknown_keys_and_their_order() {
+        let (_d, home, proj) = files(Some(r#"{"zeta":1,"model":"a","alpha":{"x":[1]}}"#), None);
+        let s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert_eq!(s.unknown.len(), 2);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("unknown key \"zeta\""))
+        );
+        save_model(&home, "b").unwrap();
+        write_key(&user_path(&home), "yolo", Some(json!(false))).unwrap();
+        let text = std::fs::read_to_string(user_path(&home)).unwrap();
+        let keys: Vec<String> = serde_json::from_str::<Map<String, Value>>(&text)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, ["zeta", "model", "alpha", "yolo"]);
+        assert!(text.contains("\"model\": \"b\""));
+    }
+
+    #[test]
+    fn values_parse_as_json_else_as_strings() {
+        assert_eq!(parse_value("max_steps", "12"), Ok(json!(12)));
+        assert_eq!(parse_value("auto_compact", "false"), Ok(json!(false)));
+        assert_eq!(parse_value("model", "gpt-4.1"), Ok(json!("gpt-4.1")));
+        assert_eq!(parse_value("model", "4"), Ok(json!("4")));
+        assert_eq!(parse_value("model", "\"quoted\""), Ok(json!("quoted")));
+        assert!(parse_value("max_steps", "0").is_err());
+        assert!(parse_value("reasoning", "extreme").is_err());
+        assert!(parse_value("nope", "1").is_err());
+    }
+}
