@@ -380,6 +380,11 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
     let options = InstallOptions {
         force,
         project: project.then(|| ctx.project.clone()),
+        nimlet_root: if project {
+            Some(ctx.config.agents_project_root())
+        } else {
+            ctx.config.agents_global_root()
+        },
     };
     let (dest, manifest) = manage::install_with(source, &root, &options)?;
     let version = manifest

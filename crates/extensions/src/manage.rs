@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::config::HostConfig;
 use crate::discovery::Scope;
-use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use crate::manifest::{Dialect, MANIFEST_FILE, Manifest, ManifestError};
 use crate::trust::write_atomically;
 
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +220,9 @@ pub struct InstallOptions {
     /// The project a project install goes into: the root's `.zot` and
     /// `.zot/extensions` must not be symlinks that lead out of it.
     pub project: Option<PathBuf>,
+    /// The nimlet root of the same scope (`~/.agents/extensions` or
+    /// `./.agents/extensions`), also searched for a name clash.
+    pub nimlet_root: Option<PathBuf>,
 }
 
 /// [`install_with`] with the default options: a name clash is refused.
@@ -263,7 +266,11 @@ pub fn install_with(
     let staged = stage(&source, &staging).and_then(|()| {
         let manifest = Manifest::load(&staging)?;
         if !options.force
-            && let Some(existing) = same_name(root, &manifest.name, &staging)
+            && let Some(existing) =
+                same_name(root, Dialect::Zot, &manifest.name, &staging).or_else(|| {
+                    let nimlet = options.nimlet_root.as_deref()?;
+                    same_name(nimlet, Dialect::Nimlet, &manifest.name, &staging)
+                })
         {
             return Err(ManageError::NameClash {
                 name: manifest.name.clone(),
@@ -295,7 +302,7 @@ pub fn install_with(
 
 /// An extension directory in `root` (other than `except`) whose manifest,
 /// read as discovery reads it, has the name `name`.
-fn same_name(root: &Path, name: &str, except: &Path) -> Option<PathBuf> {
+fn same_name(root: &Path, dialect: Dialect, name: &str, except: &Path) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .ok()?
         .filter_map(Result::ok)
@@ -304,7 +311,7 @@ fn same_name(root: &Path, name: &str, except: &Path) -> Option<PathBuf> {
         .collect();
     dirs.sort();
     dirs.into_iter()
-        .find(|dir| Manifest::load(dir).is_ok_and(|m| m.name == name))
+        .find(|dir| Manifest::load_in(dir, dialect).is_ok_and(|m| m.name == name))
 }
 
 /// Refuses a root whose components below `project` (`.zot`,

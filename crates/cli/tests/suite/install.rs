@@ -220,6 +220,22 @@ fn a_second_extension_of_the_same_name_is_refused_unless_forced() {
     let run = w.zot(&["ext", "install", "--force", fork.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(entries(&w.global()), ["hello", "hello-fork"]);
+
+    // The nimlet root of the same scope counts too (`~/.agents/extensions`).
+    let nimlet = w.scratch.join(".agents/extensions/notes");
+    std::fs::create_dir_all(&nimlet).unwrap();
+    std::fs::write(
+        nimlet.join("extension.json"),
+        r#"{"name":"notes","command":["./x"]}"#,
+    )
+    .unwrap();
+    let twin = w.ext(&w.scratch, "notes", &[]);
+    let run = w.zot(&["ext", "install", twin.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&nimlet.display().to_string()),
+        "{run:?}"
+    );
 }
 
 #[test]
