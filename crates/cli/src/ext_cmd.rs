@@ -397,7 +397,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
         display(&dest)
     );
     if project {
-        repin(ctx, &dest)?;
+        repin(ctx, std::slice::from_ref(&dest))?;
     }
     if project && !ctx.config.project_trusted {
         eprintln!(
@@ -409,9 +409,9 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
 
 /// zot itself just wrote `written` in the project: a trusted project stays
 /// trusted with the new content, unless other files changed too.
-fn repin(ctx: &Context, written: &std::path::Path) -> anyhow::Result<()> {
+fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
     let mut store = TrustStore::load(&ctx.zot_home)?;
-    match store.repin(&ctx.project, &[written.to_path_buf()])? {
+    match store.repin(&ctx.project, written)? {
         Repin::NotTrusted | Repin::Repinned => {}
         Repin::Foreign(changes) => {
             let shown: Vec<String> = changes.iter().take(5).map(ToString::to_string).collect();
@@ -448,10 +448,14 @@ fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Re
             return Ok(ExitCode::SUCCESS);
         }
     }
+    // Its real path too, while it still has one (a symlinked root).
+    let written: Vec<PathBuf> = std::iter::once(found.dir.clone())
+        .chain(found.dir.canonicalize().ok())
+        .collect();
     manage::remove(&found.dir)?;
     eprintln!("removed {dir}");
     if found.scope == Scope::Project {
-        repin(ctx, &found.dir)?;
+        repin(ctx, &written)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -469,7 +473,7 @@ fn set_enabled(
     if found.scope == Scope::Project {
         repin(
             ctx,
-            &found.dir.join(zot_extensions::manifest::MANIFEST_FILE),
+            &[found.dir.join(zot_extensions::manifest::MANIFEST_FILE)],
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -270,10 +270,7 @@ impl TrustStore {
             return Ok(Repin::NotTrusted);
         };
         let files = self.current(project);
-        let allowed: Vec<String> = written
-            .iter()
-            .filter_map(|w| relative(project, w))
-            .collect();
+        let allowed: Vec<String> = written.iter().flat_map(|w| relative(project, w)).collect();
         let foreign: Vec<FileChange> = diff(pinned, &files)
             .into_iter()
             .filter(|c| !allowed.iter().any(|a| under(&c.path, a)))
@@ -383,17 +380,24 @@ fn key(project: &Path) -> String {
 
 /// `path` (absolute, or relative to the project) as a pinned-file key, if
 /// it lies in the project.
-fn relative(project: &Path, path: &Path) -> Option<String> {
+/// Pinned files are keyed both as walked and, for files a manifest runs,
+/// by their real path, so both forms count. A path that is gone (removed)
+/// has only the first.
+fn relative(project: &Path, path: &Path) -> Vec<String> {
     let path = project.join(path);
+    let mut out = Vec::new();
+    let home = project.canonicalize().ok();
     if let Ok(rel) = path.strip_prefix(project) {
-        return Some(slashed(rel));
+        out.push(slashed(rel));
+    } else if let Some(rel) = home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        out.push(slashed(rel));
     }
-    let home = project.canonicalize().ok()?;
-    if let Ok(rel) = path.strip_prefix(&home) {
-        return Some(slashed(rel));
+    if let (Some(home), Ok(real)) = (&home, path.canonicalize())
+        && let Ok(rel) = real.strip_prefix(home)
+    {
+        out.push(slashed(rel));
     }
-    let resolved = path.canonicalize().ok()?;
-    resolved.strip_prefix(&home).ok().map(slashed)
+    out
 }
 
 fn slashed(path: &Path) -> String {
