@@ -124,7 +124,22 @@ async fn death_by_signal_before_hello_names_the_signal() {
 #[tokio::test]
 async fn silent_extension_times_out_and_is_killed() {
     let env = Env::new();
-    let (err, pid) = failing(&env, "mute", "time.sleep(60)\n", Duration::from_millis(400)).await;
+    // sh, not python: it writes its pid within the short deadline even on a loaded machine.
+    let dir = env.manifest(
+        super::support::Root::Scratch,
+        "mute",
+        r#"{"name":"mute","version":"1.0.0","exec":"./ext.sh"}"#,
+    );
+    super::support::write_exec(
+        &dir.join("ext.sh"),
+        "#!/bin/sh\necho $$ > pid.tmp && mv pid.tmp pid\nexec sleep 60\n",
+    );
+    let mut config = env.config(&[&dir]);
+    config.limits.hello_timeout = Duration::from_millis(400);
+    let (host, _rx) = ExtensionHost::start(config).await;
+    let errors = host.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let (err, pid) = (errors[0].clone(), read_pid(&dir, "pid").await);
     assert_eq!(
         err.kind,
         LoadErrorKind::Handshake(HandshakeError::Timeout(Duration::from_millis(400)))
