@@ -141,6 +141,20 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Check everything: config and where each value comes from, credentials,
+    /// the model endpoint, $ZOT_HOME, sessions, then every extension.
+    Doctor {
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (see the README for where to put it).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print zot's manual page (roff): `zot man | man -l -`.
+    Man,
     /// Store or forget a provider's API key in $ZOT_HOME/auth.json (mode 0600).
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Auth {

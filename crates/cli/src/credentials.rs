@@ -35,15 +35,37 @@ fn key_for(
     zot_home: &Path,
     kind: ProviderKind,
 ) -> anyhow::Result<Option<String>> {
+    Ok(find_key(args, zot_home, kind)?.map(|(key, _)| key))
+}
+
+/// The key for `kind` and where it was found: `--api-key`, the env var,
+/// or `$ZOT_HOME/auth.json`.
+pub fn find_key(
+    args: &AgentArgs,
+    zot_home: &Path,
+    kind: ProviderKind,
+) -> anyhow::Result<Option<(String, String)>> {
     if let Some(key) = &args.api_key {
-        return Ok(Some(key.clone()));
+        return Ok(Some((key.clone(), "--api-key".to_owned())));
     }
     if let Some(var) = env_var(kind)
         && let Some(key) = std::env::var(var).ok().filter(|k| !k.is_empty())
     {
-        return Ok(Some(key));
+        return Ok(Some((key, format!("env {var}"))));
     }
-    stored_key(zot_home, kind)
+    let path = zot_home.join("auth.json");
+    Ok(stored_key(zot_home, kind)?.map(|key| (key, path.display().to_string())))
+}
+
+/// A key as it may be shown: its first and last four characters.
+pub fn mask(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() < 12 {
+        return "*".repeat(chars.len().min(8));
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// Resolves the provider: the one named with `--provider`, else the first

@@ -8,6 +8,7 @@ pub mod args;
 pub mod config;
 pub mod context;
 pub mod credentials;
+pub mod doctor;
 pub mod ext_cmd;
 pub mod ext_hooks;
 pub mod interactive;
@@ -47,6 +48,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             let project = std::env::current_dir().context("cannot read the working directory")?;
             config::run(&zot_home, &project, command)
+        }
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut command, "zot", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let command = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { json } => {
+            let mut ctx = context::Context::new(&cli)?;
+            doctor::run(&cli, &mut ctx, *json)
         }
         Command::Auth { command } => {
             let ctx = context::Context::new(&cli)?;

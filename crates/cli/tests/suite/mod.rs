@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod completions;
 mod config;
 mod doctor;
 mod ext_hardening;
@@ -14,3 +15,4 @@ mod rpc;
 mod scaffold;
 mod trust;
 mod tui;
+mod zot_doctor;
