@@ -376,3 +376,62 @@ fn resolve_nimlet(dir: &Path, program: &str) -> PathBuf {
         path.to_path_buf()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const VALID: &[&str] = &[
+        r#"{"name":"weather","version":"1.0.0","exec":"./run","args":["--fast"]}"#,
+        r#"{"name":"notes","command":["python3","main.py"],"timeout":30}"#,
+        r#"{"name":"theme","theme":"theme.json"}"#,
+    ];
+
+    fn parse_both(text: &str) {
+        let dir = Path::new("/x/ext");
+        let path = dir.join(MANIFEST_FILE);
+        for root in [Dialect::Zot, Dialect::Nimlet] {
+            match Manifest::parse_in(dir, &path, text, root) {
+                Ok(manifest) => {
+                    assert!(!manifest.name.is_empty());
+                    assert!(manifest.name.chars().count() <= MAX_NAME_CHARS);
+                }
+                Err(e) => assert!(!e.to_string().is_empty()),
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any text: a manifest or an error with a message, never a panic.
+        #[test]
+        fn any_text_parses_or_fails_cleanly(text in "\\PC{0,200}") {
+            parse_both(&text);
+        }
+
+        /// Valid manifests with bytes changed, cut or repeated.
+        #[test]
+        fn mutated_manifests_parse_or_fail_cleanly(
+            pick in 0..VALID.len(),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut bytes = VALID[pick].as_bytes().to_vec();
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            bytes.truncate(cut.index(bytes.len() + 1).max(1));
+            parse_both(&String::from_utf8_lossy(&bytes));
+        }
+
+        /// Any JSON value where the name goes.
+        #[test]
+        fn any_name_is_checked(name in any::<String>()) {
+            let text = serde_json::json!({"name": name, "exec": "./run"}).to_string();
+            parse_both(&text);
+        }
+    }
+}
