@@ -421,6 +421,35 @@ pub fn parse_value(key: &str, raw: &str) -> Result<Value, String> {
     }
 }
 
+/// `text` (a JSON object that does not parse) without the lines that set
+/// `key`, when that makes it parse (a dangling comma before `}` is dropped too).
+fn without_key_line(text: &str, key: &str) -> Option<String> {
+    let needle = format!("\"{key}\"");
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            !line
+                .trim_start()
+                .strip_prefix(&needle)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .collect();
+    if kept.len() == text.lines().count() {
+        return None;
+    }
+    let mut repaired = kept.join("\n");
+    repaired.push('\n');
+    let parses = |t: &str| matches!(serde_json::from_str::<Value>(t), Ok(Value::Object(_)));
+    if parses(&repaired) {
+        return Some(repaired);
+    }
+    // `"a": 1,` followed by the removed last entry leaves `1,\n}`.
+    let trimmed = repaired.trim_end();
+    let body = trimmed.strip_suffix('}')?.trim_end();
+    let fixed = format!("{}\n}}\n", body.strip_suffix(',')?);
+    parses(&fixed).then_some(fixed)
+}
+
 fn show(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
@@ -525,6 +554,20 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
         }
         ConfigCommand::Unset { key, project: p } => {
             let path = file(*p);
+            if let Err(e) = read_object(&path) {
+                // A file that does not parse: drop the key's line if that repairs it.
+                let text = std::fs::read_to_string(&path)?;
+                let Some(repaired) = without_key_line(&text, key) else {
+                    return Err(e.context(format!("cannot unset {key}")));
+                };
+                write_atomic(&path, repaired.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!(
+                    "removed {key} from {} (the file parses again)",
+                    path.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             if write_key(&path, key, None)? {
                 eprintln!("removed {key} from {}", path.display());
             } else {
@@ -660,6 +703,22 @@ mod tests {
             .collect();
         assert_eq!(keys, ["zeta", "model", "alpha", "yolo"]);
         assert!(text.contains("\"model\": \"b\""));
+    }
+
+    #[test]
+    fn unset_repairs_a_file_broken_on_that_key_line() {
+        let broken = "{\n  \"model\": \"m\"\n  \"yolo\": true\n}\n";
+        assert_eq!(
+            without_key_line(broken, "yolo").as_deref(),
+            Some("{\n  \"model\": \"m\"\n}\n")
+        );
+        let dangling = "{\n  \"model\": \"m\",\n  \"max_steps\": oops\n}";
+        assert_eq!(
+            without_key_line(dangling, "max_steps").as_deref(),
+            Some("{\n  \"model\": \"m\"\n}\n")
+        );
+        assert_eq!(without_key_line(broken, "theme"), None);
+        assert_eq!(without_key_line("{\"model\": 1 \"x\"}", "model"), None);
     }
 
     #[test]

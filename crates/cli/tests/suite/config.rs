@@ -148,6 +148,16 @@ fn a_malformed_user_config_names_file_line_and_column_and_can_be_repaired() {
     let run = w.zot(&["config", "path"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout.trim(), path);
+    // `unset` drops the broken line when that makes the file parse again.
+    let run = w.zot(&["config", "unset", "theme"]);
+    assert_eq!(run.code, 1, "nothing to drop: {run:?}");
+    assert!(run.stderr.contains("line 3, column 3"), "{run:?}");
+    let run = w.zot(&["config", "unset", "yolo"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        read(&user_file(&w)),
+        *json!({"model": "m"}).as_object().unwrap()
+    );
 
     // A wrong value is named too, and `unset` repairs it.
     std::fs::write(user_file(&w), r#"{"max_steps": "lots", "model": "m"}"#).unwrap();
