@@ -8,7 +8,8 @@
 //! ```
 //!
 //! `bash CMD`: the answer is one bash call running CMD, then "done".
-//! `text-mb N`: the answer is N MB of text in a single SSE event.
+//! `text-mb N`: the answer is N MB of text in a single SSE event, written
+//! in 16 KiB pieces.
 //! `tool NAME`: the answer is one call of tool NAME (no arguments), then "done".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,7 +36,14 @@ async fn main() {
             let mb: usize = mb.parse().expect("a number of MB");
             let line = "0123456789 abcdefghijklmnopqrstuvwxyz \"quoted\" é\n";
             let text = line.repeat(mb * 1_000_000 / line.len() + 1);
-            vec![anthropic::Script::new().pieces(1).text(&text).build()]
+            // In 16 KiB writes, as TLS records bring it.
+            vec![
+                anthropic::Script::new()
+                    .pieces(1)
+                    .text(&text)
+                    .build()
+                    .in_writes_of(16 * 1024),
+            ]
         }
         _ => {
             eprintln!("usage: mock_model bash CMD | tool NAME | text-mb N");

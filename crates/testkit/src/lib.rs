@@ -28,6 +28,8 @@ enum Kind {
     Stream {
         events: Vec<SseEvent>,
         stall: bool,
+        /// Each event is written in pieces of at most this many bytes.
+        write_size: Option<usize>,
     },
     Status {
         code: u16,
@@ -59,6 +61,7 @@ impl Response {
             kind: Kind::Stream {
                 events,
                 stall: false,
+                write_size: None,
             },
         }
     }
@@ -71,6 +74,16 @@ impl Response {
             Kind::Stream { events, .. } => events.iter().map(|e| e.text.as_str()).collect(),
             Kind::Status { body, .. } => body.clone(),
         }
+    }
+
+    /// Writes each event in pieces of at most `bytes` (each its own HTTP
+    /// chunk and socket write), as a server behind TLS (16 KiB records) or
+    /// a slow network delivers one big event: in many reads.
+    pub fn in_writes_of(mut self, bytes: usize) -> Self {
+        if let Kind::Stream { write_size, .. } = &mut self.kind {
+            *write_size = Some(bytes.max(4));
+        }
+        self
     }
 
     /// After its events, the stream stays open, sending nothing, until the
@@ -87,6 +100,7 @@ impl Response {
             kind: Kind::Stream {
                 events,
                 stall: false,
+                write_size: None,
             },
         }
     }
@@ -292,10 +306,17 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         } => {
             let _ = http::write_plain(&mut socket, code, &headers, &body).await;
         }
-        Kind::Stream { events, stall } => {
+        Kind::Stream {
+            events,
+            stall,
+            write_size,
+        } => {
             let include_usage =
                 recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-            if stream(&mut socket, &events, include_usage).await.is_err() {
+            if stream(&mut socket, &events, include_usage, write_size)
+                .await
+                .is_err()
+            {
                 return;
             }
             if stall {
@@ -312,13 +333,22 @@ async fn stream(
     socket: &mut TcpStream,
     events: &[SseEvent],
     include_usage: bool,
+    write_size: Option<usize>,
 ) -> std::io::Result<()> {
     http::write_stream_head(socket).await?;
     for event in events {
         if event.needs_include_usage && !include_usage {
             continue;
         }
-        http::write_chunk(socket, &event.text).await?;
+        let mut rest = event.text.as_str();
+        while !rest.is_empty() {
+            let mut end = write_size.unwrap_or(rest.len()).min(rest.len());
+            while !rest.is_char_boundary(end) {
+                end -= 1;
+            }
+            http::write_chunk(socket, &rest[..end]).await?;
+            rest = &rest[end..];
+        }
     }
     Ok(())
 }

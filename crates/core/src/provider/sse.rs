@@ -143,9 +143,19 @@ impl<S> Lines<S> {
                 self.scanned = at;
                 return;
             };
-            self.ready.push_back(self.buf[self.start..end].to_vec());
-            self.start = end;
-            self.scanned = end;
+            if self.start == 0 && 2 * end >= self.buf.len() {
+                // The line is most of the buffer (a big event's line): hand
+                // the buffer itself on and copy only the smaller rest, which
+                // keeps the copying linear.
+                let rest = self.buf.split_off(end);
+                let line = std::mem::replace(&mut self.buf, rest);
+                self.ready.push_back(line);
+                self.scanned = 0;
+            } else {
+                self.ready.push_back(self.buf[self.start..end].to_vec());
+                self.start = end;
+                self.scanned = end;
+            }
         }
     }
 

@@ -394,14 +394,13 @@ impl Output {
             ctx.report(&String::from_utf8_lossy(&self.pending_utf8));
             self.pending_utf8.clear();
         }
-        if let Some(mut file) = self.log.take() {
-            let flushed = match file.flush().await {
-                Ok(()) => file.into_inner().sync_all().await,
-                Err(e) => Err(e),
-            };
-            if let (Err(e), Some(path)) = (flushed, &self.log_path) {
-                self.log_error = Some(format!("{}: {e}", path.display()));
-            }
+        // Flushed, not synced: the file is a copy for reading back, and a
+        // sync would make every long command wait for the disk.
+        if let Some(mut file) = self.log.take()
+            && let Err(e) = file.flush().await
+            && let Some(path) = &self.log_path
+        {
+            self.log_error = Some(format!("{}: {e}", path.display()));
         }
     }
 

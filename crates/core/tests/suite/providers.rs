@@ -299,8 +299,8 @@ fn big_text(bytes: usize) -> String {
 }
 
 /// One text delta of several MB in a single server-sent event, arriving in
-/// many network reads, is read whole (in linear time; the test checks the
-/// result only).
+/// many network reads (16 KiB writes, like TLS records), is read whole (in
+/// linear time; the test checks the result only).
 async fn reads_one_huge_delta(kind: ProviderKind, response: Response, text: &str) {
     let mock = MockModel::start([response]).await;
     let (result, events) = run(
@@ -605,7 +605,11 @@ mod anthropic {
     #[tokio::test]
     async fn one_multi_megabyte_delta_in_one_event() {
         let text = big_text(6 << 20);
-        let response = Script::new().pieces(1).text(&text).build();
+        let response = Script::new()
+            .pieces(1)
+            .text(&text)
+            .build()
+            .in_writes_of(16 * 1024);
         reads_one_huge_delta(ProviderKind::Anthropic, response, &text).await;
     }
 }
@@ -992,7 +996,11 @@ mod openai {
     #[tokio::test]
     async fn one_multi_megabyte_delta_in_one_event() {
         let text = big_text(6 << 20);
-        let response = Script::new().pieces(1).text(&text).build();
+        let response = Script::new()
+            .pieces(1)
+            .text(&text)
+            .build()
+            .in_writes_of(16 * 1024);
         reads_one_huge_delta(ProviderKind::OpenAi, response, &text).await;
     }
 }
