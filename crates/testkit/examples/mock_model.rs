@@ -10,7 +10,8 @@
 //! `bash CMD`: the answer is one bash call running CMD, then "done".
 //! `text-mb N`: the answer is N MB of text in a single SSE event, written
 //! in 16 KiB pieces.
-//! `tool NAME`: the answer is one call of tool NAME (no arguments), then "done".
+//! `tool NAME [ARGS_JSON]`: the answer is one call of tool NAME (arguments
+//! `{}` unless given), then "done".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
@@ -32,6 +33,10 @@ async fn main() {
             anthropic::tool_call("t1", name, "{}"),
             anthropic::text("done"),
         ],
+        ["tool", name, args] => vec![
+            anthropic::tool_call("t1", name, args),
+            anthropic::text("done"),
+        ],
         ["text-mb", mb] => {
             let mb: usize = mb.parse().expect("a number of MB");
             let line = "0123456789 abcdefghijklmnopqrstuvwxyz \"quoted\" é\n";
@@ -46,7 +51,7 @@ async fn main() {
             ]
         }
         _ => {
-            eprintln!("usage: mock_model bash CMD | tool NAME | text-mb N");
+            eprintln!("usage: mock_model bash CMD | tool NAME [ARGS_JSON] | text-mb N");
             std::process::exit(2);
         }
     };
