@@ -1091,3 +1091,53 @@ async fn zot_home_and_its_files_are_private() {
         .path();
     assert_eq!(mode(&file), 0o600, "{}", file.display());
 }
+
+/// `auto_compact` from the user config: a lower percent compacts earlier,
+/// `false` never compacts automatically.
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_compact_from_the_config_sets_when_compaction_runs() {
+    let w = World::new();
+    // 120,000 of the model's 200,000 tokens: 60%, under the default 85%.
+    let filling = |id: &str, input: u64| {
+        anthropic::Script::new()
+            .tool_call(id, "bash", r#"{"command":"echo hi"}"#)
+            .usage(input, 10)
+            .build()
+    };
+    std::fs::create_dir_all(&w.home).unwrap();
+    let config = w.home.join("config.json");
+    std::fs::write(&config, r#"{"auto_compact": 50}"#).unwrap();
+    // Two short turns first, so there is something older than the kept tail to summarise.
+    let model = MockModel::start([
+        filling("a", 10),
+        filling("b", 10),
+        filling("c", 120_000),
+        anthropic::text("EARLIER"),
+        anthropic::text("finished"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "task"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let compacted = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "compact_done")
+        .unwrap_or_else(|| panic!("no compaction at 60% with auto_compact 50: {run:?}"));
+    assert_eq!(compacted["automatic"], true);
+    assert_eq!(compacted["summary"], "EARLIER");
+
+    std::fs::write(&config, r#"{"auto_compact": false}"#).unwrap();
+    let model = MockModel::start([
+        filling("a", 10),
+        filling("b", 10),
+        filling("c", 199_000),
+        anthropic::text("finished"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "task"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        !events(&run).iter().any(|e| e["type"] == "compact_done"),
+        "auto_compact false never compacts: {run:?}"
+    );
+    assert_eq!(model.requests().len(), 4);
+}
