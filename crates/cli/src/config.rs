@@ -185,13 +185,14 @@ impl Settings {
     }
 
     /// Fills every option the flags left unset from these settings.
-    pub fn apply(&self, args: &mut AgentArgs) {
+    pub fn apply(&mut self, args: &mut AgentArgs) {
         let fill = |slot: &mut Option<String>, key: &str| {
             if slot.is_none() {
                 *slot = self.string(key);
             }
         };
         fill(&mut args.provider, "provider");
+        let model_given = args.model.is_some();
         fill(&mut args.model, "model");
         fill(&mut args.base_url, "base_url");
         fill(&mut args.reasoning, "reasoning");
@@ -200,6 +201,25 @@ impl Settings {
                 .get("max_steps")
                 .and_then(|(v, _)| v.as_u64())
                 .and_then(|n| u32::try_from(n).ok());
+        }
+        // A saved model of another provider (say `/model gpt-4.1`, then
+        // `--provider anthropic`) is not sent to this one: its default applies.
+        if !model_given
+            && let (Some(model), Some(kind)) = (
+                args.model.clone(),
+                args.provider.as_deref().and_then(ProviderKind::parse),
+            )
+        {
+            let known = zot_core::models::info(kind, &model);
+            if !known.id.is_empty() && known.provider != kind {
+                self.warnings.push(format!(
+                    "the saved model {model} belongs to {}, not {}; using {}'s default",
+                    known.provider.name(),
+                    kind.name(),
+                    kind.name()
+                ));
+                args.model = None;
+            }
         }
     }
 

@@ -1141,3 +1141,18 @@ async fn auto_compact_from_the_config_sets_when_compaction_runs() {
     );
     assert_eq!(model.requests().len(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_model_of_another_provider_is_not_sent_to_this_one() {
+    let w = World::new();
+    std::fs::write(w.home.join("config.json"), r#"{"model": "gpt-4.1"}"#).unwrap();
+    let model = MockModel::start([anthropic::text("hi")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hello"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the saved model gpt-4.1 belongs to openai"),
+        "{run:?}"
+    );
+    assert_eq!(model.requests()[0].body["model"], "claude-sonnet-4-5");
+}
