@@ -634,7 +634,7 @@ mod tests {
         assert_eq!(s.get("reasoning").unwrap().0, "low");
         assert_eq!(s.get("max_steps").unwrap().0, 7);
         let env = |var: &str| (var == "ZOT_MODEL").then(|| "env-m".to_owned());
-        let s = Settings::load_with(&home, &proj, env).unwrap();
+        let mut s = Settings::load_with(&home, &proj, env).unwrap();
         assert_eq!(
             s.get("model").unwrap(),
             (&json!("env-m"), &Source::Env("ZOT_MODEL"))
