@@ -1,12 +1,15 @@
 //! The agent loop. Per model call, in order: `turn_start` event and
 //! intercept, the model stream, the `assistant_message` intercept and event,
-//! then per tool call the `tool_call` event, confirmation, intercept and
-//! execution, then `turn_end`. A prompt ends with `done`.
+//! then the tool calls (per call the `tool_call` event, confirmation and
+//! intercept in call order; consecutive read-only calls then run
+//! concurrently, a call that may write alone), then `turn_end`. A prompt ends with `done`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -46,6 +49,9 @@ Progress, Key Decisions, Next Steps, Critical Context.";
 
 /// The first line of a compacted conversation's summary message.
 pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+
+/// Most read-only tool calls of one assistant message that run at once.
+pub const MAX_PARALLEL_TOOLS: usize = 8;
 
 /// Shortest time between two `tool_progress` events of one tool call. The
 /// front ends queue events without bound, so this bounds how fast progress
@@ -691,58 +697,121 @@ impl Agent {
         }
     }
 
-    /// Runs each tool call in order and returns the result blocks.
+    /// Runs the tool calls of one assistant message and returns their
+    /// result blocks in call order. Consecutive read-only calls form a group:
+    /// each is gated in call order (its events, confirmation and `tool_call`
+    /// intercept), then the allowed ones run together, at most
+    /// [`MAX_PARALLEL_TOOLS`] at once. A call that may write is a group of
+    /// its own, so it runs alone, after the calls before it and before the
+    /// calls after it.
     async fn run_tools(
         &self,
         calls: &[(String, String, Value)],
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Vec<Block> {
-        let mut results = Vec::new();
-        for (id, name, args) in calls {
-            let _ = events.send(AgentEvent::ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                args: args.clone(),
-            });
-            self.hooks
-                .event(HookEvent::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: args.clone(),
-                })
-                .await;
-            let output = if cancel.is_cancelled() {
-                ToolOutput::error("aborted before it ran")
+        let mut results = Vec::with_capacity(calls.len());
+        let mut start = 0;
+        while start < calls.len() {
+            // Again per group: a tool result may activate tools.
+            let specs = self.tool_specs();
+            let read_only = |name: &str| specs.iter().any(|s| s.name == name && s.read_only);
+            let end = if read_only(&calls[start].1) {
+                start
+                    + calls[start..]
+                        .iter()
+                        .take_while(|(_, name, _)| read_only(name))
+                        .count()
             } else {
-                self.run_tool(id, name, args, events, cancel).await
+                start + 1
             };
-            // Whatever produced it (tool, extension, a hook's reason).
-            let output = cap_output(output, name, self.tool_output_dir()).await;
-            let _ = events.send(AgentEvent::ToolResult {
-                id: id.clone(),
-                is_error: output.is_error,
-                content: output.content.clone(),
-            });
-            results.push(Block::ToolResult {
-                call_id: id.clone(),
-                is_error: output.is_error,
-                content: output.content,
-            });
+            let group = &calls[start..end];
+            let mut gates = Vec::with_capacity(group.len());
+            for (id, name, args) in group {
+                gates.push(self.gate(&specs, id, name, args, events, cancel).await);
+            }
+            // Then the allowed calls run, at most MAX_PARALLEL_TOOLS at once.
+            let mut waiting = group.iter().zip(gates).enumerate();
+            let mut running = FuturesUnordered::new();
+            let mut outputs: Vec<Option<ToolOutput>> = group.iter().map(|_| None).collect();
+            loop {
+                while running.len() < MAX_PARALLEL_TOOLS {
+                    let Some((index, ((id, name, _), gate))) = waiting.next() else {
+                        break;
+                    };
+                    running.push(self.finish_tool(index, id, name, gate, events, cancel));
+                }
+                let Some((index, output)) = running.next().await else {
+                    break;
+                };
+                outputs[index] = Some(output);
+            }
+            for ((id, _, _), output) in group.iter().zip(outputs) {
+                let output = output.unwrap_or_else(|| ToolOutput::error("the call never ended"));
+                results.push(Block::ToolResult {
+                    call_id: id.clone(),
+                    is_error: output.is_error,
+                    content: output.content,
+                });
+            }
+            start = end;
         }
         results
     }
 
-    async fn run_tool(
+    /// Runs a gated call (if allowed), caps its output and reports it.
+    async fn finish_tool(
         &self,
+        index: usize,
+        id: &str,
+        name: &str,
+        gate: Gate,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> (usize, ToolOutput) {
+        let output = match gate {
+            Gate::Done(output) => output,
+            Gate::Run(_) if cancel.is_cancelled() => ToolOutput::error("aborted before it ran"),
+            Gate::Run(args) => self.run_tool(id, name, args, events, cancel).await,
+        };
+        // Whatever produced it (tool, extension, a hook's reason).
+        let output = cap_output(output, name, self.tool_output_dir()).await;
+        let _ = events.send(AgentEvent::ToolResult {
+            id: id.to_owned(),
+            is_error: output.is_error,
+            content: output.content.clone(),
+        });
+        (index, output)
+    }
+
+    /// What comes before a tool call runs: the `tool_call` event, the
+    /// confirmation and the `tool_call` intercept, then the argument check.
+    async fn gate(
+        &self,
+        specs: &[ToolSpec],
         id: &str,
         name: &str,
         args: &Value,
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
-    ) -> ToolOutput {
-        let Some(spec) = self.tool_specs().into_iter().find(|s| s.name == name) else {
-            return ToolOutput::error(format!("unknown tool \"{name}\""));
+    ) -> Gate {
+        let _ = events.send(AgentEvent::ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            args: args.clone(),
+        });
+        self.hooks
+            .event(HookEvent::ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                args: args.clone(),
+            })
+            .await;
+        if cancel.is_cancelled() {
+            return Gate::Done(ToolOutput::error("aborted before it ran"));
+        }
+        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+            return Gate::Done(ToolOutput::error(format!("unknown tool \"{name}\"")));
         };
         if let Some(confirm) = self.confirm.as_ref().filter(|c| c.needed(name)) {
             let preview = preview(args);
@@ -759,17 +828,29 @@ impl Agent {
                 })
                 .await;
             if let Err(reason) = confirm.confirm(id, name, &preview).await {
-                return ToolOutput::error(reason);
+                return Gate::Done(ToolOutput::error(reason));
             }
         }
         let args = match self.hooks.tool_call(id, name, args).await {
-            ToolGate::Block { reason, .. } => return ToolOutput::error(reason),
+            ToolGate::Block { reason, .. } => return Gate::Done(ToolOutput::error(reason)),
             ToolGate::Allow { args: Some(new) } => new,
             ToolGate::Allow { args: None } => args.clone(),
         };
-        if let Err(problem) = validate(&spec, &args) {
-            return ToolOutput::error(problem);
+        if let Err(problem) = validate(spec, &args) {
+            return Gate::Done(ToolOutput::error(problem));
         }
+        Gate::Run(args)
+    }
+
+    /// Runs an allowed tool call, then the `tool_result` intercept.
+    async fn run_tool(
+        &self,
+        id: &str,
+        name: &str,
+        args: Value,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
         tracing::debug!(
             id,
             tool = name,
@@ -819,6 +900,14 @@ impl Agent {
         };
         self.hooks.tool_result(name, &ran_with, output).await
     }
+}
+
+/// A tool call after its gates.
+enum Gate {
+    /// Allowed: run it with these arguments.
+    Run(Value),
+    /// Refused or failed before it ran: this is its result.
+    Done(ToolOutput),
 }
 
 /// What the model (and the front ends) get of a tool's result, from any

@@ -1156,3 +1156,106 @@ async fn a_saved_model_of_another_provider_is_not_sent_to_this_one() {
     );
     assert_eq!(model.requests()[0].body["model"], "claude-sonnet-4-5");
 }
+
+const TIMED: &str = r#"
+import threading
+LOCK = threading.Lock()
+TIMES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "times.log")
+handshake(NAME)
+emit({"type":"register_tool","name":"peek","description":"Look.","schema":{"type":"object"},"read_only":True})
+emit({"type":"register_tool","name":"poke","description":"Change.","schema":{"type":"object"}})
+emit({"type":"ready"})
+def run(msg):
+    tag = msg.get("args", {}).get("tag", "?")
+    start = time.time()
+    time.sleep(0.3)
+    end = time.time()
+    with LOCK:
+        with open(TIMES, "a") as f:
+            f.write(f"{tag} {start} {end}\n")
+        emit({"type":"tool_result","id":msg["id"],"content":[{"type":"text","text":msg["name"] + " " + tag}]})
+for msg in frames():
+    if msg["type"] == "tool_call":
+        threading.Thread(target=run, args=(msg,), daemon=True).start()
+    if msg["type"] == "shutdown":
+        break
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_extension_tools_of_one_message_overlap_and_a_write_runs_alone() {
+    let w = World::new();
+    let ext = w.py_ext("timed", TIMED);
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .tool_call("t1", "peek", r#"{"tag":"a"}"#)
+            .tool_call("t2", "peek", r#"{"tag":"b"}"#)
+            .tool_call("t3", "poke", r#"{"tag":"w"}"#)
+            .tool_call("t4", "peek", r#"{"tag":"c"}"#)
+            .tool_call("t5", "peek", r#"{"tag":"d"}"#)
+            .build(),
+        anthropic::text("looked"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["--json", "--no-session", "go"], &[&ext]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let log = std::fs::read_to_string(ext.join("times.log")).unwrap();
+    let span = |tag: &str| -> (f64, f64) {
+        let line = log
+            .lines()
+            .find(|l| l.split(' ').next() == Some(tag))
+            .unwrap_or_else(|| panic!("{tag} never ran: {log}"));
+        let times: Vec<f64> = line
+            .split(' ')
+            .skip(1)
+            .map(|t| t.parse().unwrap())
+            .collect();
+        (times[0], times[1])
+    };
+    let overlap = |x: (f64, f64), y: (f64, f64)| x.0 < y.1 && y.0 < x.1;
+    let (a, b, write, c, d) = (span("a"), span("b"), span("w"), span("c"), span("d"));
+    assert!(
+        overlap(a, b),
+        "read-only calls ran one after the other: {log}"
+    );
+    assert!(
+        overlap(c, d),
+        "read-only calls ran one after the other: {log}"
+    );
+    for read in [a, b] {
+        assert!(
+            read.1 <= write.0,
+            "the write started before a read ended: {log}"
+        );
+    }
+    for read in [c, d] {
+        assert!(
+            write.1 <= read.0,
+            "a read started before the write ended: {log}"
+        );
+    }
+    // Results go back in call order; each call's events in their order.
+    let body = &model.requests()[1].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap();
+    let ids: Vec<&str> = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["t1", "t2", "t3", "t4", "t5"], "{body}");
+    let events = events(&run);
+    let at = |kind: &str, id: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == kind && e["id"] == id)
+            .unwrap_or_else(|| panic!("no {kind} for {id}: {run:?}"))
+    };
+    for id in ["t1", "t2", "t3", "t4", "t5"] {
+        assert!(at("tool_call", id) < at("tool_result", id), "{run:?}");
+    }
+}

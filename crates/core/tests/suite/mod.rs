@@ -1,4 +1,5 @@
 mod hooks;
+mod parallel_tools;
 mod providers;
 mod sse_props;
 mod tool_output;
