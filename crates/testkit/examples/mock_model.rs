@@ -12,6 +12,7 @@
 //! in 16 KiB pieces.
 //! `tool NAME [ARGS_JSON]`: the answer is one call of tool NAME (arguments
 //! `{}` unless given), then "done".
+//! `tools N NAME`: the answer is N calls of tool NAME in one message, then "done".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
@@ -37,6 +38,14 @@ async fn main() {
             anthropic::tool_call("t1", name, args),
             anthropic::text("done"),
         ],
+        ["tools", count, name] => {
+            let count: usize = count.parse().expect("a number of calls");
+            let mut script = anthropic::Script::new();
+            for i in 0..count {
+                script = script.tool_call(&format!("t{i}"), name, "{}");
+            }
+            vec![script.build(), anthropic::text("done")]
+        }
         ["text-mb", mb] => {
             let mb: usize = mb.parse().expect("a number of MB");
             let line = "0123456789 abcdefghijklmnopqrstuvwxyz \"quoted\" é\n";
@@ -51,7 +60,9 @@ async fn main() {
             ]
         }
         _ => {
-            eprintln!("usage: mock_model bash CMD | tool NAME [ARGS_JSON] | text-mb N");
+            eprintln!(
+                "usage: mock_model bash CMD | tool NAME [ARGS_JSON] | tools N NAME | text-mb N"
+            );
             std::process::exit(2);
         }
     };
