@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
 use zot_core::provider::ProviderKind;
+use zot_extensions::trust::write_atomically;
 
 use crate::args::{AgentArgs, ConfigCommand};
 
@@ -385,7 +386,7 @@ pub fn write_key(path: &Path, key: &str, value: Option<Value>) -> anyhow::Result
     }
     let mut text = serde_json::to_string_pretty(&Value::Object(map))?;
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    write_atomically(path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(true)
 }
@@ -397,29 +398,6 @@ pub fn save_model(zot_home: &Path, model: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot create {}", zot_home.display()))?;
     write_key(&path, "model", Some(Value::from(model)))?;
     Ok(path)
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let mode = std::fs::metadata(path)
-        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
-        .unwrap_or(0o600);
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// The value `zot config set` stores: JSON when it parses (and fits the
@@ -580,7 +558,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 let Some(repaired) = without_key_line(&text, key) else {
                     return Err(e.context(format!("cannot unset {key}")));
                 };
-                write_atomic(&path, repaired.as_bytes())
+                write_atomically(&path, repaired.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 eprintln!(
                     "removed {key} from {} (the file parses again)",
