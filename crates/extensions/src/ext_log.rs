@@ -10,6 +10,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -42,7 +43,11 @@ impl ExtLog {
         max_bytes: u64,
     ) -> io::Result<Self> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            // Logs can hold what extensions print about the user's code: only the user reads them.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
         }
         if std::fs::metadata(path).is_ok_and(|m| m.len() >= max_bytes) {
             std::fs::rename(path, rotated_path(path))?;
@@ -95,7 +100,11 @@ impl ExtLog {
 }
 
 fn append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
 }
 
 #[cfg(test)]
@@ -135,6 +144,9 @@ mod tests {
             "{now}"
         );
         assert!(!dir.path().join("logs").join("ext-big.log.2").exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "a new log is the user's alone");
 
         // Under the limit nothing moves.
         log.line("small");
