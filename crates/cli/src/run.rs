@@ -147,13 +147,11 @@ pub fn agent(
     config.max_tokens = info.max_output.min(MAX_TOKENS_CAP);
     config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
     config.max_steps = args.max_steps;
-    // The agent compacts at AUTO_COMPACT_RATIO of this window: scaling the
-    // window moves that point to the configured percentage.
-    config.context_window = ctx.settings.auto_compact().map(|percent| {
-        let scaled = f64::from(info.context_window) * percent as f64
-            / (zot_core::agent::AUTO_COMPACT_RATIO * 100.0);
-        scaled.round() as u32
-    });
+    config.context_window = Some(info.context_window);
+    config.auto_compact = ctx
+        .settings
+        .auto_compact()
+        .map(|percent| percent as f64 / 100.0);
     config.plan = args.plan;
     config.price = info.price;
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));

@@ -35,8 +35,8 @@ pub const PREVIEW_CHARS: usize = 120;
 /// Messages kept verbatim after a compaction (research zot.md §1.6: keepTail=4).
 pub const COMPACT_KEEP_TAIL: usize = 4;
 
-/// Auto-compaction starts when a call's input reaches this share of the
-/// context window (the agent issue: 85%).
+/// Auto-compaction starts by default when a call's input reaches this share
+/// of the context window (the agent issue: 85%).
 pub const AUTO_COMPACT_RATIO: f64 = 0.85;
 
 /// `max_tokens` of the summarising call.
@@ -91,6 +91,9 @@ pub struct AgentConfig {
     pub tools: ToolFilter,
     /// The model's context window, for auto-compaction; `None` disables it.
     pub context_window: Option<u32>,
+    /// The share of the context window at which a call's input triggers
+    /// auto-compaction ([`AUTO_COMPACT_RATIO`] by default); `None` disables it.
+    pub auto_compact: Option<f64>,
     /// Plan mode: only read-only tools are offered and callable.
     pub plan: bool,
     /// USD per million input and output tokens, for usage reports.
@@ -110,6 +113,7 @@ impl AgentConfig {
             max_steps: None,
             tools: ToolFilter::All,
             context_window: None,
+            auto_compact: Some(AUTO_COMPACT_RATIO),
             plan: false,
             price: None,
             tool_output: None,
@@ -423,9 +427,10 @@ impl Agent {
     }
 
     fn needs_compaction(&self) -> bool {
-        self.config
-            .context_window
-            .is_some_and(|window| self.last_input as f64 >= AUTO_COMPACT_RATIO * f64::from(window))
+        match (self.config.context_window, self.config.auto_compact) {
+            (Some(window), Some(share)) => self.last_input as f64 >= share * f64::from(window),
+            _ => false,
+        }
     }
 
     /// Compaction the user asked for (`/compact`, RPC `compact`): like the
