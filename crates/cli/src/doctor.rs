@@ -114,7 +114,9 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
     let sessions_bytes = dir_size(&sessions);
 
     if as_json {
-        let extensions = extensions_json(cli);
+        let extensions = crate::ext_cmd::doctor_report(ctx).unwrap_or_else(|e| {
+            json!({"ok": false, "errors": 1, "error": format!("{e:#}"), "extensions": [], "conflicts": []})
+        });
         if extensions["ok"] != json!(true) {
             found
                 .problems
@@ -363,38 +365,6 @@ fn human_bytes(bytes: u64) -> String {
         unit = u;
     }
     format!("{value:.1} {unit}")
-}
-
-/// `zot ext doctor --json` as this binary prints it (run as a child, with
-/// this run's extension flags), so both reports stay one and the same.
-fn extensions_json(cli: &Cli) -> Value {
-    let report = (|| -> Result<Value, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut cmd = std::process::Command::new(exe);
-        for dir in &cli.ext {
-            cmd.arg("--ext")
-                .arg(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()));
-        }
-        if cli.no_ext {
-            cmd.arg("--no-ext");
-        }
-        if cli.trust {
-            cmd.arg("--trust");
-        }
-        let out = cmd
-            .args(["ext", "doctor", "--json"])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| e.to_string())?;
-        serde_json::from_slice(&out.stdout).map_err(|e| {
-            format!(
-                "zot ext doctor printed no report ({e}; exit status {})",
-                out.status
-            )
-        })
-    })();
-    report.unwrap_or_else(|error| json!({"ok": false, "errors": 1, "error": error, "extensions": [], "conflicts": []}))
 }
 
 #[cfg(test)]

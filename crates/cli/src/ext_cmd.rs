@@ -165,6 +165,37 @@ fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
 }
 
 fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
+    let doc = doctor_report(ctx)?;
+    let ok = doc["ok"] == json!(true);
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let entries = doc["extensions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        print_doctor(entries);
+        let warned = entries
+            .iter()
+            .filter(|e| e["warnings"].as_array().is_some_and(|w| !w.is_empty()))
+            .count();
+        println!(
+            "\n{} extension(s): {} with errors, {} with warnings",
+            entries.len(),
+            doc["errors"],
+            warned
+        );
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Starts every extension as zot would and returns the report that
+/// `zot ext doctor --json` prints (`zot doctor` embeds it).
+pub fn doctor_report(ctx: &Context) -> anyhow::Result<Value> {
     let found = discover(&ctx.config);
     ctx.warn_untrusted(&found);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -196,8 +227,7 @@ fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let entries: Vec<Value> = reports.iter().map(|r| doctor_entry(r, &warnings)).collect();
     let errors = entries.iter().filter(|e| !e["error"].is_null()).count();
     let ok = errors == 0;
-    if as_json {
-        let conflicts: Vec<Value> = conflicts
+    let conflicts: Vec<Value> = conflicts
             .iter()
             .map(|c| {
                 json!({
@@ -208,27 +238,7 @@ fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        let doc =
-            json!({ "ok": ok, "errors": errors, "extensions": entries, "conflicts": conflicts });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        print_doctor(&entries);
-        let warned = entries
-            .iter()
-            .filter(|e| e["warnings"].as_array().is_some_and(|w| !w.is_empty()))
-            .count();
-        println!(
-            "\n{} extension(s): {} with errors, {} with warnings",
-            entries.len(),
-            errors,
-            warned
-        );
-    }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(json!({ "ok": ok, "errors": errors, "extensions": entries, "conflicts": conflicts }))
 }
 
 /// One extension's doctor entry; the JSON shape is documented in the README.
