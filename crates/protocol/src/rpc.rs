@@ -103,7 +103,11 @@ impl Envelope {
             if let Value::Object(map) = &mut fields {
                 map.remove("id");
             }
-            serde_json::from_value(fields).map_err(|e| problem(&command, &e.to_string()))
+            let images_bad = fields
+                .get("images")
+                .is_some_and(|images| !valid_images(images));
+            serde_json::from_value(fields)
+                .map_err(|e| problem(&command, images_bad, &e.to_string()))
         };
         Ok(Self {
             id,
@@ -117,13 +121,20 @@ impl Envelope {
     }
 }
 
+/// Whether `images` is a list of `{mime_type, data}` string pairs.
+fn valid_images(images: &Value) -> bool {
+    images.as_array().is_some_and(|items| {
+        items
+            .iter()
+            .all(|i| i["mime_type"].is_string() && i["data"].is_string())
+    })
+}
+
 /// A bad request's fields, in the words the protocol documents.
-fn problem(command: &str, serde: &str) -> String {
+fn problem(command: &str, images_bad: bool, serde: &str) -> String {
     match command {
         "set_model" => "set_model needs \"model\"".to_owned(),
-        "prompt" if serde.contains("mime_type") || serde.contains("data") => {
-            "each image needs \"mime_type\" and \"data\" (base64)".to_owned()
-        }
+        "prompt" if images_bad => "each image needs \"mime_type\" and \"data\" (base64)".to_owned(),
         "prompt" => "prompt needs a non-empty \"message\" or images".to_owned(),
         _ => format!("malformed {command}: {serde}"),
     }
