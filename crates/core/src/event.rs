@@ -2,7 +2,6 @@
 //! end consumes this one stream; `--json` and `rpc` print it as the typed
 //! lines of `zot_protocol::events` (`AgentEvent::to_wire`).
 
-use serde::Serialize;
 use serde_json::Value;
 use zot_protocol::events as wire;
 
@@ -10,7 +9,7 @@ use crate::message::{Block, Message};
 use crate::provider::{StopReason, Usage};
 
 /// Token counts and cost, per call and cumulative.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct UsageReport {
     pub input: u64,
     pub output: u64,

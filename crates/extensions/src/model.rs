@@ -142,19 +142,6 @@ pub enum Ask {
     },
 }
 
-impl Ask {
-    pub fn point(&self) -> HookPoint {
-        match self {
-            Self::TurnStart { .. } => HookPoint::TurnStart,
-            Self::BeforeAgentStart { .. } => HookPoint::BeforeAgentStart,
-            Self::ToolCall { .. } => HookPoint::ToolCall,
-            Self::ToolResult { .. } => HookPoint::ToolResult,
-            Self::AssistantMessage { .. } => HookPoint::AssistantMessage,
-            Self::BeforeCompact { .. } => HookPoint::BeforeCompact,
-        }
-    }
-}
-
 /// An interceptor's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
