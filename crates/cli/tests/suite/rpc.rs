@@ -332,6 +332,8 @@ async fn compact_summarises_older_messages() {
     rpc.send(r#"{"type":"compact"}"#);
     let done = rpc.until(|v| v["type"] == "compact_done" || v["type"] == "error");
     assert_eq!(done["summary"], "THE SUMMARY", "{done}");
+    // The same event as automatic compaction, marked as asked for.
+    assert_eq!(done["automatic"], false, "{done}");
     rpc.send(r#"{"type":"get_messages"}"#);
     let messages = rpc.response("get_messages")["data"]["messages"].clone();
     let first = messages[0]["content"][0]["text"]
