@@ -16,6 +16,7 @@ mod host;
 pub mod limits;
 pub mod manage;
 pub mod manifest;
+pub mod mcp;
 pub mod model;
 mod reaper;
 mod registry;

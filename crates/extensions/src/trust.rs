@@ -35,6 +35,11 @@ pub const GATED_ROOTS: &[(&str, Dialect)] = &[
     (".agents/extensions", Dialect::Nimlet),
 ];
 
+/// Single project files that can run code or redirect credentials, pinned
+/// whole (with the project files they name to run). `docs/trust.md` keeps
+/// the table of them.
+pub const GATED_FILES: &[&str] = &[crate::mcp::config::PROJECT_FILE];
+
 /// A file whose mtime or ctime is this close to the moment it was hashed
 /// may still change within the file system's timestamp granularity without
 /// its stat changing, so its hash is not cached ("racily clean", as git says).
@@ -541,7 +546,15 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
             referenced.extend(runs(&path, project, *dialect));
         }
     }
-    // What manifests run from elsewhere in the project.
+    for rel in GATED_FILES {
+        // Followed when a symlink: what is read is what is pinned.
+        let path = project.join(rel);
+        if let Ok(meta) = path.metadata() {
+            hasher.pin(&mut files, &path, rel, &meta);
+            referenced.extend(crate::mcp::config::project_files_run(&path, project));
+        }
+    }
+    // What manifests (and gated files) run from elsewhere in the project.
     let Ok(home) = project.canonicalize() else {
         return files;
     };
@@ -881,6 +894,28 @@ mod tests {
         assert!(!ignored.covers("a/x.log2"));
         assert!(!ignored.covers("a/node_modules2"));
         assert!(Ignored(vec!["./".into()]).covers("anything"));
+    }
+
+    #[test]
+    fn mcp_json_and_the_project_files_it_runs_are_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().canonicalize().unwrap();
+        write(
+            &project.join(".mcp.json"),
+            r#"{"mcpServers": {"local": {"command": "node", "args": ["tools/server.js", "--flag"]}}}"#,
+        );
+        write(&project.join("tools/server.js"), "// v1");
+        let before = snapshot(&project);
+        assert_eq!(
+            before.keys().collect::<Vec<_>>(),
+            [".mcp.json", "tools/server.js"]
+        );
+        write(&project.join("tools/server.js"), "// v2");
+        let shown: Vec<String> = diff(&before, &snapshot(&project))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["changed tools/server.js"]);
     }
 
     #[test]
