@@ -634,6 +634,7 @@ impl Inner {
             &launch.cwd,
             &log,
             limits.max_frame_bytes,
+            stdio::Confinement::default(),
         )
         .map_err(|e| {
             let kind = LoadErrorKind::Spawn {

@@ -113,7 +113,9 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
     if ctx.cancel.is_cancelled() {
         return ToolOutput::error(format!("$ {command}\n\n(not started)\n\n[aborted]"));
     }
-    let spawned = Command::new(SHELL)
+    let mut shell = Command::new(SHELL);
+    zot_sandbox::set_child_env(shell.as_std_mut(), None, &[]);
+    let spawned = shell
         .arg("-c")
         .arg(command)
         .current_dir(&ctx.cwd)

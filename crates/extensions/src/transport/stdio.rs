@@ -1,7 +1,9 @@
 //! The child-process transport: the extension runs in its own process
 //! group (with a parent-death signal on Linux), frames travel over its
 //! stdin and stdout, its stderr is its log file, and it is stopped with
-//! escalating signals to the whole group.
+//! escalating signals to the whole group. Every process starts with the
+//! environment of `zot_sandbox::child_env` and, when it has a permission
+//! scope, inside its sandbox (its [`Confinement`]).
 
 use std::io;
 use std::path::Path;
@@ -22,15 +24,28 @@ use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing, preview};
 use crate::ext_log::ExtLog;
 use crate::reaper;
 
-/// The environment variable that holds `zot rpc`'s client token; removed
-/// from every extension's environment.
-pub(crate) const RPC_TOKEN_ENV: &str = "ZOTCORE_RPC_TOKEN";
+/// How a child process is confined: unrestricted by default (the
+/// environment less `ZOTCORE_RPC_TOKEN`), or held to a permission scope.
+#[derive(Debug, Default)]
+pub(crate) struct Confinement {
+    /// The scope; `None` runs with the user's full privileges.
+    pub(crate) scope: Option<zot_sandbox::Scope>,
+    /// Variables set by the process's own configuration (a private
+    /// `TMPDIR`, an MCP server's `env`…), added to the environment last.
+    pub(crate) env: Vec<(String, String)>,
+    /// The sandbox built for the scope, entered between fork and exec.
+    pub(crate) sandbox: Option<zot_sandbox::Prepared>,
+    /// The private temporary directory, removed when the process record goes.
+    pub(crate) tmp: Option<zot_sandbox::PrivateTmp>,
+}
 
 /// A running extension process (and its process group).
 #[derive(Debug)]
 pub(crate) struct Process {
     pgid: Pid,
     exit: watch::Receiver<Option<ExitStatus>>,
+    /// Dropped after the process: its private temporary directory.
+    _tmp: Option<zot_sandbox::PrivateTmp>,
 }
 
 /// A started extension process: what the host supervises, the connection
@@ -50,8 +65,10 @@ pub(crate) fn spawn(
     cwd: &Path,
     log: &Arc<ExtLog>,
     max_frame_bytes: usize,
+    confinement: Confinement,
 ) -> io::Result<Spawned> {
-    let (process, stdin, stdout) = Process::spawn(program, args, cwd, log.stderr_handle()?)?;
+    let (process, stdin, stdout) =
+        Process::spawn(program, args, cwd, log.stderr_handle()?, confinement)?;
     tracing::info!(extension = %name, pid = process.pgid.as_raw(), program = %program.display(), "extension started");
     let (conn, outbox) = Connection::new();
     tokio::spawn(write_loop(stdin, outbox, Arc::clone(log), name.to_owned()));
@@ -106,13 +123,17 @@ impl Process {
         args: &[String],
         cwd: &Path,
         stderr: std::fs::File,
+        confinement: Confinement,
     ) -> io::Result<(Self, ChildStdin, tokio::process::ChildStdout)> {
         let mut command = Command::new(program);
+        zot_sandbox::set_child_env(
+            command.as_std_mut(),
+            confinement.scope.as_ref(),
+            &confinement.env,
+        );
         command
             .args(args)
             .current_dir(cwd)
-            // The RPC server's secret is not the extension's business.
-            .env_remove(RPC_TOKEN_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
@@ -135,6 +156,11 @@ impl Process {
                 });
             }
         }
+        // After the parent-death signal: the sandbox forbids nothing it needs,
+        // and a child that cannot enter its sandbox must not run at all.
+        if let Some(sandbox) = &confinement.sandbox {
+            sandbox.apply(command.as_std_mut());
+        }
         let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout), Some(pid)) =
             (child.stdin.take(), child.stdout.take(), child.id())
@@ -151,7 +177,12 @@ impl Process {
             reaper::disown(pgid.as_raw());
             let _ = tx.send(Some(status.unwrap_or_else(|_| failed_wait_status())));
         });
-        Ok((Process { pgid, exit }, stdin, stdout))
+        let process = Process {
+            pgid,
+            exit,
+            _tmp: confinement.tmp,
+        };
+        Ok((process, stdin, stdout))
     }
 
     /// The exit status once the process has been reaped.

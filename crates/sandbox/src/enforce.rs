@@ -1,0 +1,435 @@
+//! Holding a process to its scope. [`prepare`] decides what this kernel can
+//! enforce and builds everything that allocates (the Landlock ruleset, the
+//! seccomp program, the uid/gid map lines) before the fork; [`Prepared::apply`]
+//! installs a `pre_exec` step that only makes async-signal-safe syscalls:
+//! `unshare`, writing the maps, `prctl(PR_SET_NO_NEW_PRIVS)`, `seccomp` and
+//! `landlock_restrict_self`.
+
+use std::fmt;
+
+#[cfg(not(target_os = "linux"))]
+use crate::policy::Enforce;
+use crate::probe::Kernel;
+use crate::resolve::Resolved;
+
+/// Why a scoped process cannot start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxError {
+    /// Strict enforcement, and the kernel lacks what the scope needs.
+    Unsupported { missing: Vec<String> },
+    /// Building the ruleset or filter failed.
+    Setup(String),
+}
+
+impl fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unsupported { missing } => write!(
+                f,
+                "this kernel cannot enforce the permission scope (missing: {}); \
+                 set \"enforce\": \"best-effort\" in permissions.json to run it with what can be enforced",
+                missing.join(", ")
+            ),
+            Self::Setup(e) => write!(f, "cannot set up the sandbox: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SandboxError {}
+
+/// What the scope needs that this kernel lacks, in words for the user.
+pub fn missing(resolved: &Resolved, kernel: &Kernel) -> Vec<String> {
+    use crate::probe::{LANDLOCK_NET_ABI, LANDLOCK_SCOPE_ABI, LANDLOCK_TRUNCATE_ABI};
+    let abi = kernel.landlock_abi;
+    let mut missing = Vec::new();
+    if abi == 0 {
+        missing.push("Landlock (file access rules)".to_owned());
+    } else if abi < LANDLOCK_TRUNCATE_ABI {
+        missing.push("truncation control (Landlock ABI 3)".to_owned());
+    }
+    let isolated = resolved.net.isolated();
+    if isolated && !kernel.userns {
+        missing.push("a private network namespace (user namespaces)".to_owned());
+    }
+    let tcp_rules = resolved.net.tcp_ports().is_some() && !(isolated && kernel.userns);
+    if tcp_rules && abi < LANDLOCK_NET_ABI {
+        missing.push("TCP port rules (Landlock ABI 4)".to_owned());
+    }
+    if abi < LANDLOCK_SCOPE_ABI {
+        missing.push("signal and abstract-socket scoping (Landlock ABI 6)".to_owned());
+    }
+    if !resolved.net.unix() && !kernel.seccomp {
+        missing.push("the Unix-socket filter (seccomp)".to_owned());
+    }
+    missing
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::Prepared;
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeMap;
+    use std::ffi::CString;
+    use std::io;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::sync::Arc;
+
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        path_beneath_rules,
+    };
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+
+    use super::{SandboxError, missing};
+    use crate::policy::Enforce;
+    use crate::probe::{Kernel, LANDLOCK_NET_ABI, LANDLOCK_SCOPE_ABI};
+    use crate::resolve::Resolved;
+
+    /// The user and group map lines of a fresh user namespace, and where
+    /// they go, built before the fork.
+    #[derive(Debug)]
+    struct Maps {
+        setgroups: CString,
+        uid_map: CString,
+        gid_map: CString,
+        uid_line: Vec<u8>,
+        gid_line: Vec<u8>,
+    }
+
+    /// Everything a scoped child needs, built; apply it to any number of commands.
+    #[derive(Debug, Clone)]
+    pub struct Prepared {
+        landlock: Option<Arc<OwnedFd>>,
+        filters: Option<Arc<Vec<BpfProgram>>>,
+        /// `unshare` flags for the network namespace (0: none).
+        unshare: libc::c_int,
+        maps: Option<Arc<Maps>>,
+        unenforced: Vec<String>,
+    }
+
+    impl Prepared {
+        /// What the scope asks for that is not enforced (best-effort only).
+        pub fn unenforced(&self) -> &[String] {
+            &self.unenforced
+        }
+
+        /// Makes `command`'s child enter its sandbox between fork and exec.
+        pub fn apply(&self, command: &mut std::process::Command) {
+            use std::os::unix::process::CommandExt;
+            let this = self.clone();
+            // SAFETY: the closure only makes async-signal-safe syscalls and
+            // allocates nothing: everything it uses was built before the fork.
+            unsafe {
+                command.pre_exec(move || this.enter());
+            }
+        }
+
+        /// In the child: namespaces, no_new_privs, seccomp, Landlock, in that
+        /// order (the maps must be written before Landlock hides `/proc/self`'s
+        /// writable files; seccomp and Landlock both need no_new_privs).
+        fn enter(&self) -> io::Result<()> {
+            // SAFETY (all blocks below): syscalls on memory this struct owns.
+            if self.unshare != 0 {
+                if unsafe { libc::unshare(self.unshare) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(maps) = &self.maps {
+                    write_file(&maps.setgroups, b"deny")?;
+                    write_file(&maps.uid_map, &maps.uid_line)?;
+                    write_file(&maps.gid_map, &maps.gid_line)?;
+                }
+            }
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for filter in self.filters.iter().flat_map(|f| f.iter()) {
+                if seccompiler::apply_filter(filter).is_err() {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if let Some(fd) = &self.landlock
+                && unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0) }
+                    != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        }
+    }
+
+    /// `open`, `write`, `close`: async-signal-safe.
+    fn write_file(path: &CString, bytes: &[u8]) -> io::Result<()> {
+        // SAFETY: `path` is NUL-terminated and `bytes` outlives the call.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+            libc::close(fd);
+            if usize::try_from(n).ok() != Some(bytes.len()) {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the sandbox of `resolved` for this kernel. Strict: an error
+    /// naming what is missing; best-effort: what can be enforced, with the
+    /// rest listed as unenforced.
+    pub fn prepare(
+        resolved: &Resolved,
+        kernel: &Kernel,
+        enforce: Enforce,
+    ) -> Result<Prepared, SandboxError> {
+        let missing = missing(resolved, kernel);
+        if enforce == Enforce::Strict && !missing.is_empty() {
+            return Err(SandboxError::Unsupported { missing });
+        }
+        let setup = |e: &dyn std::fmt::Display| SandboxError::Setup(e.to_string());
+        let isolated = resolved.net.isolated() && kernel.userns;
+        let (unshare, maps) = if isolated {
+            if kernel.root {
+                (libc::CLONE_NEWNET, None)
+            } else {
+                (
+                    libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
+                    Some(Arc::new(maps()?)),
+                )
+            }
+        } else {
+            (0, None)
+        };
+        let landlock = if kernel.landlock_abi > 0 {
+            // A port list, or no network without a namespace to hold it.
+            let tcp = resolved.net.tcp_ports().filter(|_| !isolated);
+            Some(Arc::new(
+                ruleset(resolved, kernel, tcp.as_ref()).map_err(|e| setup(&e))?,
+            ))
+        } else {
+            None
+        };
+        let filters = if !resolved.net.unix() && kernel.seccomp {
+            Some(Arc::new(unix_socket_filter().map_err(|e| setup(&e))?))
+        } else {
+            None
+        };
+        Ok(Prepared {
+            landlock,
+            filters,
+            unshare,
+            maps,
+            unenforced: missing,
+        })
+    }
+
+    fn maps() -> Result<Maps, SandboxError> {
+        let cstr = |s: &str| CString::new(s).map_err(|e| SandboxError::Setup(e.to_string()));
+        // SAFETY: plain getters.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        Ok(Maps {
+            setgroups: cstr("/proc/self/setgroups")?,
+            uid_map: cstr("/proc/self/uid_map")?,
+            gid_map: cstr("/proc/self/gid_map")?,
+            // The same ids inside as outside: files keep their owners.
+            uid_line: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_line: format!("{gid} {gid} 1\n").into_bytes(),
+        })
+    }
+
+    /// The Landlock ruleset: every file access handled, the granted paths
+    /// allowed, TCP connect/bind handled when `tcp` is a port list (connect
+    /// allowed to those ports), signals and abstract sockets scoped.
+    fn ruleset(
+        resolved: &Resolved,
+        kernel: &Kernel,
+        tcp: Option<&std::collections::BTreeSet<u16>>,
+    ) -> Result<OwnedFd, landlock::RulesetError> {
+        let version = i32::try_from(kernel.landlock_abi).unwrap_or(i32::MAX);
+        let abi = ABI::from(version);
+        let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(abi))?;
+        if tcp.is_some() && kernel.landlock_abi >= LANDLOCK_NET_ABI {
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        }
+        if kernel.landlock_abi >= LANDLOCK_SCOPE_ABI {
+            ruleset =
+                ruleset.scope(landlock::Scope::AbstractUnixSocket | landlock::Scope::Signal)?;
+        }
+        let mut created = ruleset
+            .create()?
+            .add_rules(path_beneath_rules(&resolved.read, AccessFs::from_read(abi)))?
+            .add_rules(path_beneath_rules(&resolved.write, AccessFs::from_all(abi)))?
+            .add_rules(path_beneath_rules(
+                &resolved.devices,
+                AccessFs::from_all(abi),
+            ))?;
+        if let Some(ports) = tcp
+            && kernel.landlock_abi >= LANDLOCK_NET_ABI
+        {
+            for port in ports {
+                created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+            }
+        }
+        let fd: Option<OwnedFd> = created.into();
+        fd.ok_or_else(|| {
+            landlock::RulesetError::from(landlock::CreateRulesetError::MissingHandledAccess)
+        })
+    }
+
+    /// `socket(AF_UNIX, …)` fails with `EACCES` (Landlock does not mediate
+    /// connecting to a socket path, so the Docker socket, the ssh agent and
+    /// D-Bus would otherwise be reachable); `socketpair` stays allowed.
+    /// `io_uring_setup` fails with `EPERM`, because io_uring can create
+    /// sockets without the `socket` syscall; programs fall back to plain
+    /// syscalls (container runtimes refuse it the same way).
+    fn unix_socket_filter() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+        let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+        let af_unix = u64::try_from(libc::AF_UNIX).unwrap_or_default();
+        let unix = SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            af_unix,
+        )?])?;
+        let errno = |e: libc::c_int| u32::try_from(e).unwrap_or_default();
+        let socket = SeccompFilter::new(
+            BTreeMap::from([(libc::SYS_socket, vec![unix])]),
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno(libc::EACCES)),
+            arch,
+        )?;
+        let uring = SeccompFilter::new(
+            BTreeMap::from([(libc::SYS_io_uring_setup, vec![])]),
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno(libc::EPERM)),
+            arch,
+        )?;
+        // seccompiler gives one match action per filter; the kernel runs
+        // every installed filter, so these are installed one after the other.
+        Ok(vec![socket.try_into()?, uring.try_into()?])
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::prepare;
+
+/// Off Linux nothing is enforced yet (see docs/permissions.md): strict
+/// refuses to start a scoped process; best-effort starts it as is.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    unenforced: Vec<String>,
+}
+
+#[cfg(not(target_os = "linux"))]
+impl Prepared {
+    pub fn unenforced(&self) -> &[String] {
+        &self.unenforced
+    }
+
+    pub fn apply(&self, _command: &mut std::process::Command) {}
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn prepare(
+    _resolved: &Resolved,
+    _kernel: &Kernel,
+    enforce: Enforce,
+) -> Result<Prepared, SandboxError> {
+    let missing = vec!["process sandboxing on this platform".to_owned()];
+    match enforce {
+        Enforce::Strict => Err(SandboxError::Unsupported { missing }),
+        Enforce::BestEffort => Ok(Prepared {
+            unenforced: missing,
+        }),
+    }
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use std::process::Command;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::Enforce;
+    use crate::resolve::{Places, resolve};
+    use crate::scope::Scope;
+
+    /// Runs `sh -c script` under `scope` (places in a temporary directory);
+    /// returns its exit code and output.
+    fn run(scope: serde_json::Value, script: &str) -> (i32, String) {
+        let root = tempfile::tempdir().unwrap();
+        let places = Places {
+            project: root.path().join("project"),
+            data: root.path().join("data"),
+            tmp: root.path().join("tmp"),
+            home: root.path().join("home"),
+        };
+        for dir in [&places.project, &places.data, &places.tmp, &places.home] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(places.home.join("secret"), "s3cret").unwrap();
+        let scope = Scope::parse(&scope).unwrap();
+        let resolved = resolve(&scope, &places, "/bin/sh".as_ref(), None, None);
+        let prepared = prepare(&resolved, &Kernel::get(), Enforce::Strict).unwrap();
+        let mut command = Command::new("/bin/sh");
+        command.arg("-c").arg(script).current_dir(root.path());
+        command.env("H", &places.home).env("D", &places.data);
+        prepared.apply(&mut command);
+        let out = command.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    #[test]
+    fn files_outside_the_scope_are_denied_and_inside_allowed() {
+        let (code, out) = run(json!({}), "cat \"$H/secret\"");
+        assert_ne!(code, 0, "{out}");
+        assert!(out.contains("Permission denied"), "{out}");
+        let (code, out) = run(json!({"read": ["home"]}), "cat \"$H/secret\"");
+        assert_eq!((code, out.as_str()), (0, "s3cret"));
+        let (code, out) = run(json!({}), "echo x > \"$D/f\" && cat \"$D/f\"");
+        assert_eq!((code, out.trim()), (0, "x"));
+        let (code, out) = run(json!({}), "grep NoNewPrivs /proc/self/status");
+        assert_eq!(code, 0);
+        assert!(out.contains('1'), "{out}");
+    }
+
+    #[test]
+    fn what_a_weak_kernel_lacks_is_named() {
+        let scope = Scope::parse(&json!({"net": ["tcp:443"]})).unwrap();
+        let places = Places {
+            project: "/p".into(),
+            data: "/d".into(),
+            tmp: "/t".into(),
+            home: "/h".into(),
+        };
+        let resolved = resolve(&scope, &places, "/bin/sh".as_ref(), None, None);
+        let weak = Kernel {
+            landlock_abi: 3,
+            userns: false,
+            seccomp: false,
+            root: false,
+        };
+        let lacking = missing(&resolved, &weak);
+        assert_eq!(
+            lacking,
+            [
+                "TCP port rules (Landlock ABI 4)",
+                "signal and abstract-socket scoping (Landlock ABI 6)",
+                "the Unix-socket filter (seccomp)"
+            ]
+        );
+        let err = prepare(&resolved, &weak, Enforce::Strict).unwrap_err();
+        assert!(err.to_string().contains("TCP port rules"), "{err}");
+        let prepared = prepare(&resolved, &weak, Enforce::BestEffort).unwrap();
+        assert_eq!(prepared.unenforced(), lacking.as_slice());
+    }
+}
