@@ -161,6 +161,12 @@ pub enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+    /// Manage MCP servers: $ZOT_HOME/mcp.json (user) and ./.mcp.json (project).
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -305,4 +311,85 @@ pub struct TrustArgs {
     /// List trusted projects.
     #[arg(long)]
     pub list: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Add a server: `zot mcp add <name> -- <command> [args...]`, or
+    /// `zot mcp add --transport http|sse <name> <url>`.
+    Add(McpAddArgs),
+    /// Every configured server, with its scope, transport and state.
+    List {
+        /// One JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server's settings (env and header values are never shown).
+    Get {
+        name: String,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server from its config file.
+    #[command(alias = "rm")]
+    Remove {
+        name: String,
+        /// Which file, when both have the server.
+        #[arg(long, value_enum)]
+        scope: Option<McpScope>,
+    },
+    /// Add the servers configured for Claude Code (~/.claude.json) or Codex
+    /// (~/.codex/config.toml): chosen interactively, or named, or --all.
+    Import {
+        /// The servers to import (default: ask, on a terminal).
+        names: Vec<String>,
+        /// Import every server found.
+        #[arg(long, conflicts_with = "names")]
+        all: bool,
+        /// Where to add them.
+        #[arg(long, value_enum, default_value = "user")]
+        scope: McpScope,
+    },
+}
+
+/// Which MCP config file: the user's `$ZOT_HOME/mcp.json` or the project's `.mcp.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum McpScope {
+    /// $ZOT_HOME/mcp.json (alias: global).
+    #[value(alias = "global")]
+    User,
+    /// ./.mcp.json, shared with the project (runs once the project is trusted).
+    Project,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum McpTransport {
+    /// A local command speaking MCP over stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+}
+
+#[derive(Debug, Args)]
+pub struct McpAddArgs {
+    /// Which config file to add it to.
+    #[arg(long, value_enum, default_value = "user")]
+    pub scope: McpScope,
+    /// How zot reaches the server.
+    #[arg(short = 't', long, value_enum, default_value = "stdio")]
+    pub transport: McpTransport,
+    /// An environment variable for a stdio server (repeatable; `-e` works too).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// An HTTP header for a remote server (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
+    /// The server's name (letters, digits, `-` and `_`).
+    pub name: String,
+    /// The command and its arguments (after `--`), or the server's URL.
+    #[arg(value_name = "COMMAND_OR_URL", required = true)]
+    pub target: Vec<String>,
 }

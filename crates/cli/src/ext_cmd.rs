@@ -140,7 +140,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+pub(crate) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -419,7 +419,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
 
 /// zot itself just wrote `written` in the project: a trusted project stays
 /// trusted with the new content, unless other files changed too.
-fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
+pub(crate) fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
     let mut store = TrustStore::load(&ctx.zot_home)?;
     match store.repin(&ctx.project, written)? {
         Repin::NotTrusted | Repin::Repinned => {}

@@ -14,6 +14,7 @@ pub mod ext_hooks;
 pub mod interactive;
 pub mod lines;
 pub mod logging;
+pub mod mcp_cmd;
 pub mod oneshot;
 pub mod rpc;
 pub mod run;
@@ -67,6 +68,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ctx = context::Context::new(&cli)?;
             credentials::auth_command(&ctx.zot_home, command)
         }
+        Command::Mcp { command } => {
+            let ctx = context::Context::new(&cli)?;
+            mcp_cmd::run(&ctx, command)
+        }
         Command::Trust(args) => {
             let ctx = context::Context::new(&cli)?;
             trust_cmd::run(&ctx, args)
@@ -100,6 +105,27 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
 pub fn rewrite_rpc(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     if args.get(1).is_some_and(|a| a == "rpc") {
         args.splice(1..2, ["--mode".into(), "rpc".into()]);
+    }
+    args
+}
+
+/// `-e KEY=VALUE` after `zot mcp add` is `--env KEY=VALUE` (as in `claude mcp
+/// add`), not the global `-e/--ext DIR`; only up to `--`, after which the
+/// words belong to the server's command.
+pub fn rewrite_mcp_env(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).is_none_or(|a| a != "mcp") || args.get(2).is_none_or(|a| a != "add") {
+        return args;
+    }
+    for arg in args.iter_mut().skip(3) {
+        if arg == "--" {
+            break;
+        }
+        if arg == "-e" {
+            *arg = "--env".into();
+        } else if let Some(rest) = arg.to_str().and_then(|a| a.strip_prefix("-e")) {
+            let value = rest.strip_prefix('=').unwrap_or(rest);
+            *arg = format!("--env={value}").into();
+        }
     }
     args
 }

@@ -7,7 +7,9 @@ use clap::Parser;
 use zot_cli::args::Cli;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(zot_cli::rewrite_rpc(std::env::args_os().collect()));
+    let cli = Cli::parse_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
+        std::env::args_os().collect(),
+    )));
     match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

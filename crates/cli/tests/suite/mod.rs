@@ -10,6 +10,7 @@ mod install;
 mod list;
 mod logs;
 mod manage;
+mod mcp_cmd;
 mod nimlet;
 mod rpc;
 mod scaffold;
