@@ -10,15 +10,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
+use zot_extensions::mcp::config::{
+    self, McpConfig, PROJECT_FILE, ServerEntry, ServerStatus, TransportKind,
+};
 
 use crate::args::{McpAddArgs, McpCommand, McpScope, McpTransport};
 use crate::context::{Context, display};
 use crate::ext_cmd::{print_table, repin};
 
-/// The user's server list, inside `$ZOT_HOME`.
-pub const USER_FILE: &str = "mcp.json";
-/// The project's server list, at the project root (Claude Code's name for it).
-pub const PROJECT_FILE: &str = ".mcp.json";
 /// The key holding the servers in either file.
 const SERVERS_KEY: &str = "mcpServers";
 
@@ -51,24 +50,15 @@ struct ServerFile {
 impl ServerFile {
     fn path_of(ctx: &Context, scope: McpScope) -> PathBuf {
         match scope {
-            McpScope::User => ctx.zot_home.join(USER_FILE),
-            McpScope::Project => ctx.project.join(PROJECT_FILE),
+            McpScope::User => config::user_path(&ctx.zot_home),
+            McpScope::Project => config::project_path(&ctx.project),
         }
     }
 
     /// The file of `scope`; a missing one is empty.
     fn load(ctx: &Context, scope: McpScope) -> anyhow::Result<Self> {
         let path = Self::path_of(ctx, scope);
-        let mut doc = match std::fs::read_to_string(&path) {
-            Ok(text) => match serde_json::from_str::<Value>(&text)
-                .with_context(|| format!("{} is not valid JSON", path.display()))?
-            {
-                Value::Object(doc) => doc,
-                _ => bail!("{} is not a JSON object", path.display()),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
+        let mut doc = config::read_object(&path)?.unwrap_or_default();
         // `take` leaves the key in its place, so saving keeps the file's key order.
         let servers = match doc.get_mut(SERVERS_KEY).map(Value::take) {
             None => Map::new(),
@@ -94,15 +84,9 @@ impl ServerFile {
     /// Writes the file atomically (a new one readable by the user alone),
     /// then keeps a trusted project trusted: zot wrote this change itself.
     fn save(&self, ctx: &Context) -> anyhow::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
         let mut doc = self.doc.clone();
         doc.insert(SERVERS_KEY.into(), Value::Object(self.servers.clone()));
-        let mut text = serde_json::to_vec_pretty(&doc)?;
-        text.push(b'\n');
-        zot_extensions::trust::write_atomically(&self.path, &text)
+        config::write_object(&self.path, &doc)
             .with_context(|| format!("cannot write {}", self.path.display()))?;
         if self.scope == McpScope::Project {
             repin(ctx, std::slice::from_ref(&self.path))?;
@@ -111,21 +95,8 @@ impl ServerFile {
     }
 }
 
-/// A server name zot can turn into tool names and `mcp:<name>`.
-fn check_name(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !ok {
-        bail!("invalid server name {name:?}: use letters, digits, `-`, `_` and `.`");
-    }
-    Ok(())
-}
-
 fn add(ctx: &Context, args: &McpAddArgs) -> anyhow::Result<ExitCode> {
-    check_name(&args.name)?;
+    config::check_name(&args.name).map_err(anyhow::Error::msg)?;
     let mut entry = Map::new();
     match args.transport {
         McpTransport::Stdio => {
@@ -197,7 +168,7 @@ fn add(ctx: &Context, args: &McpAddArgs) -> anyhow::Result<ExitCode> {
             scope_flag(args.scope),
         );
     }
-    let transport = transport_of(&entry).unwrap_or("stdio");
+    let transport = transport_of(&entry).map_or("stdio", TransportKind::as_str);
     file.servers.insert(args.name.clone(), Value::Object(entry));
     file.save(ctx)?;
     eprintln!(
@@ -252,24 +223,16 @@ fn redact(text: &str) -> String {
     }
 }
 
-/// The transport an entry names: `stdio` (the default), `http` or `sse`;
-/// `None` for anything else.
-fn transport_of(entry: &Map<String, Value>) -> Option<&'static str> {
-    match entry.get("type").map(Value::as_str) {
-        None | Some(Some("stdio")) => {
-            if entry.contains_key("command") {
-                Some("stdio")
-            } else if entry.contains_key("url") && entry.get("type").is_none() {
-                // Some clients write remote servers with only a URL.
-                Some("http")
-            } else {
-                None
-            }
-        }
-        Some(Some("http" | "streamable-http" | "streamable_http")) => Some("http"),
-        Some(Some("sse")) => Some("sse"),
-        _ => None,
-    }
+/// The transport of a usable entry (a stdio one with a `command`, a remote
+/// one with a `url`), `None` for one zot cannot start as written.
+fn transport_of(entry: &Map<String, Value>) -> Option<TransportKind> {
+    let entry: ServerEntry = serde_json::from_value(Value::Object(entry.clone())).ok()?;
+    let kind = entry.transport_kind();
+    let usable = match kind {
+        TransportKind::Stdio => entry.command.is_some(),
+        TransportKind::Http | TransportKind::Sse => entry.url.is_some(),
+    };
+    usable.then_some(kind)
 }
 
 /// One configured server as `list` and `get` show it.
@@ -288,15 +251,14 @@ impl Listed<'_> {
     }
 
     fn enabled(&self) -> bool {
-        let Some(entry) = self.object() else {
-            return false;
-        };
-        entry.get("disabled").and_then(Value::as_bool) != Some(true)
-            && entry.get("enabled").and_then(Value::as_bool) != Some(false)
+        serde_json::from_value::<ServerEntry>(self.entry.clone())
+            .is_ok_and(|entry| entry.is_enabled())
     }
 
     fn transport(&self) -> Option<&'static str> {
-        self.object().and_then(transport_of)
+        self.object()
+            .and_then(transport_of)
+            .map(TransportKind::as_str)
     }
 
     /// The `list --json` shape: `{name, scope, transport, command?, args?, url?, enabled, state}`.
@@ -355,42 +317,49 @@ const SHOWN_OPTIONS: &[&str] = &[
     "sampling",
 ];
 
-/// Every server of both files, the project's after the user's, with its state.
+/// Every server of both files, the user's then the project's, each with
+/// the state the host gives it (the shared loader decides: expansion,
+/// validation, trust, shadowing), shown with its entry as written.
 fn listed<'a>(ctx: &Context, files: &'a [ServerFile]) -> Vec<Listed<'a>> {
-    let in_trusted_project = |name: &str| {
-        ctx.config.project_trusted
-            && files
-                .iter()
-                .any(|f| f.scope == McpScope::Project && f.get(name).is_some())
-    };
+    let merged = McpConfig::load(
+        &ctx.zot_home,
+        &ctx.project,
+        ctx.config.project_trusted,
+        &config::process_env,
+    );
     let mut out = Vec::new();
     for file in files {
         for (name, entry) in file.servers() {
-            let mut item = Listed {
+            let status = merged
+                .servers
+                .iter()
+                .find(|(server, _)| &server.name == name && server.source == file.path)
+                .map(|(_, status)| status);
+            let (state, reason) = match status {
+                Some(ServerStatus::Load) => ("ok", None),
+                Some(ServerStatus::Disabled) => ("disabled", None),
+                Some(ServerStatus::Untrusted) => {
+                    ("untrusted", Some("run `zot trust` to allow it".to_owned()))
+                }
+                Some(ServerStatus::Shadowed { by }) => {
+                    ("shadowed", Some(format!("by {}", by.display())))
+                }
+                None => {
+                    let error = merged
+                        .server_errors
+                        .iter()
+                        .find(|e| &e.server == name && e.path == file.path);
+                    ("invalid", error.map(|e| e.message.clone()))
+                }
+            };
+            out.push(Listed {
                 name,
                 scope: file.scope,
                 path: &file.path,
                 entry,
-                state: "ok",
-                reason: None,
-            };
-            if item.transport().is_none() {
-                item.state = "invalid";
-                item.reason =
-                    Some("needs a `command`, or a `type` of http or sse with a `url`".to_owned());
-            } else if !item.enabled() {
-                item.state = "disabled";
-            } else if file.scope == McpScope::Project && !ctx.config.project_trusted {
-                item.state = "untrusted";
-                item.reason = Some("run `zot trust` to allow it".to_owned());
-            } else if file.scope == McpScope::User && in_trusted_project(name) {
-                item.state = "shadowed";
-                item.reason = Some(format!(
-                    "by {}",
-                    ServerFile::path_of(ctx, McpScope::Project).display()
-                ));
-            }
-            out.push(item);
+                state,
+                reason,
+            });
         }
     }
     out
@@ -765,7 +734,7 @@ fn import(ctx: &Context, names: &[String], all: bool, scope: McpScope) -> anyhow
 fn print_candidates(found: &[Candidate]) {
     eprintln!("MCP servers found:");
     for (i, candidate) in found.iter().enumerate() {
-        let kind = transport_of(&candidate.entry).unwrap_or("?");
+        let kind = transport_of(&candidate.entry).map_or("?", TransportKind::as_str);
         eprintln!(
             "  {:>2}. {} ({kind}, from {})",
             i + 1,

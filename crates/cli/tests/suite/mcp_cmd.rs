@@ -359,7 +359,9 @@ fn import_from_claude_code_and_codex() {
                "headers": {"X-Team": SECRET_HEADER, "X-Key": "${KEY_VAR}"},
                "disabled": true, "bearer_token_env_var": "CODEX_TOKEN"})
     );
-    let listed = json(&ok(w.zot(&["mcp", "list", "--json"])));
+    // The state is the host's: `${KEY_VAR}` must be set for the entry to load.
+    let mut cmd = w.cmd(&["mcp", "list", "--json"]);
+    let listed = json(&ok(cmd.env("KEY_VAR", "x").output().unwrap().into()));
     let codex_http = listed
         .as_array()
         .unwrap()
@@ -368,6 +370,12 @@ fn import_from_claude_code_and_codex() {
         .unwrap();
     assert_eq!(codex_http["enabled"], false);
     assert_eq!(codex_http["state"], "disabled");
+    let got = ok(w.zot(&["mcp", "get", "codex-http"]));
+    assert!(
+        got.stdout.contains("state:                invalid"),
+        "{got:?}"
+    );
+    assert!(got.stdout.contains("KEY_VAR is not set"), "{got:?}");
 
     let run = w.zot(&["mcp", "import", "nope"]);
     assert_ne!(run.code, 0);

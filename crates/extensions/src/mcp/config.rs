@@ -249,6 +249,23 @@ pub fn parse(text: &str) -> Result<McpFile, serde_json::Error> {
 
 /// Reads `path` (size-capped). A missing file is `Ok(None)`.
 pub fn read(path: &Path) -> Result<Option<McpFile>, FileError> {
+    let Some(doc) = read_object(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_value(serde_json::Value::Object(doc))
+        .map(Some)
+        .map_err(|e| FileError::Shape {
+            path: path.to_path_buf(),
+            message: format!("`mcpServers` must be an object of server entries ({e})"),
+        })
+}
+
+/// Reads `path` (size-capped) as the JSON object it holds, in file order, for
+/// editors that must keep every key where it was (`zot mcp add|remove`).
+/// A missing file is `Ok(None)`; an empty one is an empty object.
+pub fn read_object(
+    path: &Path,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>, FileError> {
     use std::io::Read;
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -273,23 +290,36 @@ pub fn read(path: &Path) -> Result<Option<McpFile>, FileError> {
         });
     }
     if text.trim().is_empty() {
-        return Ok(Some(McpFile::default()));
+        return Ok(Some(serde_json::Map::new()));
     }
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| FileError::Syntax {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
-    serde_json::from_value(value)
-        .map(Some)
-        .map_err(|e| FileError::Shape {
+    match value {
+        serde_json::Value::Object(doc) => Ok(Some(doc)),
+        _ => Err(FileError::Shape {
             path: path.to_path_buf(),
-            message: format!("`mcpServers` must be an object of server entries ({e})"),
-        })
+            message: "the file must hold a JSON object".to_owned(),
+        }),
+    }
 }
 
 /// Writes `file` to `path` atomically (temp file + rename), pretty-printed.
 pub fn write(path: &Path, file: &McpFile) -> std::io::Result<()> {
-    let mut text = serde_json::to_string_pretty(file).map_err(std::io::Error::other)?;
+    match serde_json::to_value(file).map_err(std::io::Error::other)? {
+        serde_json::Value::Object(doc) => write_object(path, &doc),
+        _ => Err(std::io::Error::other("an McpFile serialises to an object")),
+    }
+}
+
+/// Writes `doc` to `path` atomically (temp file + rename), pretty-printed,
+/// keys in the map's order.
+pub fn write_object(
+    path: &Path,
+    doc: &serde_json::Map<String, serde_json::Value>,
+) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(std::io::Error::other)?;
     text.push('\n');
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
