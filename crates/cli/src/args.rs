@@ -283,6 +283,14 @@ pub enum ExtCommand {
         #[arg(long, value_name = "PATH")]
         dir: Option<PathBuf>,
     },
+    /// Show an extension's effective permission scope and what this kernel enforces of it.
+    Permissions {
+        /// Manifest name or directory name.
+        name: String,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print an extension's log (its stderr and zot's notes about it).
     Logs {
         /// Manifest name or directory name.

@@ -131,7 +131,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             "endpoint": endpoint,
             "home": home,
             "sessions_bytes": sessions_bytes,
-            "sandbox": null,
+            "sandbox": zot_sandbox::Kernel::get().to_json(),
             "extensions": extensions,
         });
         let mut text = serde_json::to_string_pretty(&doc)?;
@@ -191,7 +191,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         human_bytes(sessions_bytes),
         sessions.display()
     );
-    println!("sandbox        not available in this build");
+    println!("sandbox        {}", zot_sandbox::Kernel::get().summary());
     println!("\nextensions");
     let extensions = crate::ext_cmd::run(ctx, &ExtCommand::Doctor { json: false })?;
     let extensions_ok = extensions == ExitCode::SUCCESS;

@@ -32,6 +32,7 @@ pub fn run(ctx: &Context, command: &ExtCommand) -> anyhow::Result<ExitCode> {
         ExtCommand::Enable { name, scope } => set_enabled(ctx, name, scope, true),
         ExtCommand::Disable { name, scope } => set_enabled(ctx, name, scope, false),
         ExtCommand::Logs { name, follow } => logs(ctx, name, *follow),
+        ExtCommand::Permissions { name, json } => crate::permissions_cmd::show(ctx, name, *json),
         ExtCommand::New { name, lang, dir } => {
             crate::scaffold::run(ctx, name, *lang, dir.as_deref())
         }
@@ -58,9 +59,10 @@ struct Row {
     dir: PathBuf,
     /// zot or nimlet (a theme or skill bundle counts as zot).
     protocol: &'static str,
+    permissions: Option<zot_extensions::Permissions>,
 }
 
-fn row(found: &Found) -> Row {
+fn row(ctx: &Context, policy: &zot_sandbox::Policy, found: &Found) -> Row {
     let manifest = found.manifest();
     let (state, reason) = match &found.status {
         FoundStatus::Load(_) => ("ok", None),
@@ -83,13 +85,15 @@ fn row(found: &Found) -> Row {
         reason,
         dir: found.dir.clone(),
         protocol: found.dialect.as_str(),
+        permissions: crate::permissions_cmd::of(ctx, policy, found),
     }
 }
 
 fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let found = discover(&ctx.config);
     ctx.warn_untrusted(&found);
-    let rows: Vec<Row> = found.iter().map(row).collect();
+    let policy = crate::permissions_cmd::policy(ctx)?;
+    let rows: Vec<Row> = found.iter().map(|f| row(ctx, &policy, f)).collect();
     if as_json {
         let doc: Vec<Value> = rows
             .iter()
@@ -98,6 +102,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                     "scope": r.scope, "name": r.name, "version": r.version, "enabled": r.enabled,
                     "language": r.language, "protocol": r.protocol, "state": r.state,
                     "reason": r.reason, "dir": display(&r.dir),
+                    "permissions": r.permissions.as_ref().map(zot_extensions::Permissions::to_json),
                 })
             })
             .collect();
@@ -112,7 +117,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".to_owned());
-    let table: Vec<[String; 8]> = rows
+    let table: Vec<[String; 9]> = rows
         .iter()
         .map(|r| {
             let state = match &r.reason {
@@ -128,13 +133,22 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                     .to_owned(),
                 dash(&r.language),
                 r.protocol.to_owned(),
+                crate::permissions_cmd::label(r.permissions.as_ref()).to_owned(),
                 state,
                 display(&r.dir),
             ]
         })
         .collect();
     let header = [
-        "SCOPE", "NAME", "VERSION", "ENABLED", "LANGUAGE", "PROTOCOL", "STATE", "DIR",
+        "SCOPE",
+        "NAME",
+        "VERSION",
+        "ENABLED",
+        "LANGUAGE",
+        "PROTOCOL",
+        "PERMISSIONS",
+        "STATE",
+        "DIR",
     ];
     print_table(&header, &table);
     Ok(ExitCode::SUCCESS)
@@ -198,6 +212,17 @@ fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
 pub fn doctor_report(ctx: &Context) -> anyhow::Result<Value> {
     let found = discover(&ctx.config);
     ctx.warn_untrusted(&found);
+    let policy = crate::permissions_cmd::policy(ctx)?;
+    let labels: Vec<(std::path::PathBuf, &'static str)> = found
+        .iter()
+        .map(|f| {
+            let permissions = crate::permissions_cmd::of(ctx, &policy, f);
+            (
+                f.dir.clone(),
+                crate::permissions_cmd::label(permissions.as_ref()),
+            )
+        })
+        .collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let (reports, conflicts, mut warnings) = runtime.block_on(async {
         let (host, mut events) = ExtensionHost::start_with(ctx.config.clone(), found).await;
@@ -224,7 +249,18 @@ pub fn doctor_report(ctx: &Context) -> anyhow::Result<Value> {
         warnings.push((c.loser.clone(), format!("{what} is shadowed by {winner}")));
     }
 
-    let entries: Vec<Value> = reports.iter().map(|r| doctor_entry(r, &warnings)).collect();
+    let entries: Vec<Value> = reports
+        .iter()
+        .map(|r| {
+            let mut entry = doctor_entry(r, &warnings);
+            let label = labels
+                .iter()
+                .find(|(dir, _)| *dir == r.dir)
+                .map(|(_, l)| *l);
+            entry["permissions"] = json!(label.filter(|l| *l != "-"));
+            entry
+        })
+        .collect();
     let errors = entries.iter().filter(|e| !e["error"].is_null()).count();
     let ok = errors == 0;
     let conflicts: Vec<Value> = conflicts
@@ -335,8 +371,12 @@ fn print_doctor(entries: &[Value]) {
             .as_str()
             .map(|v| format!(" {v}"))
             .unwrap_or_default();
+        let permissions = e["permissions"]
+            .as_str()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
         println!(
-            "{} {name}{version}: {}",
+            "{} {name}{version}: {}{permissions}",
             text(&e["scope"]),
             text(&e["state"])
         );
@@ -399,6 +439,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
     let (dest, manifest) = manage::install_with(source, &root, &options)?;
     let version = manifest
         .version
+        .as_ref()
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
     eprintln!(
@@ -406,6 +447,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
         manifest.name,
         display(&dest)
     );
+    crate::permissions_cmd::print_requests(&manifest);
     if project {
         repin(ctx, std::slice::from_ref(&dest))?;
     }

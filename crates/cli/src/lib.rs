@@ -16,6 +16,7 @@ pub mod lines;
 pub mod logging;
 pub mod mcp_cmd;
 pub mod oneshot;
+pub mod permissions_cmd;
 pub mod rpc;
 pub mod run;
 pub mod scaffold;

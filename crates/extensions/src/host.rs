@@ -23,6 +23,7 @@ use crate::extension::{Extension, Readiness};
 use crate::limits::Limits;
 use crate::manifest::{Dialect, Manifest};
 use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
+use crate::permissions::{self, Permissions};
 use crate::reaper;
 use crate::registry::{Conflict, Live, NameKind, Owner};
 use crate::transport::{FrameReader, Peer, ReadError, describe, preview, stdio};
@@ -42,6 +43,9 @@ pub struct LoadError {
 pub enum LoadErrorKind {
     #[error("cannot open log: {0}")]
     Log(String),
+    /// Its permission scope cannot be enforced or set up (the message says why).
+    #[error("permissions: {0}")]
+    Sandbox(String),
     #[error("cannot create its data directory: {0}")]
     DataDir(String),
     #[error("spawn {program}: {error}")]
@@ -587,21 +591,25 @@ impl Inner {
             status,
             log: log_path.clone(),
         };
+        let policy = zot_sandbox::Policy::load(&self.cx.config.zot_home)
+            .map_err(|e| error(LoadErrorKind::Sandbox(e.to_string()), None))?;
+        let permissions = Permissions::of(&self.cx.config, &policy, manifest, scope);
         // A project extension keeps its state outside the project, so that
         // what it writes neither changes the trust fingerprint nor lands in
-        // the repository; the others keep it in their own directory.
-        let data_dir = match scope {
-            Scope::Project => {
-                let data_dir = self.cx.config.project_data_dir(&name);
-                private_dir(&data_dir).map_err(|e| {
-                    error(
-                        LoadErrorKind::DataDir(format!("{}: {e}", data_dir.display())),
-                        None,
-                    )
-                })?;
-                data_dir
-            }
-            Scope::Explicit | Scope::Global => dir.clone(),
+        // the repository; a scoped one may not write its own directory, so
+        // its state goes under $ZOT_HOME/data too; the others keep it in
+        // their own directory.
+        let data_dir = if permissions.unrestricted() && scope != Scope::Project {
+            dir.clone()
+        } else {
+            let data_dir = permissions::scoped_data_dir(&self.cx.config, &name, scope);
+            private_dir(&data_dir).map_err(|e| {
+                error(
+                    LoadErrorKind::DataDir(format!("{}: {e}", data_dir.display())),
+                    None,
+                )
+            })?;
+            data_dir
         };
         let (adapter, launch) = adapter::for_manifest(manifest, &dir, &data_dir, &self.cx)
             .map_err(|e| {
@@ -627,6 +635,33 @@ impl Inner {
                 message: warning.clone(),
             });
         }
+        let confinement = permissions::confine(
+            &self.cx.config,
+            policy.enforce,
+            &permissions.effective,
+            &name,
+            scope,
+            &launch.program,
+            &dir,
+        )
+        .map_err(|e| {
+            let kind = LoadErrorKind::Sandbox(e);
+            log.line(&kind);
+            error(kind, None)
+        })?;
+        if let Some(sandbox) = &confinement.sandbox
+            && !sandbox.unenforced().is_empty()
+        {
+            let message = format!(
+                "runs with its permission scope partly enforced (best-effort); not enforced: {}",
+                sandbox.unenforced().join(", ")
+            );
+            log.line(&message);
+            self.emit(HostEvent::Warning {
+                extension: name.clone(),
+                message,
+            });
+        }
         let spawned = stdio::spawn(
             &name,
             &launch.program,
@@ -634,7 +669,7 @@ impl Inner {
             &launch.cwd,
             &log,
             limits.max_frame_bytes,
-            stdio::Confinement::default(),
+            confinement,
         )
         .map_err(|e| {
             let kind = LoadErrorKind::Spawn {

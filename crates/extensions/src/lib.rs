@@ -18,6 +18,7 @@ pub mod manage;
 pub mod manifest;
 pub mod mcp;
 pub mod model;
+pub mod permissions;
 mod reaper;
 mod registry;
 mod transport;
@@ -34,6 +35,7 @@ pub use host::{
 pub use limits::Limits;
 pub use manifest::{Dialect, Launch, Manifest, ManifestError};
 pub use model::{CustomSummary, Hook, HookPoint, ToolInfo};
+pub use permissions::Permissions;
 pub use registry::{Conflict, NameKind, Owner};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::RequestError;

@@ -25,6 +25,10 @@ pub struct Manifest {
     pub skills: Vec<String>,
     pub enabled: bool,
     pub launch: Launch,
+    /// The `permissions` field: the scope the extension asks to run in
+    /// (`None`: absent, which means full user privileges unless the
+    /// user's policy says otherwise).
+    pub permissions: Option<zot_sandbox::Scope>,
     /// Things worth telling the user that do not make the manifest invalid.
     pub warnings: Vec<String>,
 }
@@ -186,6 +190,14 @@ impl Manifest {
             }
         };
 
+        let permissions = match map.get("permissions") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                zot_sandbox::Scope::parse(value)
+                    .map_err(|e| fields.error("permissions", e.to_string()))?,
+            ),
+        };
+
         Ok(Self {
             path: path.to_path_buf(),
             dir: dir.to_path_buf(),
@@ -196,6 +208,7 @@ impl Manifest {
             skills: skills.unwrap_or_default(),
             enabled,
             launch,
+            permissions,
             warnings,
         })
     }

@@ -142,6 +142,7 @@ mod linux {
                     write_file(&maps.uid_map, &maps.uid_line)?;
                     write_file(&maps.gid_map, &maps.gid_line)?;
                 }
+                loopback_up()?;
             }
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
                 return Err(io::Error::last_os_error());
@@ -159,6 +160,30 @@ mod linux {
             }
             Ok(())
         }
+    }
+
+    /// Brings up `lo` in the fresh network namespace (it starts down), so
+    /// the process can still talk to itself over loopback. `socket`,
+    /// `ioctl`, `close`: async-signal-safe; the request lives on the stack.
+    fn loopback_up() -> io::Result<()> {
+        // SAFETY: a zeroed `ifreq` is valid; the name fits its 16 bytes.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut request: libc::ifreq = std::mem::zeroed();
+            for (dst, src) in request.ifr_name.iter_mut().zip(b"lo") {
+                *dst = libc::c_char::from_ne_bytes([*src]);
+            }
+            request.ifr_ifru.ifru_flags = libc::c_short::try_from(libc::IFF_UP).unwrap_or_default();
+            let r = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request);
+            libc::close(fd);
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 
     /// `open`, `write`, `close`: async-signal-safe.

@@ -31,6 +31,11 @@ const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/tty"];
 /// Read, always.
 const DEVICES_READ: &[&str] = &["/dev/urandom"];
 
+/// Interpreters a launcher script may start without naming them in a `#!`
+/// line (`exec python3 main.py`): their installs found on `PATH` are always
+/// readable, so a version-manager install (pyenv, nvm) works in a scope.
+const INTERPRETERS: &[&str] = &["python3", "python", "node"];
+
 /// How many `#!` hops are followed to find the real interpreter (a
 /// version-manager shim is a script whose interpreter is `env`).
 const MAX_SHEBANG_HOPS: usize = 4;
@@ -115,8 +120,11 @@ pub fn resolve(
     if let Some(dir) = dir {
         read.push(dir.to_path_buf());
     }
-    for program in executables(program, search_path) {
-        read.push(install_root(&program));
+    let interpreters = INTERPRETERS.iter().map(Path::new);
+    for program in std::iter::once(program).chain(interpreters) {
+        for found in executables(program, search_path) {
+            read.push(install_root(&found));
+        }
     }
     for var in ["PYTHONPATH", "NODE_PATH"] {
         if let Some(value) = std::env::var_os(var) {

@@ -69,7 +69,7 @@ fn list_shows_every_state_in_a_stable_order() {
         .iter()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    let summary: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[0], r[1], r[6])).collect();
+    let summary: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[0], r[1], r[7])).collect();
     assert_eq!(
         summary,
         [

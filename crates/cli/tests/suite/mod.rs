@@ -12,6 +12,7 @@ mod logs;
 mod manage;
 mod mcp_cmd;
 mod nimlet;
+mod permissions;
 mod rpc;
 mod scaffold;
 mod trust;

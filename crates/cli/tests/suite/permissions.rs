@@ -1,0 +1,563 @@
+//! Permission scopes held by the real kernel: extensions in python3, node
+//! and sh probe what their scope allows before their handshake and write
+//! each outcome to stderr (their log); `zot ext doctor` starts them as zot
+//! would. Also the policy, the strict error, and what the CLI reports.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::support::{Run, World, json};
+
+/// The probes of the python extension; each prints `PROBE <name> ok|denied`.
+const PY_PROBES: &str = r##"#!/usr/bin/env python3
+import json, os, signal, socket, sys
+here = os.path.dirname(os.path.abspath(__file__))
+cfg = json.load(open(os.path.join(here, "probes.json")))
+def probe(name, fn):
+    try:
+        fn()
+        result = "ok"
+    except Exception as e:
+        result = "denied"
+        print(f"({name}: {e})", file=sys.stderr)
+    print(f"PROBE {name} {result}", file=sys.stderr, flush=True)
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+def connect(port):
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+probe("ssh", lambda: open(cfg["ssh"]).read())
+probe("outside", lambda: write(cfg["outside"]))
+probe("data", lambda: write(os.path.join(cfg["data"], "state")))
+probe("tmp", lambda: write(os.path.join(os.environ["TMPDIR"], "t")))
+probe("self", lambda: open(os.path.abspath(__file__), "a").write("#"))
+probe("tcp_listed", lambda: connect(cfg["listed"]))
+probe("tcp_other", lambda: connect(cfg["other"]))
+probe("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.1", 9)))
+probe("unix", lambda: socket.socket(socket.AF_UNIX).close())
+probe("socketpair", lambda: socket.socketpair())
+if cfg["kill"] == "yes":
+    probe("kill", lambda: os.kill(os.getppid(), signal.SIGTERM))
+print("ENV key " + ("present" if "ANTHROPIC_API_KEY" in os.environ else "absent"), file=sys.stderr)
+nnp = [l.split()[1] for l in open("/proc/self/status") if l.startswith("NoNewPrivs")]
+print("NNP " + nnp[0], file=sys.stderr, flush=True)
+name = cfg["name"]
+sys.stdout.write(json.dumps({"type": "hello", "name": name, "version": "1.0.0"}) + "\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "hello_ack":
+        print(json.dumps({"type": "ready"}), flush=True)
+    elif msg["type"] == "shutdown":
+        print(json.dumps({"type": "shutdown_ack"}), flush=True)
+        break
+"##;
+
+/// The node extension's probes (files, Unix sockets, environment).
+const NODE_PROBES: &str = r##"#!/usr/bin/env node
+const fs = require("fs"), net = require("net"), path = require("path"), readline = require("readline");
+const cfg = JSON.parse(fs.readFileSync(path.join(__dirname, "probes.json"), "utf8"));
+function probe(name, fn) {
+  let result = "ok";
+  try { fn(); } catch (e) { result = "denied"; process.stderr.write(`(${name}: ${e.message})\n`); }
+  process.stderr.write(`PROBE ${name} ${result}\n`);
+}
+probe("ssh", () => fs.readFileSync(cfg.ssh));
+probe("outside", () => fs.writeFileSync(cfg.outside, "x"));
+probe("data", () => fs.writeFileSync(path.join(cfg.data, "state"), "x"));
+probe("self", () => fs.appendFileSync(__filename, "//"));
+process.stderr.write("ENV key " + ("ANTHROPIC_API_KEY" in process.env ? "present" : "absent") + "\n");
+const nnp = fs.readFileSync("/proc/self/status", "utf8").split("\n").find(l => l.startsWith("NoNewPrivs"));
+process.stderr.write("NNP " + nnp.split(/\s+/)[1] + "\n");
+const server = net.createServer();
+server.on("error", (e) => { process.stderr.write(`(unix: ${e.message})\nPROBE unix denied\n`); start(); });
+server.listen(path.join(cfg.data, "sock"), () => { process.stderr.write("PROBE unix ok\n"); server.close(); start(); });
+function start() {
+  const send = (o) => process.stdout.write(JSON.stringify(o) + "\n");
+  send({ type: "hello", name: cfg.name, version: "1.0.0" });
+  readline.createInterface({ input: process.stdin }).on("line", (line) => {
+    const msg = JSON.parse(line);
+    if (msg.type === "hello_ack") send({ type: "ready" });
+    if (msg.type === "shutdown") { send({ type: "shutdown_ack" }); process.exit(0); }
+  });
+}
+"##;
+
+/// The sh extension's probes (files, signals, environment).
+const SH_PROBES: &str = r##"#!/bin/sh
+here=$(dirname "$0")
+field() { sed -n "s/.*\"$1\": *\"\([^\"]*\)\".*/\1/p" "$here/probes.json"; }
+probe() { if eval "$2" 2>/dev/null; then echo "PROBE $1 ok" >&2; else echo "PROBE $1 denied" >&2; fi; }
+probe ssh 'cat "$(field ssh)" >/dev/null'
+probe outside 'echo x > "$(field outside)"'
+probe data 'echo x > "$(field data)/state"'
+probe self 'echo "#" >> "$0"'
+[ "$(field kill)" = yes ] && probe kill 'kill -TERM $PPID'
+if [ -n "${ANTHROPIC_API_KEY:-}" ]; then echo "ENV key present" >&2; else echo "ENV key absent" >&2; fi
+echo "NNP $(sed -n 's/^NoNewPrivs:[[:space:]]*//p' /proc/self/status)" >&2
+name=$(field name)
+echo "{\"type\":\"hello\",\"name\":\"$name\",\"version\":\"1.0.0\"}"
+while read -r line; do
+  case "$line" in
+    *hello_ack*) echo '{"type":"ready"}' ;;
+    *shutdown*) echo '{"type":"shutdown_ack"}'; exit 0 ;;
+  esac
+done
+"##;
+
+/// A probing extension `name` in `parent`, in `lang` (`py`, `node`, `sh`),
+/// with `permissions` (none when `Null`).
+fn probe_ext(
+    w: &World,
+    parent: &Path,
+    name: &str,
+    lang: &str,
+    permissions: Value,
+    ports: (u16, u16),
+    data: &Path,
+) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, script) = match lang {
+        "py" => ("ext.py", PY_PROBES),
+        "node" => ("ext.js", NODE_PROBES),
+        _ => ("ext.sh", SH_PROBES),
+    };
+    let mut manifest = json!({"name": name, "version": "1.0.0", "exec": format!("./{file}")});
+    if !permissions.is_null() {
+        manifest["permissions"] = permissions;
+    }
+    std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join(file), script).unwrap();
+    std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = json!({
+        "name": name,
+        "ssh": w.scratch.join(".ssh/id_rsa"),
+        "outside": w.scratch.join(format!("{name}-outside")),
+        "data": data,
+        "listed": ports.0,
+        "other": ports.1,
+        // Only a scoped extension tries to kill zot: an unscoped one would succeed.
+        "kill": if manifest.get("permissions").is_some() { "yes" } else { "no" },
+    });
+    std::fs::write(dir.join("probes.json"), cfg.to_string()).unwrap();
+    dir
+}
+
+/// A fake private key under the temporary `HOME`.
+fn fake_ssh_key(w: &World) {
+    std::fs::create_dir_all(w.scratch.join(".ssh")).unwrap();
+    std::fs::write(w.scratch.join(".ssh/id_rsa"), "-----BEGIN FAKE KEY-----").unwrap();
+}
+
+/// The `PROBE` outcomes and `ENV`/`NNP` lines an extension logged.
+fn outcomes(w: &World, name: &str) -> BTreeMap<String, String> {
+    w.log(name)
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            match words.next()? {
+                "PROBE" => Some((words.next()?.to_owned(), words.next()?.to_owned())),
+                "ENV" => Some(("env".to_owned(), words.nth(1)?.to_owned())),
+                "NNP" => Some(("nnp".to_owned(), words.next()?.to_owned())),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn expect(w: &World, name: &str, want: &[(&str, &str)]) {
+    let got = outcomes(w, name);
+    for (probe, outcome) in want {
+        assert_eq!(
+            got.get(*probe).map(String::as_str),
+            Some(*outcome),
+            "{name}: {probe}\nlog:\n{}",
+            w.log(name)
+        );
+    }
+}
+
+/// `zot ext doctor --json` with `ANTHROPIC_API_KEY` in zot's environment.
+fn doctor(w: &World, extra_env: &[(&str, &str)]) -> (Run, Value) {
+    let mut cmd = w.cmd(&["ext", "doctor", "--json"]);
+    cmd.env("ANTHROPIC_API_KEY", "sk-test-secret");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let run: Run = cmd.output().unwrap().into();
+    let doc = json(&run);
+    (run, doc)
+}
+
+fn entry<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {doc:#}"))
+}
+
+fn listener() -> (TcpListener, u16) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
+#[test]
+fn scoped_extensions_in_python_node_and_sh_are_held_to_their_scope() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let (_listed, listed) = listener();
+    let (_other, other) = listener();
+    let root = w.global();
+    let data = |name: &str| w.home.join("data/user").join(name);
+    let none = json!({"write": ["tmp"], "net": "none"});
+    probe_ext(
+        &w,
+        &root,
+        "py-none",
+        "py",
+        none.clone(),
+        (listed, other),
+        &data("py-none"),
+    );
+    probe_ext(
+        &w,
+        &root,
+        "py-open",
+        "py",
+        json!({"read": ["home"], "write": ["tmp"], "net": [format!("tcp:{listed}")], "env": ["ANTHROPIC_API_KEY"]}),
+        (listed, other),
+        &data("py-open"),
+    );
+    probe_ext(
+        &w,
+        &root,
+        "node-none",
+        "node",
+        none.clone(),
+        (listed, other),
+        &data("node-none"),
+    );
+    probe_ext(
+        &w,
+        &root,
+        "sh-none",
+        "sh",
+        none,
+        (listed, other),
+        &data("sh-none"),
+    );
+    // Unscoped, for contrast: it runs as today.
+    probe_ext(
+        &w,
+        &root,
+        "sh-free",
+        "sh",
+        Value::Null,
+        (listed, other),
+        &w.scratch.join("free"),
+    );
+    std::fs::create_dir_all(w.scratch.join("free")).unwrap();
+
+    let (run, doc) = doctor(&w, &[]);
+    // zot survived every SIGTERM sent to it and every extension started.
+    assert_eq!(run.code, 0, "{run:?}");
+    for name in ["py-none", "py-open", "node-none", "sh-none", "sh-free"] {
+        assert_eq!(
+            entry(&doc, name)["state"],
+            "ready",
+            "{doc:#}\n{}",
+            w.log(name)
+        );
+    }
+    assert_eq!(entry(&doc, "py-none")["permissions"], "scoped");
+    assert_eq!(entry(&doc, "sh-free")["permissions"], "unrestricted");
+
+    let confined = [
+        ("ssh", "denied"),
+        ("outside", "denied"),
+        ("data", "ok"),
+        ("self", "denied"),
+        ("env", "absent"),
+        ("nnp", "1"),
+    ];
+    for name in ["py-none", "node-none", "sh-none"] {
+        expect(&w, name, &confined);
+    }
+    expect(
+        &w,
+        "py-none",
+        &[
+            ("tmp", "ok"),
+            ("tcp_listed", "denied"),
+            ("udp", "denied"),
+            ("unix", "denied"),
+            ("socketpair", "ok"),
+            ("kill", "denied"),
+        ],
+    );
+    expect(&w, "node-none", &[("unix", "denied")]);
+    expect(&w, "sh-none", &[("kill", "denied")]);
+    expect(
+        &w,
+        "py-open",
+        &[
+            ("ssh", "ok"),
+            ("tcp_listed", "ok"),
+            ("tcp_other", "denied"),
+            ("unix", "denied"),
+            ("env", "present"),
+            ("nnp", "1"),
+        ],
+    );
+    expect(
+        &w,
+        "sh-free",
+        &[
+            ("ssh", "ok"),
+            ("self", "ok"),
+            ("env", "present"),
+            ("nnp", "0"),
+        ],
+    );
+    // The private temporary directory went with the extension.
+    let tmp = w.home.join("tmp");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .map(|d| d.count())
+        .into_iter()
+        .collect();
+    assert!(
+        left.iter().all(|n| *n == 0),
+        "{left:?} left in {}",
+        tmp.display()
+    );
+}
+
+#[test]
+fn the_policy_narrows_an_unrestricted_project_extension() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let data = w.home.join("data");
+    let dir = probe_ext(
+        &w,
+        &w.project_root(),
+        "proj",
+        "py",
+        Value::Null,
+        (1, 1),
+        &data,
+    );
+    assert!(w.zot(&["trust"]).code == 0);
+    let list = w.zot(&["ext", "list", "--json"]);
+    assert_eq!(
+        json(&list)[0]["permissions"]["effective"],
+        "unrestricted",
+        "{list:?}"
+    );
+    assert!(w.zot(&["ext", "list"]).stdout.contains("unrestricted"));
+
+    std::fs::write(
+        w.home.join("permissions.json"),
+        json!({"project_default": {"read": ["project"], "net": "none"}}).to_string(),
+    )
+    .unwrap();
+    let list = json(&w.zot(&["ext", "list", "--json"]));
+    let permissions = &list[0]["permissions"];
+    assert_eq!(permissions["declared"], Value::Null);
+    assert_eq!(permissions["effective"]["read"], json!(["project"]));
+    assert_eq!(permissions["effective"]["net"], "none");
+    assert_eq!(permissions["unenforced"], json!([]));
+    // Its data directory moved out of the project, and its state goes there.
+    let (run, doc) = doctor(&w, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(entry(&doc, "proj")["state"], "ready", "{doc:#}");
+    expect(
+        &w,
+        "proj",
+        &[("ssh", "denied"), ("self", "denied"), ("env", "absent")],
+    );
+    let text = w.zot(&["ext", "permissions", "proj"]);
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(text.stdout.contains("proj: scoped"), "{text:?}");
+    assert!(
+        text.stdout.contains("its manifest declares nothing"),
+        "{text:?}"
+    );
+    assert!(text.stdout.contains("enforced in full"), "{text:?}");
+    assert!(dir.is_dir());
+}
+
+#[test]
+fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_unenforced() {
+    let w = World::new();
+    let root = w.global();
+    let data = w.home.join("data/user/weak");
+    let weak = probe_ext(
+        &w,
+        &root,
+        "weak",
+        "sh",
+        json!({"net": ["tcp:443"]}),
+        (1, 1),
+        &data,
+    );
+    // Hiding ABI 4 hides signal scoping too: then a kill would reach zot.
+    let probes = weak.join("probes.json");
+    let cfg = std::fs::read_to_string(&probes)
+        .unwrap()
+        .replace(r#""kill":"yes""#, r#""kill":"no""#);
+    std::fs::write(&probes, cfg).unwrap();
+    let hide = [("ZOT_SANDBOX_PRETEND_MISSING", "landlock-net")];
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = entry(&doc, "weak")["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(error.contains("TCP port rules (Landlock ABI 4)"), "{doc:#}");
+    assert!(error.contains("best-effort"), "{error}");
+    // It never ran.
+    assert!(!w.log("weak").contains("PROBE"), "{}", w.log("weak"));
+    let shown = w
+        .cmd(&["ext", "permissions", "weak", "--json"])
+        .env(hide[0].0, hide[0].1)
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        shown["unenforced"],
+        json!([
+            "TCP port rules (Landlock ABI 4)",
+            "signal and abstract-socket scoping (Landlock ABI 6)"
+        ])
+    );
+    assert_eq!(shown["kernel"]["landlock_abi"], 3);
+
+    std::fs::write(
+        w.home.join("permissions.json"),
+        r#"{"enforce": "best-effort"}"#,
+    )
+    .unwrap();
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 0, "{run:?}");
+    let weak = entry(&doc, "weak");
+    assert_eq!(weak["state"], "ready", "{doc:#}");
+    assert_eq!(weak["permissions"], "scoped (partial)");
+    assert!(
+        weak["warnings"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not enforced: TCP port rules"),
+        "{doc:#}"
+    );
+    expect(&w, "weak", &[("nnp", "1"), ("self", "denied")]);
+}
+
+#[test]
+fn install_prints_the_requests_and_bad_scopes_name_the_field() {
+    let w = World::new();
+    let src = probe_ext(
+        &w,
+        &w.scratch,
+        "asks",
+        "sh",
+        json!({"read": ["project"], "net": ["tcp:443", "unix"], "env": ["GITHUB_TOKEN"]}),
+        (1, 1),
+        &w.scratch,
+    );
+    let run = w.zot(&["ext", "install", src.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for line in [
+        "permissions it asks for:",
+        "read:  project",
+        "net:   tcp:443, unix (UDP is not restricted)",
+        "env:   GITHUB_TOKEN",
+    ] {
+        assert!(run.stderr.contains(line), "{line}: {run:?}");
+    }
+    let free = probe_ext(
+        &w,
+        &w.scratch,
+        "free",
+        "sh",
+        Value::Null,
+        (1, 1),
+        &w.scratch,
+    );
+    let run = w.zot(&["ext", "install", free.to_str().unwrap()]);
+    assert!(run.stderr.contains("runs unrestricted"), "{run:?}");
+
+    let bad = probe_ext(
+        &w,
+        &w.scratch,
+        "bad",
+        "sh",
+        json!({"wirte": ["tmp"]}),
+        (1, 1),
+        &w.scratch,
+    );
+    let run = w.zot(&["ext", "install", bad.to_str().unwrap()]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("field \"permissions\" \"wirte\" is not a permission"),
+        "{run:?}"
+    );
+
+    std::fs::write(w.home.join("permissions.json"), r#"{"enforce": "lax"}"#).unwrap();
+    let run = w.zot(&["ext", "list"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("permissions.json: \"enforce\" must be"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn the_skeletons_of_every_language_run_under_a_project_default_scope() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let root = w.project_root();
+    let langs = [("skel-sh", "sh"), ("skel-py", "python"), ("skel-ts", "ts")];
+    for (name, lang) in langs {
+        let dir = root.join(name);
+        let run = w.zot(&[
+            "ext",
+            "new",
+            name,
+            "--lang",
+            lang,
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "{lang}: {run:?}");
+    }
+    assert_eq!(w.zot(&["trust"]).code, 0);
+    // The generated launchers use the SDKs of this checkout, so the policy
+    // lets project extensions read them, as it would an installed SDK.
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sdk")
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        w.home.join("permissions.json"),
+        json!({"project_default": {"read": ["project", sdk], "write": ["tmp"], "net": "none"}})
+            .to_string(),
+    )
+    .unwrap();
+    let (run, doc) = doctor(&w, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for (name, _) in langs {
+        let e = entry(&doc, name);
+        assert_eq!(e["state"], "ready", "{doc:#}\nlog:\n{}", w.log(name));
+        assert_eq!(e["permissions"], "scoped", "{doc:#}");
+        assert_eq!(e["commands"][0]["name"], name, "{doc:#}");
+    }
+}
