@@ -57,6 +57,10 @@ impl Context {
     /// Reads the config files and the environment into `settings`.
     pub fn load_settings(&mut self) -> anyhow::Result<()> {
         self.settings = Settings::load(&self.zot_home, &self.project)?;
+        let claude = claude_settings_files(&self.project, self.config.user_home.as_deref());
+        if let Some(warning) = ignored_permissions(&claude) {
+            self.settings.warnings.push(warning);
+        }
         Ok(())
     }
 
@@ -79,4 +83,38 @@ impl Context {
 
 pub fn display(path: &Path) -> String {
     path.display().to_string()
+}
+
+/// Claude Code's settings files: the user's, the project's, the project's local one.
+pub fn claude_settings_files(project: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = home
+        .map(|h| h.join(".claude/settings.json"))
+        .into_iter()
+        .collect();
+    files.push(project.join(".claude/settings.json"));
+    files.push(project.join(".claude/settings.local.json"));
+    files
+}
+
+/// The one warning that `permissions` blocks in Claude Code's settings are
+/// not enforced (zot asks before tools with `--no-yolo`, not by rules), when
+/// any of `files` has a non-empty one.
+pub fn ignored_permissions(files: &[PathBuf]) -> Option<String> {
+    let with: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            std::fs::read_to_string(file)
+                .ok()
+                .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+                .and_then(|v| v.get("permissions").cloned())
+                .is_some_and(|p| p.as_object().is_none_or(|o| !o.is_empty()))
+        })
+        .map(|file| display(file))
+        .collect();
+    (!with.is_empty()).then(|| {
+        format!(
+            "the \"permissions\" rules in {} are not enforced by zot (it asks before tool calls only with --no-yolo)",
+            with.join(", ")
+        )
+    })
 }

@@ -16,18 +16,20 @@ use zot_tui::bridge::Extensions;
 use zot_tui::theme::Theme;
 
 use crate::args::{AgentArgs, Mode};
+use crate::commands::Commands;
 use crate::context::Context;
 use crate::run as setup;
 
 struct Bridge {
     host: ExtensionHost,
+    commands: Commands,
     zot_home: std::path::PathBuf,
     project: std::path::PathBuf,
 }
 
 impl Extensions for Bridge {
     fn commands(&self) -> Vec<CommandInfo> {
-        self.host.commands()
+        self.commands.list()
     }
 
     fn invoke<'a>(
@@ -35,12 +37,7 @@ impl Extensions for Bridge {
         name: &'a str,
         args: &'a str,
     ) -> BoxFuture<'a, Result<CommandReply, String>> {
-        Box::pin(async move {
-            self.host
-                .invoke_command(name, args)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        Box::pin(async move { self.commands.invoke(name, args).await })
     }
 
     fn panel_key(&self, extension: &str, panel_id: &str, key: Key, text: Option<String>) {
@@ -52,7 +49,14 @@ impl Extensions for Bridge {
     }
 
     fn reload(&self) -> BoxFuture<'_, ReloadSummary> {
-        Box::pin(async move { self.host.reload().await.summary() })
+        Box::pin(async move {
+            let mut summary = self.host.reload().await.summary();
+            let skipped = self.commands.reload_markdown();
+            summary
+                .errors
+                .extend(skipped.into_iter().map(|s| format!("Markdown command {s}")));
+            summary
+        })
     }
 
     fn save_model(&self, model: &str) -> Result<String, String> {
@@ -65,6 +69,7 @@ impl Extensions for Bridge {
         let mut store = TrustStore::load(&self.zot_home).map_err(|e| e.to_string())?;
         store.trust(&self.project).map_err(|e| e.to_string())?;
         self.host.set_project_trusted(true);
+        self.commands.set_project_trusted(true);
         Ok(())
     }
 }
@@ -175,6 +180,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         let host = loaded.host.clone();
         let bridge = Arc::new(Bridge {
             host: host.clone(),
+            commands: loaded.commands.clone(),
             zot_home: ctx.zot_home.clone(),
             project: ctx.project.clone(),
         });

@@ -5,6 +5,7 @@
 //! calls [`run`], so all of this is testable without spawning the binary.
 
 pub mod args;
+pub mod commands;
 pub mod config;
 pub mod context;
 pub mod credentials;

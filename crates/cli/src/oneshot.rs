@@ -12,9 +12,10 @@ use zot_core::message::Block;
 use zot_core::provider::StopReason;
 use zot_extensions::zot_protocol::events::Event;
 use zot_extensions::zot_protocol::ui::strip_controls;
-use zot_extensions::{ExtensionHost, HostEvent, LoadError};
+use zot_extensions::{HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
+use crate::commands::Commands;
 use crate::context::Context;
 use crate::run::{self, Running};
 use crate::slash::{self, Resolved};
@@ -138,6 +139,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
     let Running {
         mut agent,
         host,
+        commands,
         mut host_events,
         load_errors,
         manifest_errors,
@@ -170,7 +172,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
 
     let result = run_prompt(
         &mut agent,
-        &host,
+        &commands,
         prompt,
         out,
         &cancel,
@@ -181,6 +183,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
     host.session_ended().await;
     host.shutdown().await;
     drop(agent);
+    drop(commands);
     drop(host);
     let _ = host_task.await;
     result
@@ -188,13 +191,13 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
 
 async fn run_prompt(
     agent: &mut zot_core::Agent,
-    host: &ExtensionHost,
+    commands: &Commands,
     prompt: &str,
     out: &Out,
     cancel: &CancellationToken,
     missing_credentials: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let text = match slash::resolve(host, prompt).await {
+    let text = match slash::resolve(commands, prompt).await {
         Err(e) => return fail(out, &e),
         Ok(Resolved::Unchanged) => prompt.to_owned(),
         Ok(Resolved::Prompt(p)) => p,

@@ -20,9 +20,10 @@ use zot_extensions::zot_protocol::events::{
     CommandEntry, CommandSource, Data, Event, ModelInfo, Response,
 };
 use zot_extensions::zot_protocol::rpc::{Envelope, Image, Request};
-use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
+use zot_extensions::zot_protocol::ui::{BUILTIN_COMMANDS, CommandOrigin};
 
 use crate::args::{AgentArgs, Mode};
+use crate::commands::Commands;
 use crate::context::Context;
 use crate::lines::{Line, LineReader};
 use crate::oneshot::{load_error_event, manifest_error_event, spawn_writer};
@@ -38,6 +39,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 struct Server {
     agent: Arc<Mutex<Agent>>,
     host: ExtensionHost,
+    commands: Commands,
     out: mpsc::UnboundedSender<Event>,
     /// Cancels whatever prompt or compaction runs now.
     current: std::sync::Mutex<CancellationToken>,
@@ -131,6 +133,7 @@ pub async fn serve(
         zot_home: zot_home.map(std::path::Path::to_path_buf),
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
+        commands: running.commands,
         out,
         current: std::sync::Mutex::new(CancellationToken::new()),
         busy: Arc::default(),
@@ -429,19 +432,44 @@ impl Server {
                         description: Some((*description).to_owned()),
                         source: CommandSource::Builtin,
                         extension: None,
+                        argument_hint: None,
+                        scope: None,
+                        path: None,
                     });
-                let extensions = self.host.commands().into_iter().map(|c| CommandEntry {
-                    name: c.name,
-                    description: c.description,
-                    source: CommandSource::Extension,
-                    extension: Some(c.extension),
+                let others = self.commands.list().into_iter().map(|c| {
+                    let (source, extension, scope, path) = match c.origin {
+                        CommandOrigin::Extension => {
+                            (CommandSource::Extension, Some(c.extension), None, None)
+                        }
+                        CommandOrigin::Markdown { path } => (
+                            CommandSource::Markdown,
+                            None,
+                            Some(c.extension),
+                            Some(path.display().to_string()),
+                        ),
+                    };
+                    CommandEntry {
+                        name: c.name,
+                        description: c.description,
+                        source,
+                        extension,
+                        argument_hint: c.argument_hint,
+                        scope,
+                        path,
+                    }
                 });
                 Data::Commands {
-                    commands: builtins.chain(extensions).collect(),
+                    commands: builtins.chain(others).collect(),
                 }
             }
             Request::ReloadExtensions => {
                 let stats = self.host.reload().await;
+                for skipped in self.commands.reload_markdown() {
+                    self.event(Event::ExtWarning {
+                        extension: None,
+                        message: format!("Markdown command {skipped}"),
+                    });
+                }
                 self.agent.lock().await.reset_system_prompt();
                 for error in &stats.errors {
                     self.event(load_error_event(error));
@@ -462,7 +490,7 @@ impl Server {
     async fn prompt(self: Arc<Self>, content: Vec<Block>, cancel: CancellationToken) {
         let mut agent = self.agent.lock().await;
         let mut content = content;
-        match slash::resolve(&self.host, &first_text(&content)).await {
+        match slash::resolve(&self.commands, &first_text(&content)).await {
             Err(e) => return self.finish_with_error(e),
             Ok(Resolved::Unchanged) => {}
             Ok(Resolved::Prompt(p)) => content = vec![Block::Text { text: p }],

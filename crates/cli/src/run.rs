@@ -14,6 +14,7 @@ use zot_core::system_prompt::{PromptParts, assemble};
 use zot_extensions::{ExtensionHost, Found, FoundStatus, HostEvent, LoadError, discover};
 
 use crate::args::{AgentArgs, Mode};
+use crate::commands::Commands;
 use crate::context::Context;
 use crate::credentials;
 use crate::ext_hooks::ExtHooks;
@@ -24,6 +25,8 @@ pub const MAX_TOKENS_CAP: u32 = 32_000;
 pub struct Running {
     pub agent: Agent,
     pub host: ExtensionHost,
+    /// Extension and Markdown commands.
+    pub commands: Commands,
     pub host_events: mpsc::UnboundedReceiver<HostEvent>,
     /// Extensions that failed to load (the run goes on without them).
     pub load_errors: Vec<LoadError>,
@@ -62,6 +65,7 @@ pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Cho
 /// The extension host and what discovery found, before any agent exists.
 pub struct Loaded {
     pub host: ExtensionHost,
+    pub commands: Commands,
     pub host_events: mpsc::UnboundedReceiver<HostEvent>,
     pub load_errors: Vec<LoadError>,
     pub found: Vec<Found>,
@@ -98,6 +102,15 @@ pub async fn load(
     ctx.warn_untrusted(&found);
     let (host, host_events) = ExtensionHost::start_with(host_config, found.clone()).await;
     let load_errors = host.errors();
+    let (commands, skipped) = Commands::new(
+        host.clone(),
+        ctx.project.clone(),
+        ctx.config.user_home.clone(),
+        ctx.config.project_trusted,
+    );
+    for skipped in skipped {
+        eprintln!("zot: warning: Markdown command {skipped}");
+    }
     let skills = if args.no_skills {
         Vec::new()
     } else {
@@ -109,16 +122,24 @@ pub async fn load(
             })
             .flat_map(|m| m.skills.iter().map(|s| m.dir.join(s)))
             .collect();
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        skills::discover(&skills::roots(
-            &ctx.project,
-            &ctx.zot_home,
-            home.as_deref(),
-            &bundled,
-        ))
+        let places = skills::Places {
+            cwd: &ctx.project,
+            zot_home: &ctx.zot_home,
+            home: ctx.config.user_home.as_deref(),
+            project_trusted: ctx.config.project_trusted,
+        };
+        if !places.project_trusted && skills::has_claude_project_skills(&ctx.project) {
+            eprintln!(
+                "zot: warning: the project's skills in {} are not loaded: {}; run `zot trust` to trust it, or pass --trust for one run",
+                skills::CLAUDE_SKILLS,
+                ctx.trust_reason
+            );
+        }
+        skills::discover(&skills::roots(places, &bundled))
     };
     Loaded {
         host,
+        commands,
         host_events,
         load_errors,
         found,
@@ -140,6 +161,8 @@ pub fn agent(
         system_prompt: args.system_prompt.clone(),
         append: args.append_system_prompt.clone(),
         skills: loaded.skills.clone(),
+        home: ctx.config.user_home.clone(),
+        project_trusted: ctx.config.project_trusted,
     };
     let base_prompt = assemble(&ctx.zot_home, &ctx.project, &parts);
     let info = models::info(provider.kind, model);
@@ -201,6 +224,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     Ok(Running {
         agent,
         host: loaded.host,
+        commands: loaded.commands,
         host_events: loaded.host_events,
         load_errors: loaded.load_errors,
         manifest_errors,

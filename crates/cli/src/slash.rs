@@ -1,11 +1,14 @@
 //! A `/command` typed outside the TUI (print, JSON and RPC modes).
 //!
 //! All three modes share one rule: a line that parses as a command must name
-//! an extension command, or it fails with "unknown command /name". Outcomes
-//! that need the TUI (insert into the editor, open a panel) fail too.
+//! an extension or Markdown command, or it fails with "unknown command
+//! /name". Outcomes that need the TUI (insert into the editor, open a
+//! panel) fail too.
 
-use zot_extensions::{CommandOutcome, ExtensionHost};
+use zot_extensions::CommandOutcome;
 use zot_tui::app::parse_command;
+
+use crate::commands::Commands;
 
 /// What a prompt comes to once its command, if any, has run.
 #[derive(Debug)]
@@ -24,15 +27,12 @@ pub enum Resolved {
     Done,
 }
 
-/// Runs `text` as an extension command when it is one.
-pub async fn resolve(host: &ExtensionHost, text: &str) -> Result<Resolved, String> {
+/// Runs `text` as a command when it is one.
+pub async fn resolve(commands: &Commands, text: &str) -> Result<Resolved, String> {
     let Some((name, args)) = parse_command(text) else {
         return Ok(Resolved::Unchanged);
     };
-    let reply = host
-        .invoke_command(name, args)
-        .await
-        .map_err(|e| e.to_string())?;
+    let reply = commands.invoke(name, args).await?;
     if let Some(error) = &reply.error {
         return Err(format!("/{}: {error}", reply.command));
     }

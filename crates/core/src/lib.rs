@@ -4,7 +4,9 @@
 
 pub mod agent;
 pub mod event;
+pub mod file_refs;
 pub mod hooks;
+pub mod markdown_commands;
 pub mod message;
 pub mod models;
 pub mod provider;

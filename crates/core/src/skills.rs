@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use zot_protocol::frontmatter;
 
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -19,9 +20,26 @@ pub struct Skill {
     pub path: PathBuf,
 }
 
+/// Where skills are looked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Places<'a> {
+    pub cwd: &'a Path,
+    pub zot_home: &'a Path,
+    pub home: Option<&'a Path>,
+    /// Whether the project is trusted: its `.claude/skills` are read only then.
+    pub project_trusted: bool,
+}
+
 /// The skill roots in search order: `./.zot/skills`, `$ZOT_HOME/skills`,
-/// `./.agents/skills`, `~/.agents/skills`; then `extra` (extension bundles).
-pub fn roots(cwd: &Path, zot_home: &Path, home: Option<&Path>, extra: &[PathBuf]) -> Vec<PathBuf> {
+/// `./.agents/skills`, `~/.agents/skills`, `./.claude/skills` (in a trusted
+/// project), `~/.claude/skills`; then `extra` (extension bundles).
+pub fn roots(places: Places<'_>, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let Places {
+        cwd,
+        zot_home,
+        home,
+        project_trusted,
+    } = places;
     let mut roots = vec![
         cwd.join(".zot/skills"),
         zot_home.join("skills"),
@@ -30,8 +48,26 @@ pub fn roots(cwd: &Path, zot_home: &Path, home: Option<&Path>, extra: &[PathBuf]
     if let Some(home) = home {
         roots.push(home.join(".agents/skills"));
     }
+    if project_trusted {
+        roots.push(cwd.join(CLAUDE_SKILLS));
+    }
+    if let Some(home) = home {
+        roots.push(home.join(CLAUDE_SKILLS));
+    }
     roots.extend(extra.iter().cloned());
     roots
+}
+
+/// Claude Code's skills folder, in a project and in the home directory.
+/// A project's is gated by trust (its skills often ship scripts for the
+/// model to run) and pinned by the trust fingerprint.
+pub const CLAUDE_SKILLS: &str = ".claude/skills";
+
+/// Whether `cwd` has Claude Code skills that an untrusted project leaves out.
+pub fn has_claude_project_skills(cwd: &Path) -> bool {
+    let mut files = Vec::new();
+    collect(&cwd.join(CLAUDE_SKILLS), 0, &mut files);
+    !files.is_empty()
 }
 
 /// Every skill under `roots` (a root may also be a `SKILL.md` file itself).
@@ -76,35 +112,15 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 fn parse(file: &Path) -> Option<Skill> {
     let text = std::fs::read_to_string(file).ok()?;
     let dir_name = file.parent()?.file_name()?.to_string_lossy().into_owned();
-    let (front, _) = front_matter(&text);
-    let field = |key: &str| {
-        front.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
-        })
-    };
+    let front = frontmatter::parse(&text);
     Some(Skill {
-        name: field("name").filter(|n| !n.is_empty()).unwrap_or(dir_name),
-        description: field("description").unwrap_or_default(),
+        name: front
+            .get("name")
+            .filter(|n| !n.is_empty())
+            .map_or(dir_name, str::to_owned),
+        description: front.get("description").unwrap_or_default().to_owned(),
         path: file.to_path_buf(),
     })
-}
-
-/// Splits `---\n…\n---\n` front matter from the body.
-fn front_matter(text: &str) -> (&str, &str) {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return ("", text);
-    };
-    match rest.find("\n---") {
-        Some(end) => {
-            let body = &rest[end + 4..];
-            (&rest[..end], body.trim_start_matches(['\r', '\n']))
-        }
-        None => ("", text),
-    }
 }
 
 /// The system prompt section that lists the skills.
@@ -160,7 +176,7 @@ impl Tool for SkillTool {
             };
             match std::fs::read_to_string(&skill.path) {
                 Ok(text) => {
-                    let (_, body) = front_matter(&text);
+                    let body = frontmatter::parse(&text).body;
                     ToolOutput::text(format!(
                         "# Skill: {}\n\n{}\n\n---\n\n{body}",
                         skill.name, skill.description

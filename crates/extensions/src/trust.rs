@@ -40,6 +40,12 @@ pub const GATED_ROOTS: &[(&str, Dialect)] = &[
 /// the table of them.
 pub const GATED_FILES: &[&str] = &[crate::mcp::config::PROJECT_FILE];
 
+/// Project inputs of Claude Code's layout that are gated by trust without
+/// being extensions: Markdown commands (their `` !`cmd` `` runs a shell) and
+/// skills (loaded only in a trusted project). Every file below them is
+/// pinned. `docs/trust.md` keeps the table of them.
+pub const GATED_FILE_ROOTS: &[&str] = &[".claude/commands", ".claude/skills"];
+
 /// A file whose mtime or ctime is this close to the moment it was hashed
 /// may still change within the file system's timestamp granularity without
 /// its stat changing, so its hash is not cached ("racily clean", as git says).
@@ -478,7 +484,9 @@ pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
 ///   locally: caches, `node_modules`, build output) in extension
 ///   directories git tracks; every `extension.json` is pinned whatever git says;
 /// - the files a manifest runs that lie elsewhere in the project (its
-///   `exec` or `command[0]`, and arguments naming files), read through links.
+///   `exec` or `command[0]`, and arguments naming files), read through links;
+/// - every file under [`GATED_FILE_ROOTS`] (`.claude/commands`,
+///   `.claude/skills`), by the same git rule as an extension directory.
 ///
 /// A file that cannot be read, or is not a regular file, is pinned as such.
 pub fn snapshot(project: &Path) -> BTreeMap<String, String> {
@@ -553,6 +561,22 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
             hasher.pin(&mut files, &path, rel, &meta);
             referenced.extend(crate::mcp::config::project_files_run(&path, project));
         }
+    }
+    for root_rel in GATED_FILE_ROOTS {
+        let root = project.join(root_rel);
+        match root.symlink_metadata() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                files.insert(format!("{root_rel}/"), unreadable(&e));
+                continue;
+            }
+            Ok(meta) if meta.file_type().is_symlink() => {
+                hasher.pin(&mut files, &root, root_rel, &meta);
+            }
+            Ok(_) => {}
+        }
+        let ignored = Ignored::in_extension(&root);
+        hasher.walk(&mut files, &root, root_rel, &ignored, "");
     }
     // What manifests (and gated files) run from elsewhere in the project.
     let Ok(home) = project.canonicalize() else {
@@ -916,6 +940,36 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(shown, ["changed tools/server.js"]);
+    }
+
+    #[test]
+    fn claude_commands_and_skills_are_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path();
+        write(
+            &project.join(".claude/commands/git/commit.md"),
+            "!`git status`",
+        );
+        write(
+            &project.join(".claude/skills/pdf/SKILL.md"),
+            "---\nname: pdf\n---\n",
+        );
+        write(&project.join(".claude/settings.local.json"), "{}");
+        let files = snapshot(project);
+        let pinned: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            pinned,
+            [
+                ".claude/commands/git/commit.md",
+                ".claude/skills/pdf/SKILL.md"
+            ]
+        );
+        let before = fingerprint(project).unwrap();
+        write(
+            &project.join(".claude/commands/git/commit.md"),
+            "!`curl evil`",
+        );
+        assert_ne!(fingerprint(project).unwrap(), before);
     }
 
     #[test]

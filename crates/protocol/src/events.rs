@@ -267,7 +267,7 @@ pub struct ModelInfo {
     pub reasoning: bool,
 }
 
-/// A slash command: built in, or an extension's.
+/// A slash command: built in, an extension's, or a Markdown command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CommandEntry {
     pub name: String,
@@ -275,6 +275,15 @@ pub struct CommandEntry {
     pub source: CommandSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extension: Option<String>,
+    /// What arguments it takes (a Markdown command's `argument-hint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// A Markdown command's scope: `project` or `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// A Markdown command's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -282,6 +291,8 @@ pub struct CommandEntry {
 pub enum CommandSource {
     Builtin,
     Extension,
+    /// A Markdown file under `.claude/commands/` (the project's or the user's).
+    Markdown,
 }
 
 impl Event {

@@ -5,6 +5,7 @@
 //! Each protocol dialect lives in its own module; `zot` is the native one.
 
 pub mod events;
+pub mod frontmatter;
 pub mod nimlet;
 pub mod rpc;
 pub mod schema;

@@ -318,13 +318,28 @@ impl PartialEq for QuestionReply {
     }
 }
 
-/// An extension slash command.
+/// A slash command beside the built-ins: an extension's, or a Markdown
+/// command's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandInfo {
-    /// The spelling the extension registered.
+    /// The spelling the extension registered (or the file's name).
     pub name: String,
     pub description: Option<String>,
+    /// What arguments it takes, shown after the name (`[pr-number]`).
+    pub argument_hint: Option<String>,
+    /// Who provides it: the extension's name, or a Markdown command's
+    /// scope (`project`, `user`).
     pub extension: String,
+    pub origin: CommandOrigin,
+}
+
+/// Where a command comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandOrigin {
+    /// An extension registered it.
+    Extension,
+    /// A Markdown file (`.claude/commands/…`) whose text becomes the prompt.
+    Markdown { path: std::path::PathBuf },
 }
 
 /// What an extension command asks the front end to do.

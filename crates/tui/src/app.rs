@@ -15,8 +15,8 @@ use zot_core::provider::StopReason;
 use zot_protocol::zot::{NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
-    BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOutcome, CommandReply, HostEvent,
-    ReloadSummary, is_builtin_command,
+    BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOrigin, CommandOutcome, CommandReply,
+    HostEvent, ReloadSummary, is_builtin_command,
 };
 
 use crate::bridge::Extensions;
@@ -37,6 +37,18 @@ pub const STATUS_TTL: Duration = Duration::from_secs(5);
 pub const LIVE_OUTPUT_BYTES: usize = 4096;
 /// Rows the popup shows at most.
 pub const POPUP_ROWS: usize = 16;
+
+/// Where a popup row's command comes from: the popup groups them so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    Builtin,
+    Extension,
+    /// A Markdown command (`.claude/commands`).
+    Markdown,
+}
+
+/// One popup row: the command's name, what it shows beside it, its group.
+pub type PopupRow = (String, String, Group);
 
 /// Facts about the session the app shows.
 #[derive(Debug, Clone, Default)]
@@ -300,33 +312,43 @@ impl App {
         self.commands = self.ext.commands();
     }
 
-    /// Popup rows for the editor's `/prefix`: built-ins, then extension commands, sorted.
-    pub fn popup(&self) -> Option<Vec<(String, String, bool)>> {
+    /// Popup rows for the editor's `/prefix`: built-ins, then extension
+    /// commands, then Markdown commands, each group sorted. A row shows the
+    /// command's argument hint before its description.
+    pub fn popup(&self) -> Option<Vec<PopupRow>> {
         let text = self.editor.text();
         let typed = text.strip_prefix('/')?;
         if typed.contains(char::is_whitespace) || self.modal.panel().is_some() {
             return None;
         }
         let typed = typed.to_lowercase();
-        let mut rows: Vec<(String, String, bool)> = BUILTINS
+        let mut rows: Vec<PopupRow> = BUILTINS
             .iter()
             .filter(|(name, _)| name.starts_with(&typed))
-            .map(|(name, desc)| ((*name).to_owned(), (*desc).to_owned(), false))
+            .map(|(name, desc)| ((*name).to_owned(), (*desc).to_owned(), Group::Builtin))
             .collect();
-        let mut ext: Vec<&CommandInfo> = self
+        let mut others: Vec<(Group, &CommandInfo)> = self
             .commands
             .iter()
             .filter(|c| c.name.to_lowercase().starts_with(&typed))
             .filter(|c| !is_builtin_command(&c.name))
+            .map(|c| match c.origin {
+                CommandOrigin::Extension => (Group::Extension, c),
+                CommandOrigin::Markdown { .. } => (Group::Markdown, c),
+            })
             .collect();
-        ext.sort_by_key(|c| c.name.to_lowercase());
-        rows.extend(ext.into_iter().map(|c| {
+        others.sort_by_key(|(group, c)| (*group, c.name.to_lowercase()));
+        rows.extend(others.into_iter().map(|(group, c)| {
             let desc = c
                 .description
                 .clone()
                 .filter(|d| !d.is_empty())
                 .unwrap_or_else(|| format!("({})", c.extension));
-            (c.name.clone(), desc, true)
+            let desc = match c.argument_hint.as_deref().filter(|h| !h.is_empty()) {
+                Some(hint) => format!("{hint}  {desc}"),
+                None => desc,
+            };
+            (c.name.clone(), desc, group)
         }));
         (!rows.is_empty()).then_some(rows)
     }
@@ -394,7 +416,7 @@ impl App {
     }
 
     /// The command popup's keys: true when the key was the popup's alone.
-    fn popup_key(&mut self, key: KeyEvent, rows: &[(String, String, bool)]) -> bool {
+    fn popup_key(&mut self, key: KeyEvent, rows: &[PopupRow]) -> bool {
         let selected = self.modal.popup_selected();
         match key.code {
             KeyCode::Up => {
@@ -702,7 +724,15 @@ impl App {
         }
         for cmd in &self.commands {
             let desc = cmd.description.clone().unwrap_or_default();
-            text.push_str(&format!("  /{:<12} {desc} [{}]\n", cmd.name, cmd.extension));
+            let hint = cmd
+                .argument_hint
+                .as_deref()
+                .map(|h| format!("{h} "))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "  /{:<12} {hint}{desc} [{}]\n",
+                cmd.name, cmd.extension
+            ));
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \

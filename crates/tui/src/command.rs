@@ -4,15 +4,19 @@
 
 use zot_protocol::ui::BUILTIN_COMMANDS;
 
-/// `/name args` when the text names a command (a path like `/usr/bin` does not).
+/// `/name args` when the text names a command (a path like `/usr/bin` does
+/// not). A name is letters, digits, `_` and `-`, in parts joined by `:`
+/// (a Markdown command in a folder is `/folder:name`).
 pub fn parse_command(text: &str) -> Option<(&str, &str)> {
     let rest = text.trim_start().strip_prefix('/')?;
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let name = &rest[..end];
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let valid = name.split(':').all(|part| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    });
     valid.then(|| (name, rest[end..].trim()))
 }
 
@@ -97,6 +101,14 @@ mod tests {
         assert_eq!(parse_command("  /model  gpt x "), Some(("model", "gpt x")));
         assert_eq!(parse_command("/reload-ext"), Some(("reload-ext", "")));
         assert_eq!(parse_command("/usr/bin/env"), None);
+        assert_eq!(
+            parse_command("/git:commit -m x"),
+            Some(("git:commit", "-m x"))
+        );
+        assert_eq!(parse_command("/a:b:c"), Some(("a:b:c", "")));
+        for bad in ["/git:", "/:x", "/a::b", "/c:\\dir"] {
+            assert_eq!(parse_command(bad), None, "{bad}");
+        }
         assert_eq!(parse_command("/"), None);
         assert_eq!(parse_command("hello /help"), None);
     }

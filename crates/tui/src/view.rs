@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use zot_protocol::zot::NotifyLevel;
 
-use crate::app::{App, POPUP_ROWS, StatusKind};
+use crate::app::{App, Group, POPUP_ROWS, PopupRow, StatusKind};
 use crate::markdown;
 use crate::modal::{CHOICES, Confirmation, Dialog, Modal, Panel, Question, SessionPicker};
 use crate::theme::Theme;
@@ -386,28 +386,28 @@ fn draw_floating(frame: &mut Frame, app: &mut App, screen: Rect, editor: Rect, t
     }
 }
 
-fn draw_popup(
-    frame: &mut Frame,
-    app: &App,
-    rows: &[(String, String, bool)],
-    editor: Rect,
-    theme: &Theme,
-) {
+fn draw_popup(frame: &mut Frame, app: &App, rows: &[PopupRow], editor: Rect, theme: &Theme) {
     let mut lines = Vec::new();
-    let mut divider_done = false;
+    let mut group = None;
     let selected = app
         .modal()
         .popup_selected()
         .min(rows.len().saturating_sub(1));
     let first = selected.saturating_sub(POPUP_ROWS - 1);
-    for (i, (name, desc, from_ext)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
-        if *from_ext && !divider_done {
-            divider_done = true;
-            if i > first || rows.iter().any(|r| !r.2) {
-                lines.push(Line::styled(
-                    "── extensions ──",
-                    Style::default().fg(theme.muted),
-                ));
+    // A divider starts each group after the built-ins (also when the
+    // built-ins scrolled out of view); a list of one such group alone has none.
+    let builtins_exist = rows.iter().any(|r| r.2 == Group::Builtin);
+    for (i, (name, desc, row_group)) in rows.iter().enumerate().skip(first).take(POPUP_ROWS) {
+        if group != Some(*row_group) {
+            let shown = i > first || builtins_exist;
+            group = Some(*row_group);
+            let label = match row_group {
+                Group::Builtin => None,
+                Group::Extension => Some("── extensions ──"),
+                Group::Markdown => Some("── .claude/commands ──"),
+            };
+            if let Some(label) = label.filter(|_| shown) {
+                lines.push(Line::styled(label, Style::default().fg(theme.muted)));
             }
         }
         let style = choice_style(i == selected, theme);

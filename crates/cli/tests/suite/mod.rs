@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod claude;
 mod completions;
 mod config;
 mod doctor;

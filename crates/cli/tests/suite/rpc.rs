@@ -11,7 +11,7 @@ use super::support::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA, World, check_schema};
 
 /// An RPC client: every line zot prints is checked against the published
 /// event schema, every well-formed request against the request schema.
-struct Rpc {
+pub(super) struct Rpc {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
@@ -20,7 +20,7 @@ struct Rpc {
 }
 
 impl Rpc {
-    fn start(
+    pub(super) fn start(
         w: &World,
         model: &MockModel,
         provider: &str,
@@ -70,7 +70,7 @@ impl Rpc {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         if let Ok(request) = serde_json::from_str::<Value>(line)
             && request
                 .get("type")
@@ -98,7 +98,7 @@ impl Rpc {
     }
 
     /// The next output line matching `pred`, skipping others, within 10 s.
-    fn until(&self, mut pred: impl FnMut(&Value) -> bool) -> Value {
+    pub(super) fn until(&self, mut pred: impl FnMut(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             self.assert_valid();
@@ -111,7 +111,7 @@ impl Rpc {
         }
     }
 
-    fn response(&self, command: &str) -> Value {
+    pub(super) fn response(&self, command: &str) -> Value {
         self.until(|v| v["type"] == "response" && v["command"] == command)
     }
 
@@ -120,7 +120,7 @@ impl Rpc {
         assert!(invalid.is_empty(), "{}", invalid.join("\n"));
     }
 
-    fn close(mut self) -> i32 {
+    pub(super) fn close(mut self) -> i32 {
         drop(self.stdin.take());
         // zot exits at EOF once its work is done; a deadline turns a hang into a failure.
         let deadline = Instant::now() + Duration::from_secs(20);

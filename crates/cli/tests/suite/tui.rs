@@ -9,7 +9,7 @@ use zot_testkit::{MockModel, anthropic};
 
 use super::support::{World, ZOT};
 
-struct Tmux {
+pub(super) struct Tmux {
     socket: String,
     dir: PathBuf,
 }
@@ -17,7 +17,7 @@ struct Tmux {
 impl Tmux {
     /// Starts `zot args…` in a 100x30 tmux session; when it exits, the
     /// terminal settings are saved to `<scratch>/stty.txt`.
-    fn start(w: &World, name: &str, args: &[&str], env: &[(&str, String)]) -> Self {
+    pub(super) fn start(w: &World, name: &str, args: &[&str], env: &[(&str, String)]) -> Self {
         let socket = format!("zot-test-{name}-{}", std::process::id());
         let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
         let mut vars: Vec<String> = vec![
@@ -60,7 +60,7 @@ impl Tmux {
         }
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p"])
             .output()
@@ -68,7 +68,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn wait_for(&self, text: &str) -> String {
+    pub(super) fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             let screen = self.screen();
@@ -83,7 +83,7 @@ impl Tmux {
         }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys"])
             .args(keys)
@@ -93,7 +93,7 @@ impl Tmux {
     }
 
     /// Types text literally (no key-name interpretation).
-    fn type_text(&self, text: &str) {
+    pub(super) fn type_text(&self, text: &str) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys", "-l", text])
             .status()

@@ -226,7 +226,7 @@ async fn sleep_until(at: Option<Instant>) {
 /// SIGTERM to the whole group, then SIGKILL to whatever is still there
 /// after [`KILL_GRACE`]. Also reaps the shell, whose zombie would otherwise
 /// keep the group looking alive.
-async fn terminate_group(pgid: Pid, child: &mut Child) {
+pub(crate) async fn terminate_group(pgid: Pid, child: &mut Child) {
     if killpg(pgid, Signal::SIGTERM).is_err() {
         // ESRCH: nobody left in the group.
         let _ = child.try_wait();

@@ -3,7 +3,7 @@
 //! into tool errors, opening only regular files, atomic file replacement
 //! (in place for hard-linked files), and random file-name suffixes.
 
-mod bash;
+pub(crate) mod bash;
 mod edit;
 pub mod output;
 mod read;

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use zot_protocol::nimlet::{
     CAPABILITIES, Event, HostFrame, Response, SessionInfo, SideEffects, UiRequest,
 };
-use zot_protocol::ui::{CommandInfo, CommandOutcome, QuestionReply};
+use zot_protocol::ui::{CommandInfo, CommandOrigin, CommandOutcome, QuestionReply};
 use zot_protocol::zot::{ContentBlock, NotifyLevel};
 
 use super::{
@@ -431,6 +431,8 @@ pub(crate) fn validate(value: &Value, extension: &str) -> Result<Registered, Str
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             extension: extension.to_owned(),
+            argument_hint: None,
+            origin: CommandOrigin::Extension,
         });
     }
     match value.get("events") {
@@ -683,6 +685,8 @@ mod tests {
                     name: "note".into(),
                     description: Some("save".into()),
                     extension: "notes".into(),
+                    argument_hint: None,
+                    origin: CommandOrigin::Extension,
                 }),
                 Registration::Tool(ToolInfo {
                     name: "recall".into(),

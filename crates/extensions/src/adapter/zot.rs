@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use zot_protocol::PROTOCOL_VERSION;
-use zot_protocol::ui::{CommandInfo, CommandOutcome};
+use zot_protocol::ui::{CommandInfo, CommandOrigin, CommandOutcome};
 use zot_protocol::zot::{
     CommandAction, CommandInvoked, ContentBlock, Event, EventIntercept, ExtFrame, HelloAck,
     HostFrame, Intercept, InterceptResponse, PanelClose, PanelKey, RegisterCommand, RegisterTool,
@@ -467,6 +467,8 @@ fn register_command(peer: &Peer, link: &dyn Link, cmd: RegisterCommand) {
         name: name.to_owned(),
         description: cmd.description,
         extension: peer.name.clone(),
+        argument_hint: None,
+        origin: CommandOrigin::Extension,
     }));
 }
 
@@ -601,6 +603,8 @@ mod tests {
                     name: "greet".into(),
                     description: Some("hi".into()),
                     extension: "guard".into(),
+                    argument_hint: None,
+                    origin: CommandOrigin::Extension,
                 }),
                 Registration::Subscribe(HookPoint::TurnStart, Mode::Observe),
                 Registration::Subscribe(HookPoint::ToolCall, Mode::Intercept),

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use zot_protocol::ui::{CommandOutcome, CommandReply, HostEvent, QuestionReply};
 use zot_protocol::zot::{Key, NotifyLevel, PanelContent, PanelRender};
-use zot_tui::app::{AppMsg, StatusKind};
+use zot_tui::app::{AppMsg, Group, StatusKind};
 use zot_tui::modal::Dialog;
 use zot_tui::transcript::Entry;
 
@@ -165,8 +165,12 @@ async fn popup_filters_case_insensitively_with_builtins_first() {
     type_text(&mut app, "/");
     let rows = app.popup().unwrap();
     assert_eq!(rows[0].0, "help");
-    let ext: Vec<&str> = rows.iter().filter(|r| r.2).map(|r| r.0.as_str()).collect();
-    assert_eq!(ext, ["Deploy", "todo", "weather"]);
+    let ext: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.2 != Group::Builtin)
+        .map(|r| r.0.as_str())
+        .collect();
+    assert_eq!(ext, ["Deploy", "todo", "weather", "git:commit"]);
     type_text(&mut app, "WE");
     let rows = app.popup().unwrap();
     assert_eq!(

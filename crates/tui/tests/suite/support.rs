@@ -6,7 +6,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokio::sync::mpsc;
 use zot_core::tool::BoxFuture;
-use zot_protocol::ui::{CommandInfo, CommandOutcome, CommandReply, ReloadSummary};
+use zot_protocol::ui::{CommandInfo, CommandOrigin, CommandOutcome, CommandReply, ReloadSummary};
 use zot_protocol::zot::Key;
 use zot_tui::app::{App, AppConfig, AppMsg};
 use zot_tui::bridge::Extensions;
@@ -32,16 +32,31 @@ impl Extensions for FakeHost {
                 name: "todo".into(),
                 description: Some("open the todo panel".into()),
                 extension: "todo".into(),
+                argument_hint: None,
+                origin: CommandOrigin::Extension,
             },
             CommandInfo {
                 name: "Deploy".into(),
                 description: None,
                 extension: "shipit".into(),
+                argument_hint: None,
+                origin: CommandOrigin::Extension,
             },
             CommandInfo {
                 name: "weather".into(),
                 description: Some("weather for a city".into()),
                 extension: "weather".into(),
+                argument_hint: None,
+                origin: CommandOrigin::Extension,
+            },
+            CommandInfo {
+                name: "git:commit".into(),
+                description: Some("commit the staged work".into()),
+                argument_hint: Some("[message]".into()),
+                extension: "project".into(),
+                origin: CommandOrigin::Markdown {
+                    path: "/home/pat/project/.claude/commands/git/commit.md".into(),
+                },
             },
         ]
     }

@@ -1,0 +1,313 @@
+//! A project's `.claude/` folder through the built binary: Markdown
+//! commands, skills, `CLAUDE.md` context and the `permissions` warning, in
+//! print, JSON, RPC and TUI modes, against the loopback model server.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, anthropic};
+
+use super::rpc::Rpc;
+use super::support::{Run, World, events};
+use super::tui::Tmux;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
+    let mut all = vec!["--no-session"];
+    all.extend_from_slice(args);
+    w.against(model, "anthropic", &all).output().unwrap().into()
+}
+
+/// The text of the first user message of request `n`.
+fn prompt_of(model: &MockModel, n: usize) -> String {
+    let body = &model.requests()[n].body;
+    body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text prompt in {body}"))
+        .to_owned()
+}
+
+const REVIEW: &str = "---
+description: Review a pull request
+argument-hint: [pr-number] [priority]
+---
+Review PR #$1 at priority $2 (all: $ARGUMENTS).
+Notes: @notes.md
+Status: !`echo shell-ran-$1`
+Gone: @missing.md
+";
+
+/// A project with Markdown commands, a user with their own, one of each name.
+fn commands_world() -> World {
+    let w = World::new();
+    write(&w.project.join(".claude/commands/review.md"), REVIEW);
+    write(
+        &w.project.join(".claude/commands/git/commit.md"),
+        "---\ndescription: Commit staged work\n---\nCommit with message: $ARGUMENTS",
+    );
+    write(
+        &w.project.join(".claude/commands/help.md"),
+        "NOT THE BUILT-IN",
+    );
+    write(&w.project.join("notes.md"), "NOTES-CONTENT");
+    let user = w.scratch.join(".claude/commands");
+    write(&user.join("review.md"), "USER REVIEW (shadowed)");
+    write(
+        &user.join("mine.md"),
+        "Mine: !`echo user-shell-ran` and @~/secret.txt",
+    );
+    write(&w.scratch.join("secret.txt"), "USER-FILE");
+    w
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn markdown_commands_expand_into_the_prompt_in_print_mode() {
+    let w = commands_world();
+    let model = MockModel::start([
+        anthropic::text("ok"),
+        anthropic::text("ok"),
+        anthropic::text("ok"),
+        anthropic::text("ok"),
+        anthropic::text("ok"),
+    ])
+    .await;
+
+    // Untrusted: arguments and files inside the project, no shell.
+    let run = zot(&w, &model, &["-p", "/review 42 \"very high\""]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let prompt = prompt_of(&model, 0);
+    assert!(
+        prompt.starts_with("Review PR #42 at priority very high (all: 42 \"very high\")."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<file path=\"notes.md\">\nNOTES-CONTENT\n</file>"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("[!`echo shell-ran-42` not run: this project is not trusted"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Gone: [@missing.md: no such file]"),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("USER REVIEW"),
+        "the project's command wins"
+    );
+
+    // Trusted for this run: the shell runs, with the arguments substituted.
+    let run = zot(&w, &model, &["--trust", "-p", "/review 7"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let prompt = prompt_of(&model, 1);
+    assert!(prompt.contains("Status: shell-ran-7\n"), "{prompt}");
+    assert!(!prompt.contains("not run"), "{prompt}");
+
+    // A folder makes `/folder:name`; names match in any case.
+    let run = zot(&w, &model, &["-p", "/GIT:commit fix the bug"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(prompt_of(&model, 2), "Commit with message: fix the bug");
+
+    // The user's own commands run their shell and read their files anywhere.
+    let run = zot(&w, &model, &["-p", "/mine extra words"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let prompt = prompt_of(&model, 3);
+    assert!(
+        prompt.starts_with(
+            "Mine: user-shell-ran and <file path=\"~/secret.txt\">\nUSER-FILE\n</file>"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with("ARGUMENTS: extra words"),
+        "a template without $ARGUMENTS gets them appended: {prompt}"
+    );
+
+    // A built-in name is never a Markdown command, outside the TUI either.
+    let run = zot(&w, &model, &["-p", "/help"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("unknown command /help"), "{run:?}");
+    assert_eq!(model.requests().len(), 4);
+}
+
+const REVIEW_EXT: &str = r#"
+handshake(NAME)
+emit({"type":"register_command","name":"review","description":"the extension's review"})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "command_invoked":
+        emit({"type":"command_response","id":msg["id"],"action":"display","display":"EXTENSION REVIEW"})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_mode_runs_markdown_commands_and_extensions_win_their_names() {
+    let w = commands_world();
+    let ext = w.py_ext("reviewer", REVIEW_EXT);
+    let model = MockModel::start([anthropic::text("committed")]).await;
+
+    let run = zot(&w, &model, &["--json", "/git:commit tidy up"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    assert!(lines.iter().any(|e| e["type"] == "done"), "{lines:?}");
+    assert_eq!(prompt_of(&model, 0), "Commit with message: tidy up");
+
+    let run = zot(
+        &w,
+        &model,
+        &["--ext", ext.to_str().unwrap(), "--json", "/review 1"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    assert!(
+        lines.contains(&json!({"type":"ext_display","extension":"reviewer","command":"review","text":"EXTENSION REVIEW"})),
+        "{lines:?}"
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the extension's command needs no model"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_lists_markdown_commands_and_prompts_with_them() {
+    let w = commands_world();
+    let model = MockModel::start([anthropic::text("reviewed")]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"get_commands"}"#);
+    let commands = rpc.response("get_commands")["data"]["commands"].clone();
+    let named = |name: &str| -> Vec<Value> {
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"] == name)
+            .cloned()
+            .collect()
+    };
+    let review = named("review");
+    assert_eq!(review.len(), 1, "{commands}");
+    assert_eq!(review[0]["source"], "markdown");
+    assert_eq!(review[0]["scope"], "project");
+    assert_eq!(review[0]["description"], "Review a pull request");
+    assert_eq!(review[0]["argument_hint"], "[pr-number] [priority]");
+    assert!(
+        review[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".claude/commands/review.md")
+    );
+    assert_eq!(named("git:commit")[0]["source"], "markdown");
+    assert_eq!(named("mine")[0]["scope"], "user");
+    let help = named("help");
+    assert_eq!(help.len(), 1, "the built-in wins: {commands}");
+    assert_eq!(help[0]["source"], "builtin");
+
+    rpc.send(r#"{"type":"prompt","message":"/review 9 low"}"#);
+    rpc.until(|v| v["type"] == "done");
+    assert!(prompt_of(&model, 0).starts_with("Review PR #9 at priority low"));
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_skills_context_files_and_the_permissions_warning() {
+    let w = World::new();
+    write(
+        &w.project.join(".claude/skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: fill PDF forms\n---\nUse pdftk.\n",
+    );
+    write(
+        &w.scratch.join(".claude/skills/tone/SKILL.md"),
+        "---\nname: tone\ndescription: house writing style\n---\nBe brief.\n",
+    );
+    write(
+        &w.project.join("CLAUDE.md"),
+        "Project memory. See @docs/rules.md.",
+    );
+    write(&w.project.join("docs/rules.md"), "RULE: tabs, not spaces.");
+    write(&w.project.join("CLAUDE.local.md"), "LOCAL: my sandbox URL.");
+    write(
+        &w.project.join(".claude/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(npm test)"]}}"#,
+    );
+    let model = MockModel::start([
+        anthropic::text("untrusted"),
+        anthropic::tool_call("s1", "skill", r#"{"name":"pdf"}"#),
+        anthropic::text("filled"),
+    ])
+    .await;
+
+    let run = zot(&w, &model, &["-p", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let system = model.requests()[0].body["system"].to_string();
+    for part in [
+        "Project memory. See @docs/rules.md.",
+        "RULE: tabs, not spaces.",
+        "(imported by",
+        "LOCAL: my sandbox URL.",
+        "- tone: house writing style",
+    ] {
+        assert!(system.contains(part), "{part} missing from {system}");
+    }
+    assert!(
+        !system.contains("- pdf:"),
+        "untrusted project skills stay out"
+    );
+    assert!(
+        run.stderr
+            .contains("skills in .claude/skills are not loaded"),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.stderr.matches("are not enforced by zot").count(),
+        1,
+        "{run:?}"
+    );
+
+    let run = zot(&w, &model, &["--trust", "-p", "fill the form"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "filled\n");
+    let system = model.requests()[1].body["system"].to_string();
+    assert!(system.contains("- pdf: fill PDF forms"), "{system}");
+    let result = &model.requests()[2].body["messages"][2]["content"][0];
+    assert!(
+        result["content"].to_string().contains("Use pdftk."),
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
+    let w = commands_world();
+    let model = MockModel::start([anthropic::text("Committed it.")]).await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+    ];
+    let tmux = Tmux::start(&w, "claude", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("/");
+    let screen = tmux.wait_for("── .claude/commands ──");
+    assert!(
+        screen.contains("/review         [pr-number] [priority]  Review a pull request"),
+        "{screen}"
+    );
+    tmux.type_text("git:");
+    let screen = tmux.wait_for("Commit staged work");
+    assert!(screen.contains("/git:commit"), "{screen}");
+    tmux.type_text("commit ship it");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Committed it.");
+    assert_eq!(prompt_of(&model, 0), "Commit with message: ship it");
+}

@@ -1,0 +1,478 @@
+//! Markdown commands: Claude Code's custom slash commands, `.md` files under
+//! `.claude/commands/` (the project's) and `~/.claude/commands/` (the
+//! user's). Owns finding them, their names (`/name`, `/folder:name`), and
+//! expanding one into the prompt it stands for: `$ARGUMENTS` and `$1`…,
+//! `@path` file contents and `` !`cmd` `` output. Which command wins a
+//! name is the front end's registry's business, not this module's.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+use tokio::process::Command;
+use zot_protocol::frontmatter;
+
+use crate::file_refs;
+use crate::tools::bash::terminate_group;
+
+/// Where the commands live, relative to the project and to the home directory.
+pub const COMMANDS_DIR: &str = ".claude/commands";
+
+/// How deep folders under [`COMMANDS_DIR`] are searched (`/a:b:c:d:name`);
+/// deeper folders are noise, and the bound keeps a symlink loop finite.
+pub const MAX_FOLDER_DEPTH: usize = 4;
+
+/// How long one `` !`cmd` `` may run before it is killed. Such commands
+/// gather context (`git status`, `git diff`); half a minute covers a slow
+/// repository, and the user is waiting for the prompt meanwhile.
+pub const SHELL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most bytes of one `` !`cmd` ``'s stdout (and of its stderr) that go
+/// into the prompt; the bash tool's cap for the model is the same.
+pub const MAX_SHELL_OUTPUT: usize = crate::tools::bash::MAX_OUTPUT_BYTES;
+
+/// The most characters of a body's first line used as a description when
+/// the front matter has none.
+const DESCRIPTION_FROM_BODY: usize = 80;
+
+/// Whose command it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `<project>/.claude/commands`: `` !`cmd` `` runs only in a trusted project.
+    Project,
+    /// `~/.claude/commands`.
+    User,
+}
+
+impl Scope {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::User => "user",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkdownCommand {
+    /// `name`, or `folder:name` for a file in a subfolder.
+    pub name: String,
+    pub description: Option<String>,
+    /// Front matter `argument-hint`: what arguments it takes.
+    pub argument_hint: Option<String>,
+    pub path: PathBuf,
+    pub scope: Scope,
+}
+
+/// Every command of the project, then the user's, sorted by name within
+/// each; a project command hides a user command of the same name (names
+/// match case-insensitively, as every slash command does). The second value
+/// lists files skipped because their name cannot be typed as a command.
+pub fn discover(project: &Path, home: Option<&Path>) -> (Vec<MarkdownCommand>, Vec<String>) {
+    let mut commands: Vec<MarkdownCommand> = Vec::new();
+    let mut skipped = Vec::new();
+    let dirs = [(Some(project), Scope::Project), (home, Scope::User)];
+    for (base, scope) in dirs {
+        let Some(base) = base else { continue };
+        let root = base.join(COMMANDS_DIR);
+        let mut found = Vec::new();
+        collect(&root, &[], &mut found);
+        found.sort();
+        for (parts, path) in found {
+            let name = parts.join(":");
+            if !valid_name(&name) {
+                skipped.push(format!(
+                    "{}: not a command name (letters, digits, `-`, `_` only)",
+                    path.display()
+                ));
+                continue;
+            }
+            if commands.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+                continue;
+            }
+            commands.push(load(name, path, scope));
+        }
+    }
+    (commands, skipped)
+}
+
+/// `(name parts, file)` of every `.md` file below `dir`.
+fn collect(dir: &Path, folders: &[String], out: &mut Vec<(Vec<String>, PathBuf)>) {
+    if folders.len() > MAX_FOLDER_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let mut parts = folders.to_vec();
+        if path.is_dir() {
+            parts.push(name);
+            collect(&path, &parts, out);
+        } else if let Some(stem) = name.strip_suffix(".md")
+            && path.is_file()
+        {
+            parts.push(stem.to_owned());
+            out.push((parts, path));
+        }
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    name.split(':').all(|part| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    })
+}
+
+fn load(name: String, path: PathBuf, scope: Scope) -> MarkdownCommand {
+    let text = file_refs::read_capped(&path).unwrap_or_default();
+    let front = frontmatter::parse(&text);
+    let field = |key: &str| {
+        front
+            .get(key)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let description = field("description").or_else(|| {
+        let first = front.body.lines().map(str::trim).find(|l| !l.is_empty())?;
+        let first = first.trim_start_matches('#').trim();
+        Some(first.chars().take(DESCRIPTION_FROM_BODY).collect())
+    });
+    MarkdownCommand {
+        name,
+        description,
+        argument_hint: field("argument-hint"),
+        path,
+        scope,
+    }
+}
+
+/// What an expansion may do beyond substituting arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct Expansion<'a> {
+    /// The project directory: `` !`cmd` `` runs there, `@path` is relative to it.
+    pub cwd: &'a Path,
+    pub home: Option<&'a Path>,
+    /// Whether the project is trusted: a project command runs `` !`cmd` ``
+    /// and reads files outside the project only then.
+    pub project_trusted: bool,
+}
+
+impl MarkdownCommand {
+    /// The prompt this command stands for with `args`.
+    pub async fn expand(&self, args: &str, x: Expansion<'_>) -> Result<String, String> {
+        let text = file_refs::read_capped(&self.path)
+            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
+        let template = frontmatter::parse(&text).body;
+        let trusted = self.scope == Scope::User || x.project_trusted;
+        let positional = split_args(args);
+        let mut out = String::new();
+        for piece in pieces(template) {
+            match piece {
+                Piece::Text(text) => {
+                    let text = substitute(text, args, &positional);
+                    out.push_str(&include_files(&text, x, trusted));
+                }
+                Piece::Shell(cmd) => {
+                    let cmd = substitute(cmd, args, &positional);
+                    if trusted {
+                        out.push_str(&run_shell(&cmd, x.cwd).await);
+                    } else {
+                        out.push_str(&format!(
+                            "[!`{cmd}` not run: this project is not trusted (`zot trust`)]"
+                        ));
+                    }
+                }
+            }
+        }
+        if !mentions_arguments(template) && !args.trim().is_empty() {
+            out = format!("{}\n\nARGUMENTS: {}", out.trim_end(), args.trim());
+        }
+        Ok(out.trim().to_owned())
+    }
+}
+
+/// A template split at each `` !`cmd` ``.
+#[derive(Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Shell(&'a str),
+}
+
+fn pieces(template: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("!`") {
+        let after = &rest[start + 2..];
+        let Some(end) = after
+            .find(['`', '\n'])
+            .filter(|&e| after[e..].starts_with('`'))
+        else {
+            // No closing backtick on the line: plain text.
+            out.push(Piece::Text(&rest[..start + 2]));
+            rest = after;
+            continue;
+        };
+        out.push(Piece::Text(&rest[..start]));
+        out.push(Piece::Shell(&after[..end]));
+        rest = &after[end + 1..];
+    }
+    out.push(Piece::Text(rest));
+    out.retain(|p| !matches!(p, Piece::Text("")));
+    out
+}
+
+fn mentions_arguments(template: &str) -> bool {
+    template.contains("$ARGUMENTS")
+        || template
+            .match_indices('$')
+            .any(|(i, _)| template[i + 1..].starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// Words of `args`, shell-like: quotes group words and are removed.
+fn split_args(args: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in args.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// `$ARGUMENTS` and `$1`, `$2`… replaced in one pass (so an argument that
+/// contains `$1` stays as typed); a missing positional is empty.
+fn substitute(text: &str, args: &str, positional: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            out.push_str(args.trim());
+            rest = tail;
+            continue;
+        }
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match after[..digits].parse::<usize>() {
+            Ok(n) if n > 0 => {
+                out.push_str(positional.get(n - 1).map_or("", String::as_str));
+            }
+            _ => out.push_str(&rest[i..i + 1 + digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Each `@path` naming a file replaced by the file, or by a note saying why not.
+fn include_files(text: &str, x: Expansion<'_>, trusted: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for reference in file_refs::references(text) {
+        out.push_str(&text[last..reference.range.start]);
+        last = reference.range.end;
+        out.push_str(&include_one(&reference.path, x, trusted));
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+fn include_one(path: &str, x: Expansion<'_>, trusted: bool) -> String {
+    let Some(file) = file_refs::resolve(path, x.cwd, x.home) else {
+        return format!("[@{path}: no home directory to resolve it in]");
+    };
+    let Ok(real) = file.canonicalize() else {
+        return format!("[@{path}: no such file]");
+    };
+    let project = x.cwd.canonicalize().unwrap_or_else(|_| x.cwd.to_path_buf());
+    if !trusted && !real.starts_with(&project) {
+        return format!("[@{path}: not read: outside the project, which is not trusted]");
+    }
+    if real.is_dir() {
+        return format!("[@{path}: a directory, not a file]");
+    }
+    match file_refs::read_capped(&real) {
+        Ok(content) => format!("<file path=\"{path}\">\n{}\n</file>", content.trim_end()),
+        Err(e) => format!("[@{path}: cannot read: {e}]"),
+    }
+}
+
+/// Runs `cmd` with `sh -c` in `cwd` (stdin closed, in its own process
+/// group) and returns its output for the prompt, with its exit status when
+/// it failed; killed with its group after [`SHELL_TIMEOUT`].
+async fn run_shell(cmd: &str, cwd: &Path) -> String {
+    let spawned = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return format!("[!`{cmd}` could not start: {e}]"),
+    };
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let run = async {
+        let (out, err) = tokio::join!(read_capped(stdout), read_capped(stderr));
+        (out, err, child.wait().await)
+    };
+    let result = tokio::time::timeout(SHELL_TIMEOUT, run).await;
+    // Background processes it left behind go with it.
+    if let Some(pgid) = pgid {
+        terminate_group(pgid, &mut child).await;
+    }
+    let Ok((out, err, status)) = result else {
+        return format!("[!`{cmd}` timed out after {} s]", SHELL_TIMEOUT.as_secs());
+    };
+    let mut text = out.trim_end().to_owned();
+    let err = err.trim_end();
+    if !err.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(err);
+    }
+    match status.map(|s| s.code()) {
+        Ok(Some(0)) => {}
+        Ok(Some(code)) => text.push_str(&format!("\n[!`{cmd}` exited with {code}]")),
+        Ok(None) => text.push_str(&format!("\n[!`{cmd}` was killed by a signal]")),
+        Err(e) => text.push_str(&format!("\n[!`{cmd}`: {e}]")),
+    }
+    text
+}
+
+/// A pipe's text, at most [`MAX_SHELL_OUTPUT`] bytes of it, with a note
+/// when there was more (what is left is read and dropped, so the command
+/// never blocks on a full pipe).
+async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>) -> String {
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        total += n;
+        let room = MAX_SHELL_OUTPUT.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if total > kept.len() {
+        text.push_str(&format!("\n[… cut: {} more bytes]", total - kept.len()));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_substituted_once() {
+        let words = split_args(r#"12 "high priority" it's"#);
+        assert_eq!(words, ["12", "high priority", "its"]);
+        let text = substitute(
+            "PR $1 ($2) [$3] all: $ARGUMENTS; $0 $x $",
+            "a $1 b",
+            &split_args("a $1 b"),
+        );
+        assert_eq!(text, "PR a ($1) [b] all: a $1 b; $0 $x $");
+    }
+
+    #[test]
+    fn shell_pieces_need_a_closing_backtick_on_their_line() {
+        assert_eq!(
+            pieces("a !`git status` b !`x\ny` c"),
+            [
+                Piece::Text("a "),
+                Piece::Shell("git status"),
+                Piece::Text(" b !`"),
+                Piece::Text("x\ny` c"),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_come_from_paths_and_the_project_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, home) = (dir.path().join("p"), dir.path().join("h"));
+        let write = |path: PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            project.join(".claude/commands/Review.md"),
+            "---\ndescription: project review\n---\nbody",
+        );
+        write(
+            project.join(".claude/commands/git/commit.md"),
+            "# Commit it\n\nbody",
+        );
+        write(project.join(".claude/commands/bad name.md"), "x");
+        write(home.join(".claude/commands/review.md"), "user review");
+        write(
+            home.join(".claude/commands/mine.md"),
+            "---\nargument-hint: [file]\n---\nmine",
+        );
+        let (commands, skipped) = discover(&project, Some(&home));
+        let rows: Vec<(&str, Option<&str>, Scope)> = commands
+            .iter()
+            .map(|c| (c.name.as_str(), c.description.as_deref(), c.scope))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("Review", Some("project review"), Scope::Project),
+                ("git:commit", Some("Commit it"), Scope::Project),
+                ("mine", Some("mine"), Scope::User),
+            ]
+        );
+        assert_eq!(commands[2].argument_hint.as_deref(), Some("[file]"));
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+    }
+}
