@@ -17,6 +17,9 @@ use zot_protocol::frontmatter;
 use crate::file_refs;
 use crate::tools::bash::terminate_group;
 
+/// The variable Claude Code's commands and hooks find the project in.
+pub const CLAUDE_PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
+
 /// Where the commands live, relative to the project and to the home directory.
 pub const COMMANDS_DIR: &str = ".claude/commands";
 
@@ -332,10 +335,20 @@ fn include_one(path: &str, x: Expansion<'_>, trusted: bool) -> String {
 }
 
 /// Runs `cmd` with `sh -c` in `cwd` (stdin closed, in its own process
-/// group) and returns its output for the prompt, with its exit status when
+/// group, `CLAUDE_PROJECT_DIR` and `ZOT_PROJECT_DIR` set) and returns its output for the prompt, with its exit status when
 /// it failed; killed with its group after [`SHELL_TIMEOUT`].
 async fn run_shell(cmd: &str, cwd: &Path) -> String {
-    let spawned = Command::new("/bin/sh")
+    let mut shell = Command::new("/bin/sh");
+    // The environment every child of zot gets (as the bash tool's), plus
+    // the project directory under zot's name and the one Claude Code's
+    // commands are written for.
+    let project = cwd.display().to_string();
+    let own = [
+        (zot_sandbox::PROJECT_DIR_ENV.to_owned(), project.clone()),
+        (CLAUDE_PROJECT_DIR_ENV.to_owned(), project),
+    ];
+    zot_sandbox::set_child_env(shell.as_std_mut(), None, &own);
+    let spawned = shell
         .arg("-c")
         .arg(cmd)
         .current_dir(cwd)

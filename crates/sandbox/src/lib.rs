@@ -18,7 +18,7 @@ mod resolve;
 mod scope;
 
 pub use enforce::{Prepared, SandboxError, missing, prepare};
-pub use env::{RPC_TOKEN_ENV, SAFE_BASE, child_env, set_child_env};
+pub use env::{PROJECT_DIR_ENV, RPC_TOKEN_ENV, SAFE_BASE, child_env, set_child_env};
 pub use policy::{Enforce, Origin, POLICY_FILE, Policy, PolicyError};
 pub use probe::{Kernel, PRETEND_MISSING_ENV};
 pub use resolve::{Places, PrivateTmp, Resolved, resolve};

@@ -37,7 +37,7 @@ argument-hint: [pr-number] [priority]
 ---
 Review PR #$1 at priority $2 (all: $ARGUMENTS).
 Notes: @notes.md
-Status: !`echo shell-ran-$1`
+Status: !`echo shell-ran-$1 in \"$CLAUDE_PROJECT_DIR\"`
 Gone: @missing.md
 ";
 
@@ -89,7 +89,9 @@ async fn markdown_commands_expand_into_the_prompt_in_print_mode() {
         "{prompt}"
     );
     assert!(
-        prompt.contains("[!`echo shell-ran-42` not run: this project is not trusted"),
+        prompt.contains(
+            "[!`echo shell-ran-42 in \"$CLAUDE_PROJECT_DIR\"` not run: this project is not trusted"
+        ),
         "{prompt}"
     );
     assert!(
@@ -105,7 +107,11 @@ async fn markdown_commands_expand_into_the_prompt_in_print_mode() {
     let run = zot(&w, &model, &["--trust", "-p", "/review 7"]);
     assert_eq!(run.code, 0, "{run:?}");
     let prompt = prompt_of(&model, 1);
-    assert!(prompt.contains("Status: shell-ran-7\n"), "{prompt}");
+    let project = w.project.display();
+    assert!(
+        prompt.contains(&format!("Status: shell-ran-7 in {project}\n")),
+        "{prompt}"
+    );
     assert!(!prompt.contains("not run"), "{prompt}");
 
     // A folder makes `/folder:name`; names match in any case.
