@@ -15,7 +15,7 @@ use tokio::process::Command;
 use zot_protocol::frontmatter;
 
 use crate::file_refs;
-use crate::tools::bash::terminate_group;
+use crate::tools::bash::{DRAIN_AFTER_EXIT, terminate_group};
 
 /// The variable Claude Code's commands and hooks find the project in.
 pub const CLAUDE_PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
@@ -190,7 +190,7 @@ impl MarkdownCommand {
                 Piece::Shell(cmd) => {
                     let cmd = substitute(cmd, args, &positional);
                     if trusted {
-                        out.push_str(&run_shell(&cmd, x.cwd).await);
+                        out.push_str(&run_shell(&cmd, x.cwd, SHELL_TIMEOUT).await);
                     } else {
                         out.push_str(&format!(
                             "[!`{cmd}` not run: this project is not trusted (`zot trust`)]"
@@ -335,9 +335,11 @@ fn include_one(path: &str, x: Expansion<'_>, trusted: bool) -> String {
 }
 
 /// Runs `cmd` with `sh -c` in `cwd` (stdin closed, in its own process
-/// group, `CLAUDE_PROJECT_DIR` and `ZOT_PROJECT_DIR` set) and returns its output for the prompt, with its exit status when
-/// it failed; killed with its group after [`SHELL_TIMEOUT`].
-async fn run_shell(cmd: &str, cwd: &Path) -> String {
+/// group, `CLAUDE_PROJECT_DIR` and `ZOT_PROJECT_DIR` set) and returns its
+/// output for the prompt, with a note when it failed; after `limit` it is
+/// killed with its group. Processes it leaves in the background are killed
+/// when it exits.
+async fn run_shell(cmd: &str, cwd: &Path, limit: Duration) -> String {
     let mut shell = Command::new("/bin/sh");
     // The environment every child of zot gets (as the bash tool's), plus
     // the project directory under zot's name and the one Claude Code's
@@ -366,19 +368,26 @@ async fn run_shell(cmd: &str, cwd: &Path) -> String {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let run = async {
-        let (out, err) = tokio::join!(read_capped(stdout), read_capped(stderr));
-        (out, err, child.wait().await)
-    };
-    let result = tokio::time::timeout(SHELL_TIMEOUT, run).await;
-    // Background processes it left behind go with it.
+    // Read both pipes while it runs, so it never blocks on a full one.
+    let mut out = tokio::spawn(read_capped(child.stdout.take()));
+    let mut err = tokio::spawn(read_capped(child.stderr.take()));
+    let status = tokio::time::timeout(limit, child.wait()).await;
+    // What it left running in the background goes with it, which also
+    // closes the pipes those processes held.
     if let Some(pgid) = pgid {
         terminate_group(pgid, &mut child).await;
     }
-    let Ok((out, err, status)) = result else {
-        return format!("[!`{cmd}` timed out after {} s]", SHELL_TIMEOUT.as_secs());
-    };
+    let drained = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
+        (
+            (&mut out).await.unwrap_or_default(),
+            (&mut err).await.unwrap_or_default(),
+        )
+    })
+    .await;
+    // A process that left the group may still hold a pipe: stop reading.
+    out.abort();
+    err.abort();
+    let (out, err) = drained.unwrap_or_default();
     let mut text = out.trim_end().to_owned();
     let err = err.trim_end();
     if !err.is_empty() {
@@ -387,13 +396,18 @@ async fn run_shell(cmd: &str, cwd: &Path) -> String {
         }
         text.push_str(err);
     }
-    match status.map(|s| s.code()) {
-        Ok(Some(0)) => {}
-        Ok(Some(code)) => text.push_str(&format!("\n[!`{cmd}` exited with {code}]")),
-        Ok(None) => text.push_str(&format!("\n[!`{cmd}` was killed by a signal]")),
-        Err(e) => text.push_str(&format!("\n[!`{cmd}`: {e}]")),
+    let note = match status.map(|s| s.map(|s| s.code())) {
+        Ok(Ok(Some(0))) => return text,
+        Ok(Ok(Some(code))) => format!("[!`{cmd}` exited with {code}]"),
+        Ok(Ok(None)) => format!("[!`{cmd}` was killed by a signal]"),
+        Ok(Err(e)) => format!("[!`{cmd}`: {e}]"),
+        Err(_) => format!("[!`{cmd}` timed out after {} s]", limit.as_secs()),
+    };
+    if text.is_empty() {
+        note
+    } else {
+        format!("{text}\n{note}")
     }
-    text
 }
 
 /// A pipe's text, at most [`MAX_SHELL_OUTPUT`] bytes of it, with a note
@@ -448,6 +462,87 @@ mod tests {
                 Piece::Text("x\ny` c"),
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn shell_output_is_bounded_and_nothing_outlives_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        let text = run_shell(
+            "head -c 60000 /dev/zero | tr '\\0' x; echo oops >&2; exit 3",
+            cwd,
+            SHELL_TIMEOUT,
+        )
+        .await;
+        assert!(
+            text.starts_with(&"x".repeat(MAX_SHELL_OUTPUT)),
+            "{}",
+            &text[..40]
+        );
+        assert!(
+            text.contains(&format!(
+                "[… cut: {} more bytes]\noops\n",
+                60000 - MAX_SHELL_OUTPUT
+            )),
+            "{}",
+            &text[MAX_SHELL_OUTPUT..]
+        );
+        assert!(text.ends_with("exited with 3]"));
+
+        // A background child holding the pipe does not keep the expansion waiting.
+        let text = run_shell(
+            "sleep 600 & echo $! > bg.pid; echo done",
+            cwd,
+            SHELL_TIMEOUT,
+        )
+        .await;
+        assert_eq!(text, "done");
+        let pid: i32 = std::fs::read_to_string(cwd.join("bg.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!alive(pid), "the background child went with the command");
+
+        // Past the limit it is killed, with what it printed so far.
+        let text = run_shell(
+            "echo started; echo $$ > sh.pid; sleep 600",
+            cwd,
+            Duration::from_secs(1),
+        )
+        .await;
+        assert_eq!(
+            text,
+            "started\n[!`echo started; echo $$ > sh.pid; sleep 600` timed out after 1 s]"
+        );
+        let pid: i32 = std::fs::read_to_string(cwd.join("sh.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!alive(pid), "the timed-out shell is gone");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_template_and_arguments_expand_without_panicking(template in "[ -~\n$!`@é]{0,120}", args in "[ -~\"'é]{0,40}") {
+            let words = split_args(&args);
+            for piece in pieces(&template) {
+                let (Piece::Text(text) | Piece::Shell(text)) = piece;
+                proptest::prop_assert!(template.contains(text));
+                let _ = substitute(text, &args, &words);
+            }
+            let _ = mentions_arguments(&template);
+        }
+    }
+
+    /// Whether `pid` runs (a zombie does not count).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
     }
 
     #[test]
