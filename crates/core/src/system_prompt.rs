@@ -58,10 +58,13 @@ pub fn assemble(zot_home: &Path, cwd: &Path, parts: &PromptParts) -> String {
     };
     let mut seen = HashSet::new();
     for file in context_files(zot_home, parts.home.as_deref(), cwd) {
+        // A file an earlier one imported is in the prompt already.
+        if !seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
+            continue;
+        }
         let Ok(text) = file_refs::read_capped(&file) else {
             continue;
         };
-        seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone()));
         sections.push(format!(
             "# Context from {}\n\n{}",
             file.display(),
@@ -112,8 +115,10 @@ pub fn context_files(zot_home: &Path, home: Option<&Path>, cwd: &Path) -> Vec<Pa
         }
         files.push(dir.join(CLAUDE_LOCAL_FILE));
     }
-    files.retain(|f| f.is_file());
-    files.dedup();
+    // `~/.claude/CLAUDE.md` is also the home directory's own when the
+    // project lies under it: each file once, where it first comes.
+    let mut seen = HashSet::new();
+    files.retain(|f| f.is_file() && seen.insert(f.clone()));
     files
 }
 
@@ -225,6 +230,12 @@ mod tests {
             !text.contains("OUTER CLAUDE"),
             "AGENTS.md wins in its directory"
         );
+
+        // A project under the home directory reads the user's file once.
+        let nested = home.join("work");
+        std::fs::create_dir_all(&nested).unwrap();
+        let text = prompt(&zot_home, &home, &nested, false);
+        assert_eq!(text.matches("USER CLAUDE").count(), 1, "{text}");
 
         std::fs::create_dir_all(&zot_home).unwrap();
         std::fs::write(zot_home.join("AGENTS.md"), "ZOT USER").unwrap();
