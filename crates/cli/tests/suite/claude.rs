@@ -31,6 +31,16 @@ fn prompt_of(model: &MockModel, n: usize) -> String {
         .to_owned()
 }
 
+/// Request `n`'s system prompt has the project's `CLAUDE.md` and its import.
+fn assert_claude_md(model: &MockModel, n: usize) {
+    let system = model.requests()[n].body["system"].to_string();
+    assert!(
+        system.contains("PROJECT-MEMORY, see @docs/memory.md"),
+        "{system}"
+    );
+    assert!(system.contains("IMPORTED-MEMORY"), "{system}");
+}
+
 const REVIEW: &str = "---
 description: Review a pull request
 argument-hint: [pr-number] [priority]
@@ -54,6 +64,11 @@ fn commands_world() -> World {
         "NOT THE BUILT-IN",
     );
     write(&w.project.join("notes.md"), "NOTES-CONTENT");
+    write(
+        &w.project.join("CLAUDE.md"),
+        "PROJECT-MEMORY, see @docs/memory.md",
+    );
+    write(&w.project.join("docs/memory.md"), "IMPORTED-MEMORY");
     let user = w.scratch.join(".claude/commands");
     write(&user.join("review.md"), "USER REVIEW (shadowed)");
     write(
@@ -161,6 +176,7 @@ async fn json_mode_runs_markdown_commands_and_extensions_win_their_names() {
     let lines = events(&run);
     assert!(lines.iter().any(|e| e["type"] == "done"), "{lines:?}");
     assert_eq!(prompt_of(&model, 0), "Commit with message: tidy up");
+    assert_claude_md(&model, 0);
 
     let run = zot(
         &w,
@@ -217,6 +233,7 @@ async fn rpc_lists_markdown_commands_and_prompts_with_them() {
     rpc.send(r#"{"type":"prompt","message":"/review 9 low"}"#);
     rpc.until(|v| v["type"] == "done");
     assert!(prompt_of(&model, 0).starts_with("Review PR #9 at priority low"));
+    assert_claude_md(&model, 0);
     assert_eq!(rpc.close(), 0);
 }
 
@@ -316,4 +333,5 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Committed it.");
     assert_eq!(prompt_of(&model, 0), "Commit with message: ship it");
+    assert_claude_md(&model, 0);
 }
