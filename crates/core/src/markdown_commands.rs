@@ -175,10 +175,18 @@ pub struct Expansion<'a> {
 impl MarkdownCommand {
     /// The prompt this command stands for with `args`.
     pub async fn expand(&self, args: &str, x: Expansion<'_>) -> Result<String, String> {
+        let trusted = self.scope == Scope::User || x.project_trusted;
+        // A project's command that links out of it (to `~/.ssh/id_rsa`)
+        // would send that file to the model: only once the project is trusted.
+        if !trusted && !inside_project(&self.path, x.cwd) {
+            return Err(format!(
+                "{} links outside the project, which is not trusted (`zot trust`)",
+                self.path.display()
+            ));
+        }
         let text = file_refs::read_capped(&self.path)
             .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
         let template = frontmatter::parse(&text).body;
-        let trusted = self.scope == Scope::User || x.project_trusted;
         let positional = split_args(args);
         let mut out = String::new();
         for piece in pieces(template) {
@@ -318,20 +326,26 @@ fn include_one(path: &str, x: Expansion<'_>, trusted: bool) -> String {
     let Some(file) = file_refs::resolve(path, x.cwd, x.home) else {
         return format!("[@{path}: no home directory to resolve it in]");
     };
-    let Ok(real) = file.canonicalize() else {
+    if file.canonicalize().is_err() {
         return format!("[@{path}: no such file]");
-    };
-    let project = x.cwd.canonicalize().unwrap_or_else(|_| x.cwd.to_path_buf());
-    if !trusted && !real.starts_with(&project) {
+    }
+    if !trusted && !inside_project(&file, x.cwd) {
         return format!("[@{path}: not read: outside the project, which is not trusted]");
     }
-    if real.is_dir() {
+    if file.is_dir() {
         return format!("[@{path}: a directory, not a file]");
     }
-    match file_refs::read_capped(&real) {
+    match file_refs::read_capped(&file) {
         Ok(content) => format!("<file path=\"{path}\">\n{}\n</file>", content.trim_end()),
         Err(e) => format!("[@{path}: cannot read: {e}]"),
     }
+}
+
+/// Whether `file`, links resolved, lies in the project `cwd`.
+fn inside_project(file: &Path, cwd: &Path) -> bool {
+    let project = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    file.canonicalize()
+        .is_ok_and(|real| real.starts_with(project))
 }
 
 /// Runs `cmd` with `sh -c` in `cwd` (stdin closed, in its own process

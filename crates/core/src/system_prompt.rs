@@ -58,8 +58,22 @@ pub fn assemble(zot_home: &Path, cwd: &Path, parts: &PromptParts) -> String {
     };
     let mut seen = HashSet::new();
     for file in context_files(zot_home, parts.home.as_deref(), cwd) {
+        let real = file.canonicalize().unwrap_or_else(|_| file.clone());
+        // The user's own file may import anything; a directory's stays
+        // inside that directory until the project is trusted (itself too:
+        // a `CLAUDE.md` that links to `~/.ssh/id_rsa` is not read).
+        let claude = is_claude_file(&file);
+        let confine =
+            (claude && !parts.project_trusted && !user_file(&file)).then(|| owner_dir(&file));
+        if confine.is_some_and(|dir| !inside(&real, dir)) {
+            tracing::info!(
+                "{}: left out: links outside the untrusted project",
+                file.display()
+            );
+            continue;
+        }
         // A file an earlier one imported is in the prompt already.
-        if !seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
+        if !seen.insert(real) {
             continue;
         }
         let Ok(text) = file_refs::read_capped(&file) else {
@@ -70,11 +84,7 @@ pub fn assemble(zot_home: &Path, cwd: &Path, parts: &PromptParts) -> String {
             file.display(),
             text.trim_end()
         ));
-        if is_claude_file(&file) {
-            // The user's own file may import anything; a directory's stays
-            // inside that directory until the project is trusted.
-            let dir = owner_dir(&file);
-            let confine = (!parts.project_trusted && !user_file(&file)).then_some(dir);
+        if claude {
             let imports = Imports { home, confine };
             imports.follow(&file, &text, 1, &mut seen, &mut sections);
         }
@@ -131,6 +141,11 @@ fn owner_dir(file: &Path) -> &Path {
     }
 }
 
+/// Whether the canonical path `real` lies in `dir`.
+fn inside(real: &Path, dir: &Path) -> bool {
+    real.starts_with(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
+}
+
 fn is_claude_file(file: &Path) -> bool {
     file.file_name()
         .is_some_and(|n| n == CLAUDE_FILES[0] || n == CLAUDE_LOCAL_FILE)
@@ -167,7 +182,7 @@ impl Imports<'_> {
                 continue;
             };
             if let Some(root) = self.confine
-                && !real.starts_with(root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+                && !inside(&real, root)
             {
                 tracing::info!(
                     "{}: import {} left out: outside the untrusted project",
@@ -284,5 +299,10 @@ mod tests {
         assert!(text.contains("C4;") && !text.contains("C5;"), "{text}");
         let trusted = prompt(&zot_home, &home, &cwd, true);
         assert!(trusted.contains("SECRET"));
+
+        // A CLAUDE.local.md that is a link out of the project is read only once trusted.
+        std::os::unix::fs::symlink(home.join("secret.txt"), cwd.join("CLAUDE.local.md")).unwrap();
+        assert!(!prompt(&zot_home, &home, &cwd, false).contains("SECRET"));
+        assert!(prompt(&zot_home, &home, &cwd, true).contains("SECRET"));
     }
 }

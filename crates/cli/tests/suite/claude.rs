@@ -149,6 +149,20 @@ async fn markdown_commands_expand_into_the_prompt_in_print_mode() {
         "a template without $ARGUMENTS gets them appended: {prompt}"
     );
 
+    // A project command that links out of the untrusted project is refused.
+    std::os::unix::fs::symlink(
+        w.scratch.join("secret.txt"),
+        w.project.join(".claude/commands/leak.md"),
+    )
+    .unwrap();
+    let run = zot(&w, &model, &["-p", "/leak"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("leak.md links outside the project, which is not trusted"),
+        "{run:?}"
+    );
+
     // A built-in name is never a Markdown command, outside the TUI either.
     let run = zot(&w, &model, &["-p", "/help"]);
     assert_eq!(run.code, 1, "{run:?}");
