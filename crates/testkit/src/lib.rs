@@ -5,6 +5,7 @@
 
 pub mod anthropic;
 mod http;
+pub mod npm;
 pub mod openai;
 pub mod wait;
 

@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 use crate::message::Message;
 use crate::tool::ToolSpec;
 
-pub use sse::MAX_SSE_EVENT_BYTES;
+/// An error with its causes, as one line; the MCP transports word errors the same way.
+pub use retry::error_chain;
+/// The SSE reader, also used by the extension host for MCP's legacy HTTP+SSE transport.
+pub use sse::{MAX_SSE_EVENT_BYTES, events as sse_events};
 
 /// Which wire format, and the defaults that go with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

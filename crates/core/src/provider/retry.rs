@@ -125,7 +125,7 @@ fn truncate(text: &str) -> String {
 
 /// reqwest's own message is only "error sending request"; the cause
 /// (connection refused, dns failure) is further down the chain.
-pub(crate) fn error_chain(err: &dyn Error) -> String {
+pub fn error_chain(err: &dyn Error) -> String {
     let mut message = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

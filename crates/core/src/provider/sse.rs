@@ -58,7 +58,7 @@ impl Error for SseError {}
 /// The events of `body` (a response body as a stream of byte chunks), or
 /// an error message for the first thing wrong with it; after an error the
 /// stream ends.
-pub(crate) fn events<S, B, E>(body: S) -> impl Stream<Item = Result<Event, String>>
+pub fn events<S, B, E>(body: S) -> impl Stream<Item = Result<Event, String>>
 where
     S: Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,

@@ -3,3 +3,4 @@
 //! extensions.
 
 pub mod config;
+pub mod legacy_sse;

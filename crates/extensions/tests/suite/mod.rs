@@ -8,6 +8,7 @@ mod handshake;
 mod intercepts;
 mod lifecycle;
 mod manifest;
+mod mcp_legacy_sse;
 mod nimlet;
 mod prompt;
 mod registration;
