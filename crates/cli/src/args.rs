@@ -112,6 +112,28 @@ pub struct AgentArgs {
     /// whose capabilities are read/user) are offered.
     #[arg(long)]
     pub plan: bool,
+    /// Confine the bash tool: `workspace` writes only the project, its git
+    /// top-level and temp dirs; `read-only` only temp dirs; no network either
+    /// way. Default off (config key `sandbox`; see docs/permissions.md).
+    #[arg(long, value_name = "MODE", value_parser = ["read-only", "workspace", "off"])]
+    pub sandbox: Option<String>,
+    /// Keep the network for sandboxed bash commands (config key `sandbox_net`).
+    #[arg(long)]
+    pub sandbox_net: bool,
+}
+
+impl AgentArgs {
+    /// The bash tool's sandbox these arguments ask for.
+    pub fn bash_sandbox(&self) -> zot_sandbox::BashSandbox {
+        zot_sandbox::BashSandbox {
+            mode: self
+                .sandbox
+                .as_deref()
+                .and_then(zot_sandbox::SandboxMode::parse)
+                .unwrap_or_default(),
+            net: self.sandbox_net,
+        }
+    }
 }
 
 impl AgentArgs {

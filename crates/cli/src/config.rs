@@ -29,6 +29,8 @@ pub const KEYS: &[&str] = &[
     "yolo",
     "max_steps",
     "auto_compact",
+    "sandbox",
+    "sandbox_net",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
@@ -197,6 +199,13 @@ impl Settings {
         fill(&mut args.model, "model");
         fill(&mut args.base_url, "base_url");
         fill(&mut args.reasoning, "reasoning");
+        fill(&mut args.sandbox, "sandbox");
+        if !args.sandbox_net {
+            args.sandbox_net = self
+                .get("sandbox_net")
+                .and_then(|(v, _)| v.as_bool())
+                .unwrap_or(false);
+        }
         if args.max_steps.is_none() {
             args.max_steps = self
                 .get("max_steps")
@@ -264,6 +273,8 @@ impl Settings {
                 "reasoning" => args.reasoning.clone().map(Value::from),
                 "max_steps" => args.max_steps.map(Value::from),
                 "yolo" => args.no_yolo.then_some(Value::Bool(false)),
+                "sandbox" => args.sandbox.clone().map(Value::from),
+                "sandbox_net" => args.sandbox_net.then_some(Value::Bool(true)),
                 _ => None,
             }
         };
@@ -278,6 +289,8 @@ impl Settings {
                 let default = match key {
                     "yolo" => Value::Bool(true),
                     "auto_compact" => Value::from(DEFAULT_AUTO_COMPACT),
+                    "sandbox" => Value::from("off"),
+                    "sandbox_net" => Value::Bool(false),
                     _ => Value::Null,
                 };
                 (key, default, Source::Default)
@@ -292,7 +305,11 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
         "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
-        "yolo" => value.is_boolean(),
+        "yolo" | "sandbox_net" => value.is_boolean(),
+        "sandbox" => value
+            .as_str()
+            .and_then(zot_sandbox::SandboxMode::parse)
+            .is_some(),
         "max_steps" => value
             .as_u64()
             .is_some_and(|n| n >= 1 && u32::try_from(n).is_ok()),
@@ -313,7 +330,8 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => "anthropic, openai or ollama",
         "model" | "base_url" | "theme" => "a non-empty string",
         "reasoning" => "low, medium or high",
-        "yolo" => "true or false",
+        "yolo" | "sandbox_net" => "true or false",
+        "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",
         _ => "a percentage (1 to 100) or false",
     };

@@ -98,10 +98,19 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         };
         let id = setup::session_id(session.as_ref());
         let loaded = setup::load(args, ctx, &provider_name, &model, &id).await;
-        let untrusted = loaded
+        let untrusted_found: Vec<_> = loaded
             .found
             .iter()
             .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
+            .collect();
+        let untrusted = untrusted_found.len();
+        // A broken policy file stops every extension; the manifests decide the count.
+        let policy = crate::permissions_cmd::policy(ctx).unwrap_or_default();
+        let untrusted_unrestricted = untrusted_found
+            .iter()
+            .filter(|f| {
+                crate::permissions_cmd::of(ctx, &policy, f).is_none_or(|p| p.unrestricted())
+            })
             .count();
         let mut warnings = ctx.settings.warnings.clone();
         let wanted_theme = ctx.settings.theme();
@@ -171,7 +180,9 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 .chain(loaded.manifest_errors())
                 .collect(),
             untrusted_extensions: untrusted,
+            untrusted_unrestricted,
             plan: args.plan,
+            sandbox: args.bash_sandbox(),
             theme,
             warnings,
             model_override: ctx.settings.model_override().map(|s| s.describe()),

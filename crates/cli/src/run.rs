@@ -176,6 +176,7 @@ pub fn agent(
         .auto_compact()
         .map(|percent| percent as f64 / 100.0);
     config.plan = args.plan;
+    config.sandbox = args.bash_sandbox();
     config.price = info.price;
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
     config.tools = match (&args.tools, args.no_tools) {

@@ -96,6 +96,8 @@ pub struct AgentConfig {
     pub auto_compact: Option<f64>,
     /// Plan mode: only read-only tools are offered and callable.
     pub plan: bool,
+    /// How the bash tool's commands are confined (`--sandbox`).
+    pub sandbox: zot_sandbox::BashSandbox,
     /// USD per million input and output tokens, for usage reports.
     pub price: Option<(f64, f64)>,
     /// Where full tool outputs go (`$ZOT_HOME/tool-output`, see
@@ -115,6 +117,7 @@ impl AgentConfig {
             context_window: None,
             auto_compact: Some(AUTO_COMPACT_RATIO),
             plan: false,
+            sandbox: zot_sandbox::BashSandbox::default(),
             price: None,
             tool_output: None,
         }
@@ -280,6 +283,11 @@ impl Agent {
     pub fn set_plan(&mut self, plan: bool) {
         self.config.plan = plan;
         self.hooks.set_plan(plan);
+    }
+
+    /// The bash tool's sandbox from the next call on (`--sandbox`, `/sandbox`).
+    pub fn set_sandbox(&mut self, sandbox: zot_sandbox::BashSandbox) {
+        self.config.sandbox = sandbox;
     }
 
     pub fn clear(&mut self) {
@@ -871,6 +879,7 @@ impl Agent {
                     cancel: cancel.clone(),
                     progress: Some(progress),
                     output_dir: self.tool_output_dir(),
+                    sandbox: self.config.sandbox,
                 };
                 let call = async move {
                     let output = tool.call(args, &ctx).await;

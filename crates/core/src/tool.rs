@@ -63,6 +63,8 @@ pub struct ToolContext {
     /// Where full outputs too long for the model are saved (this session's
     /// folder under `$ZOT_HOME/tool-output`); `None` saves none.
     pub output_dir: Option<PathBuf>,
+    /// How the bash tool confines its commands.
+    pub sandbox: zot_sandbox::BashSandbox,
 }
 
 impl ToolContext {
@@ -72,6 +74,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: None,
             output_dir: None,
+            sandbox: zot_sandbox::BashSandbox::default(),
         }
     }
 

@@ -22,6 +22,10 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("yolo", "stop asking before tool calls"),
     ("plan", "plan mode: only read-only tools"),
     ("act", "act mode: every tool"),
+    (
+        "sandbox",
+        "bash sandbox: /sandbox off|read-only|workspace [net]",
+    ),
     ("exit", "quit zot"),
 ];
 

@@ -10,6 +10,7 @@
 //! enforce; [`Prepared::apply`] installs them in a `Command` between fork
 //! and exec.
 
+mod bash;
 mod enforce;
 mod env;
 mod policy;
@@ -17,6 +18,7 @@ mod probe;
 mod resolve;
 mod scope;
 
+pub use bash::{BashSandbox, SandboxMode};
 pub use enforce::{Prepared, SandboxError, missing, prepare};
 pub use env::{PROJECT_DIR_ENV, RPC_TOKEN_ENV, SAFE_BASE, child_env, set_child_env};
 pub use policy::{Enforce, Origin, POLICY_FILE, Policy, PolicyError};

@@ -26,7 +26,7 @@ const SYSTEM_READ: &[&str] = &[
 ];
 
 /// Read and write, always: the harmless devices.
-const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/tty"];
+pub(crate) const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/tty"];
 
 /// Read, always.
 const DEVICES_READ: &[&str] = &["/dev/urandom"];

@@ -67,8 +67,12 @@ pub struct AppConfig {
     pub startup_errors: Vec<String>,
     /// Project extensions not loaded for lack of trust.
     pub untrusted_extensions: usize,
+    /// How many of them would run unrestricted (no permission scope).
+    pub untrusted_unrestricted: usize,
     /// Started in plan mode (`--plan`).
     pub plan: bool,
+    /// The bash tool's sandbox at start (`--sandbox`, config `sandbox`).
+    pub sandbox: zot_core::tools::BashSandbox,
     pub theme: Theme,
     /// Config warnings (unknown keys, refused project keys), shown first.
     pub warnings: Vec<String>,
@@ -192,7 +196,11 @@ impl App {
         }
         let extensions = app.config.untrusted_extensions;
         if extensions > 0 {
-            app.modal.open_dialog(Dialog::Trust { extensions });
+            let unrestricted = app.config.untrusted_unrestricted;
+            app.modal.open_dialog(Dialog::Trust {
+                extensions,
+                unrestricted,
+            });
         }
         app
     }
@@ -712,8 +720,50 @@ impl App {
                     worker.send(Work::SetPlan(plan));
                 }
             }
+            Builtin::Sandbox => self.sandbox(args),
             Builtin::Exit => self.quit = true,
         }
+    }
+
+    /// `/sandbox [off|read-only|workspace] [net]`: shows the bash tool's
+    /// sandbox, or switches it from the next command on.
+    fn sandbox(&mut self, args: &str) {
+        use zot_core::tools::{BashSandbox, SandboxMode};
+        let mut words = args.split_whitespace();
+        let Some(mode) = words.next() else {
+            self.transcript.push(Entry::Info(format!(
+                "bash sandbox: {} (switch with /sandbox off|read-only|workspace [net])",
+                self.config.sandbox.describe()
+            )));
+            return;
+        };
+        let net = match words.next() {
+            None => false,
+            Some("net") => true,
+            Some(other) => {
+                self.set_status(
+                    format!("/sandbox: unknown option {other:?} (only \"net\")"),
+                    StatusKind::Error,
+                );
+                return;
+            }
+        };
+        let Some(mode) = SandboxMode::parse(mode) else {
+            self.set_status(
+                format!("/sandbox: unknown mode {mode:?} (off, read-only or workspace)"),
+                StatusKind::Error,
+            );
+            return;
+        };
+        let sandbox = BashSandbox { mode, net };
+        self.config.sandbox = sandbox;
+        if let Some(worker) = &self.worker {
+            worker.send(Work::SetSandbox(sandbox));
+        }
+        self.set_status(
+            format!("bash sandbox: {}", sandbox.describe()),
+            StatusKind::Info,
+        );
     }
 
     /// `/help`: every command, then the keys.

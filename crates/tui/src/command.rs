@@ -33,11 +33,12 @@ pub enum Builtin {
     Yolo,
     Plan,
     Act,
+    Sandbox,
     Exit,
 }
 
 impl Builtin {
-    const ALL: [Self; 11] = [
+    const ALL: [Self; 12] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -48,6 +49,7 @@ impl Builtin {
         Self::Yolo,
         Self::Plan,
         Self::Act,
+        Self::Sandbox,
         Self::Exit,
     ];
 
@@ -64,6 +66,7 @@ impl Builtin {
             Self::Yolo => "yolo",
             Self::Plan => "plan",
             Self::Act => "act",
+            Self::Sandbox => "sandbox",
             Self::Exit => "exit",
         }
     }

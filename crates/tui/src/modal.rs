@@ -179,7 +179,11 @@ pub enum Dialog {
     /// `/sessions`: an earlier session of this directory to resume.
     Sessions(SessionPicker),
     /// The project ships `extensions` extensions that wait for the user's trust.
-    Trust { extensions: usize },
+    /// `extensions` untrusted project extensions, `unrestricted` of them without a permission scope.
+    Trust {
+        extensions: usize,
+        unrestricted: usize,
+    },
 }
 
 /// What a key did to a dialog.
@@ -402,7 +406,10 @@ mod tests {
         modal.select_popup(2);
         modal.put_panel(panel("p1"));
         assert_eq!(modal.popup_selected(), 2);
-        modal.open_dialog(Dialog::Trust { extensions: 1 });
+        modal.open_dialog(Dialog::Trust {
+            extensions: 1,
+            unrestricted: 1,
+        });
         modal.open_dialog(Dialog::Sessions(SessionPicker::new(Vec::new())));
         assert!(matches!(modal.dialog(), Some(Dialog::Sessions(_))));
         assert_eq!(modal.panel().map(|p| p.id.as_str()), Some("p1"));

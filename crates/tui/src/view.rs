@@ -479,9 +479,12 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
             " Resume a session (Enter, Esc) ".to_owned(),
             sessions_body(picker),
         ),
-        Dialog::Trust { extensions } => (
+        Dialog::Trust {
+            extensions,
+            unrestricted,
+        } => (
             " Untrusted project ".to_owned(),
-            trust_body(*extensions, theme),
+            trust_body(*extensions, *unrestricted, theme),
         ),
     };
     dialog_box(frame, area, &title, body, theme);
@@ -557,12 +560,20 @@ fn sessions_body(picker: &SessionPicker) -> Vec<Line<'static>> {
         .collect()
 }
 
-fn trust_body(extensions: usize, theme: &Theme) -> Vec<Line<'static>> {
+fn trust_body(extensions: usize, unrestricted: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let how = if unrestricted == extensions {
+        "They are unrestricted: they run with your full permissions.".to_owned()
+    } else {
+        format!(
+            "{unrestricted} unrestricted (your full permissions); the others run in their permission scope."
+        )
+    };
     vec![
         Line::raw(format!(
             "This project ships {extensions} extension(s) in .zot/extensions."
         )),
-        Line::raw("They run with your permissions. Trust this project?"),
+        Line::raw(how),
+        Line::raw("Trust this project?"),
         Line::default(),
         Line::styled(
             "y trust (remembered by `zot trust`) · n not now",

@@ -25,6 +25,8 @@ pub enum Work {
     ResetPrompt,
     /// Plan mode on (`/plan`) or off (`/act`).
     SetPlan(bool),
+    /// The bash tool's sandbox (`/sandbox`).
+    SetSandbox(zot_core::tools::BashSandbox),
     OpenSession(PathBuf),
 }
 
@@ -220,6 +222,11 @@ async fn run(
             agent.set_model(provider, model);
         }
         Work::ResetPrompt => agent.reset_system_prompt(),
+        Work::SetSandbox(sandbox) => {
+            agent.set_sandbox(sandbox);
+            let text = format!("bash sandbox: {}", sandbox.describe());
+            let _ = events.send(WorkerEvent::Status(text));
+        }
         Work::SetPlan(plan) => {
             agent.set_plan(plan);
             let mode = if plan {

@@ -102,7 +102,7 @@ async fn unknown_keys_are_warned_about_and_kept_in_order() {
     let model = MockModel::start([anthropic::text("ok")]).await;
     std::fs::write(
         user_file(&w),
-        r#"{"zeta": 1, "model": "claude-sonnet-4-5", "sandbox": {"net": false}}"#,
+        r#"{"zeta": 1, "model": "claude-sonnet-4-5", "hooks_v0": {"net": false}}"#,
     )
     .unwrap();
     let run: Run = w
@@ -111,7 +111,7 @@ async fn unknown_keys_are_warned_about_and_kept_in_order() {
         .unwrap()
         .into();
     assert_eq!(run.code, 0, "{run:?}");
-    for key in ["zeta", "sandbox"] {
+    for key in ["zeta", "hooks_v0"] {
         assert!(
             run.stderr.contains(&format!("unknown key \"{key}\"")),
             "{run:?}"
@@ -123,10 +123,10 @@ async fn unknown_keys_are_warned_about_and_kept_in_order() {
     assert_eq!(run.code, 0, "{run:?}");
     let file = read(&user_file(&w));
     let keys: Vec<&String> = file.keys().collect();
-    assert_eq!(keys, ["zeta", "model", "sandbox", "max_steps"]);
+    assert_eq!(keys, ["zeta", "model", "hooks_v0", "max_steps"]);
     assert_eq!(file["model"], "claude-haiku-4-5");
     assert_eq!(file["max_steps"], 12);
-    assert_eq!(file["sandbox"], json!({"net": false}));
+    assert_eq!(file["hooks_v0"], json!({"net": false}));
 }
 
 #[test]

@@ -561,3 +561,78 @@ fn the_skeletons_of_every_language_run_under_a_project_default_scope() {
         assert_eq!(e["commands"][0]["name"], name, "{doc:#}");
     }
 }
+
+/// Runs one bash command through the model with `flags`; returns the tool
+/// result the model was sent back.
+async fn bash_through_zot(w: &World, command: &str, flags: &[&str]) -> String {
+    use zot_testkit::{MockModel, anthropic};
+    let args = json!({ "command": command }).to_string();
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", &args),
+        anthropic::text("done"),
+    ])
+    .await;
+    let mut cli = vec!["-p", "--no-session"];
+    cli.extend_from_slice(flags);
+    cli.push("run it");
+    let run: Run = w
+        .against(&model, "anthropic", &cli)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "{run:?}");
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    let result = messages.last().unwrap()["content"][0]["content"].clone();
+    match result {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bash_sandbox_confines_writes_and_the_network() {
+    let w = World::outside_tmp();
+    // The project is a repository of its own, so its git top-level (which
+    // `workspace` may write) is the project, not the checkout the test runs in.
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&w.project)
+        .status()
+        .unwrap();
+    let outside = w.scratch.join("outside");
+    let touch = format!(
+        "touch inside; echo in=$?; touch {}; echo out=$?",
+        outside.display()
+    );
+
+    let out = bash_through_zot(&w, &touch, &["--sandbox", "workspace"]).await;
+    assert!(out.contains("in=0") && out.contains("out=1"), "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(w.project.join("inside").exists() && !outside.exists());
+    std::fs::remove_file(w.project.join("inside")).unwrap();
+
+    let out = bash_through_zot(&w, &touch, &["--sandbox", "read-only"]).await;
+    assert!(out.contains("in=1") && out.contains("out=1"), "{out}");
+    assert!(!w.project.join("inside").exists() && !outside.exists());
+
+    // The config key does the same; off (the default) confines nothing.
+    std::fs::write(w.home.join("config.json"), r#"{"sandbox": "read-only"}"#).unwrap();
+    let out = bash_through_zot(&w, &touch, &[]).await;
+    assert!(out.contains("in=1"), "{out}");
+    let out = bash_through_zot(&w, &touch, &["--sandbox", "off"]).await;
+    assert!(out.contains("in=0") && out.contains("out=0"), "{out}");
+
+    let (_listener, port) = listener();
+    let connect = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); print('connected', 40 + 2)\""
+    );
+    let out = bash_through_zot(&w, &connect, &["--sandbox", "workspace"]).await;
+    assert!(
+        !out.contains("connected 42") && out.contains("refused"),
+        "{out}"
+    );
+    let out = bash_through_zot(&w, &connect, &["--sandbox", "workspace", "--sandbox-net"]).await;
+    assert!(out.contains("connected 42"), "{out}");
+}

@@ -63,7 +63,16 @@ done
 
 impl World {
     pub fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
+        Self::in_dir(tempfile::tempdir().unwrap())
+    }
+
+    /// A world outside `/tmp`, for tests of the bash sandbox, which always
+    /// lets commands write `/tmp`.
+    pub fn outside_tmp() -> Self {
+        Self::in_dir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap())
+    }
+
+    fn in_dir(tmp: tempfile::TempDir) -> Self {
         let home = tmp.path().join("home");
         let project = tmp.path().join("project");
         let scratch = tmp.path().join("scratch");

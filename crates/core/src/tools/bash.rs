@@ -115,6 +115,24 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
     }
     let mut shell = Command::new(SHELL);
     zot_sandbox::set_child_env(shell.as_std_mut(), None, &[]);
+    if let Some(resolved) = ctx.sandbox.resolve(&ctx.cwd) {
+        let kernel = zot_sandbox::Kernel::get();
+        match zot_sandbox::prepare(&resolved, &kernel, zot_sandbox::Enforce::Strict) {
+            Ok(sandbox) => sandbox.apply(shell.as_std_mut()),
+            Err(e) => {
+                let why = match e {
+                    zot_sandbox::SandboxError::Unsupported { missing } => {
+                        format!("this kernel lacks {}", missing.join(", "))
+                    }
+                    other => other.to_string(),
+                };
+                return ToolOutput::error(format!(
+                    "$ {command}\n\n(not started: the {} sandbox is not available: {why}; the user can turn it off with /sandbox off or --sandbox off)",
+                    ctx.sandbox.mode.as_str()
+                ));
+            }
+        }
+    }
     let spawned = shell
         .arg("-c")
         .arg(command)

@@ -23,6 +23,7 @@ pub use bash::BashTool;
 pub use edit::{EditTool, MAX_EDIT_FILE_BYTES};
 pub use read::ReadTool;
 pub use write::{MAX_WRITE_BYTES, WriteTool};
+pub use zot_sandbox::{BashSandbox, SandboxMode};
 
 /// The built-in tools, in the order the model sees them.
 pub fn builtin() -> Vec<Arc<dyn Tool>> {

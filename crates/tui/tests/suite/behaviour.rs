@@ -303,8 +303,15 @@ async fn editor_keys_and_paste() {
 async fn untrusted_project_asks_once_and_trusting_reloads() {
     let mut cfg = config();
     cfg.untrusted_extensions = 2;
+    cfg.untrusted_unrestricted = 1;
     let (mut app, host, mut msgs) = app_with(cfg.clone());
-    assert!(matches!(app.dialog(), Some(Dialog::Trust { .. })));
+    assert!(matches!(
+        app.dialog(),
+        Some(Dialog::Trust {
+            extensions: 2,
+            unrestricted: 1
+        })
+    ));
     app.on_key(key(KeyCode::Char('y')));
     assert!(*host.trusted.lock().unwrap());
     let msg = tokio::time::timeout(Duration::from_secs(5), msgs.recv())
@@ -379,6 +386,20 @@ async fn built_in_commands() {
     assert_eq!(app.config().model, "claude-haiku-4-5");
     app.submit("/yolo");
     assert!(app.status().cloned().unwrap().text.contains("yolo"));
+    app.submit("/sandbox");
+    assert!(
+        matches!(app.entries().last(), Some(Entry::Info(t)) if t.starts_with("bash sandbox: off"))
+    );
+    app.submit("/sandbox workspace");
+    assert_eq!(
+        app.status().cloned().unwrap().text,
+        "bash sandbox: workspace, no network"
+    );
+    app.submit("/sandbox read-only net");
+    assert_eq!(app.config().sandbox.describe(), "read-only + network");
+    app.submit("/sandbox everything");
+    assert!(app.status().cloned().unwrap().text.contains("unknown mode"));
+    assert_eq!(app.config().sandbox.describe(), "read-only + network");
     app.submit("/sessions");
     match app.dialog() {
         Some(Dialog::Sessions(picker)) => assert_eq!(picker.items().len(), 2),
