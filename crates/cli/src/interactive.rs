@@ -113,6 +113,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             })
             .count();
         let mut warnings = ctx.settings.warnings.clone();
+        warnings.extend(loaded.warnings.iter().cloned());
         let wanted_theme = ctx.settings.theme();
         let bundles: Vec<_> = loaded
             .found

@@ -66,6 +66,9 @@ pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Cho
 pub struct Loaded {
     pub host: ExtensionHost,
     pub commands: Commands,
+    /// What the user should hear about commands and skills left out (the
+    /// TUI shows them; the other modes print them to stderr).
+    pub warnings: Vec<String>,
     pub host_events: mpsc::UnboundedReceiver<HostEvent>,
     pub load_errors: Vec<LoadError>,
     pub found: Vec<Found>,
@@ -108,9 +111,10 @@ pub async fn load(
         ctx.config.user_home.clone(),
         ctx.config.project_trusted,
     );
-    for skipped in skipped {
-        eprintln!("zot: warning: Markdown command {skipped}");
-    }
+    let mut warnings: Vec<String> = skipped
+        .into_iter()
+        .map(|s| format!("Markdown command {s}"))
+        .collect();
     let skills = if args.no_skills {
         Vec::new()
     } else {
@@ -129,17 +133,18 @@ pub async fn load(
             project_trusted: ctx.config.project_trusted,
         };
         if !places.project_trusted && skills::has_claude_project_skills(&ctx.project) {
-            eprintln!(
-                "zot: warning: the project's skills in {} are not loaded: {}; run `zot trust` to trust it, or pass --trust for one run",
+            warnings.push(format!(
+                "the project's skills in {} are not loaded: {}; run `zot trust` to trust it, or pass --trust for one run",
                 skills::CLAUDE_SKILLS,
                 ctx.trust_reason
-            );
+            ));
         }
         skills::discover(&skills::roots(places, &bundled))
     };
     Loaded {
         host,
         commands,
+        warnings,
         host_events,
         load_errors,
         found,
@@ -220,6 +225,9 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     };
     let id = session_id(session.as_ref());
     let loaded = load(args, ctx, provider.kind.name(), &model, &id).await;
+    for warning in &loaded.warnings {
+        eprintln!("zot: warning: {warning}");
+    }
     let agent = agent(args, ctx, &loaded, provider, &model, session)?;
     let manifest_errors = loaded.manifest_errors();
     Ok(Running {

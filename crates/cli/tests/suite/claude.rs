@@ -332,8 +332,14 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
         &url,
         "--no-session",
     ];
+    write(
+        &w.project.join(".claude/skills/pdf/SKILL.md"),
+        "---\nname: pdf\n---\n",
+    );
     let tmux = Tmux::start(&w, "claude", &args, &[]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
+    // What start-up left out is said on the screen, not behind it.
+    tmux.wait_for("skills in .claude/skills are not loaded");
     tmux.type_text("/");
     let screen = tmux.wait_for("── .claude/commands ──");
     assert!(
