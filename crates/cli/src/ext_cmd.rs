@@ -328,6 +328,10 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
                 .collect();
             entry["events"] = json!(info.events);
             entry["intercepts"] = json!(info.intercepts);
+            if r.dialect == zot_extensions::Dialect::Mcp {
+                entry["mcp_version"] = json!(info.protocol_version);
+                entry["resources"] = json!(info.resources);
+            }
             entry["exit_status"] = json!(info.exit);
             let state = match info.readiness {
                 Readiness::Ready => "ready",
@@ -406,7 +410,10 @@ fn print_doctor(entries: &[Value]) {
                 })
                 .collect()
         };
-        for key in ["commands", "tools", "events", "intercepts"] {
+        if let Some(version) = e["mcp_version"].as_str() {
+            println!("  mcp protocol: {version}");
+        }
+        for key in ["commands", "tools", "events", "intercepts", "resources"] {
             let items = names(key);
             if !items.is_empty() {
                 println!("  {key}: {}", items.join(", "));
@@ -483,6 +490,9 @@ pub(crate) fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(server) = name.strip_prefix("mcp:") {
+        bail!("{name} is an MCP server: remove it with `zot mcp remove {server}`");
+    }
     let found = manage::find(&ctx.config, name, which(scope))?;
     let dir = display(&found.dir);
     if !yes {
@@ -518,6 +528,9 @@ fn set_enabled(
     scope: &ScopeArgs,
     enabled: bool,
 ) -> anyhow::Result<ExitCode> {
+    if name.starts_with("mcp:") {
+        return set_mcp_enabled(ctx, name, scope, enabled);
+    }
     let found = manage::find(&ctx.config, name, which(scope))?;
     manage::set_enabled(&found.dir, enabled)?;
     let verb = if enabled { "enabled" } else { "disabled" };
@@ -531,6 +544,50 @@ fn set_enabled(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `zot ext enable|disable mcp:<name>`: flips `disabled` in the MCP config
+/// file that defines it (the project's `.mcp.json` wins when both do).
+fn set_mcp_enabled(
+    ctx: &Context,
+    name: &str,
+    scope: &ScopeArgs,
+    enabled: bool,
+) -> anyhow::Result<ExitCode> {
+    use zot_extensions::mcp::config;
+    let server = name.trim_start_matches("mcp:");
+    let files = [
+        (Scope::Project, config::project_path(&ctx.config.cwd)),
+        (Scope::Global, config::user_path(&ctx.config.zot_home)),
+    ];
+    let wanted = which(scope);
+    let path = files
+        .into_iter()
+        .filter(|(s, _)| match wanted {
+            Which::Project => *s == Scope::Project,
+            Which::Global => *s == Scope::Global,
+            Which::Either => true,
+        })
+        .find(|(_, path)| {
+            config::read(path)
+                .ok()
+                .flatten()
+                .is_some_and(|f| f.mcp_servers.contains_key(server))
+        });
+    let Some((scope, path)) = path else {
+        bail!(
+            "no MCP server {server:?} in {} or {}",
+            display(&config::project_path(&ctx.config.cwd)),
+            display(&config::user_path(&ctx.config.zot_home))
+        );
+    };
+    config::set_enabled(&path, server, enabled)?;
+    let verb = if enabled { "enabled" } else { "disabled" };
+    eprintln!("{verb} {name} ({})", display(&path));
+    if scope == Scope::Project {
+        repin(ctx, &[path])?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
     // The log is keyed by manifest name; a directory name resolves to it.
     let manifest_name = match manage::find(&ctx.config, name, Which::Either)
@@ -538,6 +595,13 @@ fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
         .and_then(|found| zot_extensions::Manifest::load(&found.dir).ok())
     {
         Some(manifest) => manifest.name,
+        // An MCP server's log is named after `mcp:<name>`.
+        None if name
+            .strip_prefix("mcp:")
+            .is_some_and(|s| zot_extensions::mcp::config::check_name(s).is_ok()) =>
+        {
+            name.to_owned()
+        }
         // Not installed (an --ext one, or gone): the name is a file name part.
         None => {
             zot_extensions::manifest::validate_name(name)

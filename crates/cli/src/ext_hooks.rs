@@ -1,6 +1,8 @@
 //! Glue between the agent's `Hooks` and the extension host: lifecycle
 //! events, intercept chains, system prompt preparation and extension tools.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::sync::watch;
 use zot_core::CancellationToken;
@@ -8,10 +10,10 @@ use zot_core::hooks::{
     CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, ToolGate, TurnGate,
 };
 use zot_core::message::Block;
-use zot_core::tool::{BoxFuture, ToolOutput, ToolSpec};
+use zot_core::tool::{BoxFuture, Progress, ToolOutput, ToolSpec};
 use zot_extensions::model::Compaction;
 use zot_extensions::zot_protocol::zot::ContentBlock;
-use zot_extensions::{ExtensionHost, Hook, HookPoint, Outcome};
+use zot_extensions::{ExtensionHost, Hook, HookPoint, Outcome, ProgressSink};
 
 pub struct ExtHooks {
     pub host: ExtensionHost,
@@ -203,8 +205,34 @@ impl Hooks for ExtHooks {
     }
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Value) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            match self.host.call_tool(name, args).await {
+        Box::pin(self.run_tool(name, args, None))
+    }
+
+    fn call_tool_with_progress<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        progress: Progress,
+    ) -> BoxFuture<'a, ToolOutput> {
+        let sink: ProgressSink = Arc::new(move |text| progress.send(text));
+        Box::pin(self.run_tool(name, args, Some(sink)))
+    }
+}
+
+impl ExtHooks {
+    /// Runs an extension tool; its protocol's progress (if any) goes to `progress`.
+    async fn run_tool(
+        &self,
+        name: &str,
+        args: Value,
+        progress: Option<ProgressSink>,
+    ) -> ToolOutput {
+        {
+            match self
+                .host
+                .call_tool_with_progress(name, args, progress)
+                .await
+            {
                 Ok(reply) => {
                     let mut content: Vec<Block> = reply
                         .content
@@ -231,6 +259,6 @@ impl Hooks for ExtHooks {
                 }
                 Err(e) => ToolOutput::error(e.to_string()),
             }
-        })
+        }
     }
 }

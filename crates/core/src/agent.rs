@@ -871,47 +871,51 @@ impl Agent {
             "tool call"
         );
         let ran_with = args.clone();
-        let output = match self.builtin.iter().find(|t| t.spec().name == name) {
-            Some(tool) => {
-                let (progress, mut reader) = progress_channel();
-                let ctx = ToolContext {
-                    cwd: self.config.cwd.clone(),
-                    cancel: cancel.clone(),
-                    progress: Some(progress),
-                    output_dir: self.tool_output_dir(),
-                    sandbox: self.config.sandbox,
-                };
-                let call = async move {
+        let builtin = self.builtin.iter().find(|t| t.spec().name == name);
+        let (progress, mut reader) = progress_channel();
+        let call = async move {
+            match builtin {
+                Some(tool) => {
+                    let ctx = ToolContext {
+                        cwd: self.config.cwd.clone(),
+                        cancel: cancel.clone(),
+                        progress: Some(progress),
+                        output_dir: self.tool_output_dir(),
+                        sandbox: self.config.sandbox,
+                    };
                     let output = tool.call(args, &ctx).await;
                     drop(ctx);
                     output
-                };
-                let forward = async {
-                    while let Some(chunk) = reader.recv().await {
-                        let _ = events.send(AgentEvent::ToolProgress {
-                            id: id.to_owned(),
-                            text: chunk.text,
-                            dropped_bytes: chunk.dropped_bytes,
-                        });
-                        // What comes meanwhile is coalesced into the next event;
-                        // the end of the call is not kept waiting.
-                        tokio::select! {
-                            () = tokio::time::sleep(PROGRESS_INTERVAL) => {}
-                            () = reader.closed() => {}
-                        }
-                    }
-                };
-                let (output, ()) = tokio::join!(call, forward);
-                output
-            }
-            None => {
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => ToolOutput::error("aborted"),
-                    output = self.hooks.call_tool(name, args) => output,
+                }
+                // Extension tools report progress too (MCP `notifications/progress`);
+                // an abort drops the call, which its protocol turns into a cancellation.
+                None => {
+                    let output = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => ToolOutput::error("aborted"),
+                        output = self.hooks.call_tool_with_progress(name, args, progress.clone()) => output,
+                    };
+                    drop(progress);
+                    output
                 }
             }
         };
+        let forward = async {
+            while let Some(chunk) = reader.recv().await {
+                let _ = events.send(AgentEvent::ToolProgress {
+                    id: id.to_owned(),
+                    text: chunk.text,
+                    dropped_bytes: chunk.dropped_bytes,
+                });
+                // What comes meanwhile is coalesced into the next event;
+                // the end of the call is not kept waiting.
+                tokio::select! {
+                    () = tokio::time::sleep(PROGRESS_INTERVAL) => {}
+                    () = reader.closed() => {}
+                }
+            }
+        };
+        let (output, ()) = tokio::join!(call, forward);
         self.hooks.tool_result(name, &ran_with, output).await
     }
 }

@@ -153,6 +153,17 @@ pub trait Hooks: Send + Sync {
         Box::pin(async move { ToolOutput::error(format!("unknown tool \"{name}\"")) })
     }
 
+    /// [`call_tool`](Self::call_tool) with a place for the tool's progress
+    /// text, for tools whose protocol reports progress.
+    fn call_tool_with_progress<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        _progress: crate::tool::Progress,
+    ) -> BoxFuture<'a, ToolOutput> {
+        self.call_tool(name, args)
+    }
+
     /// A tool ran: interceptors may replace what the model and the session
     /// see. `args` are the arguments the tool ran with.
     fn tool_result<'a>(

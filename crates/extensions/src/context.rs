@@ -16,6 +16,8 @@ pub(crate) struct HostContext {
     facts: Mutex<Facts>,
     next_id: AtomicU64,
     pub(crate) questions: QuestionClock,
+    /// MCP servers with resources, for the shared resource tools.
+    pub(crate) mcp: crate::mcp::adapter::Directory,
 }
 
 /// Session facts that change while the host runs.
@@ -38,6 +40,7 @@ impl HostContext {
             facts: Mutex::new(facts),
             next_id: AtomicU64::new(1),
             questions: QuestionClock::new(),
+            mcp: crate::mcp::adapter::Directory::default(),
         }
     }
 

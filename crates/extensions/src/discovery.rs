@@ -1,6 +1,8 @@
 //! Finding extensions: `--ext` paths, then `./.zot/extensions/<dir>/`, then
 //! `$ZOT_HOME/extensions/<dir>/` (each root sorted by directory name), and
-//! deciding which of them may run. Reads manifests only; spawns nothing.
+//! deciding which of them may run; then the MCP servers of `.mcp.json` and
+//! `$ZOT_HOME/mcp.json`, each as one more entry named `mcp:<name>`. Reads
+//! manifests and config files only; spawns nothing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -104,7 +106,7 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
 
     // Name → directory of the first extension (in precedence order) that claimed it.
     let mut claimed: HashMap<String, PathBuf> = HashMap::new();
-    candidates
+    let mut found: Vec<Found> = candidates
         .into_iter()
         .map(|(scope, dialect, dir)| {
             let status = match Manifest::load_in(&dir, dialect) {
@@ -140,7 +142,76 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
             }
             found
         })
-        .collect()
+        .collect();
+    if config.discover {
+        found.extend(mcp_servers(config));
+    }
+    found
+}
+
+/// The MCP servers of both config files, as discovery entries: project
+/// servers first (they win a name), each file's in file order.
+fn mcp_servers(config: &HostConfig) -> Vec<Found> {
+    use crate::mcp::config::{McpConfig, ServerStatus, process_env};
+    let loaded = McpConfig::load(
+        &config.zot_home,
+        &config.cwd,
+        config.project_trusted,
+        &process_env,
+    );
+    let scope_of = |path: &Path| {
+        if path.starts_with(&config.zot_home) {
+            Scope::Global
+        } else {
+            Scope::Project
+        }
+    };
+    let mut out: Vec<Found> = loaded
+        .file_errors
+        .iter()
+        .map(|e| {
+            let path = match e {
+                crate::mcp::config::FileError::Read { path, .. }
+                | crate::mcp::config::FileError::TooLarge { path }
+                | crate::mcp::config::FileError::Syntax { path, .. }
+                | crate::mcp::config::FileError::Shape { path, .. } => path.clone(),
+            };
+            let error = ManifestError::new(&path, None, e.to_string());
+            invalid_mcp(scope_of(&path), &path, error)
+        })
+        .collect();
+    out.extend(loaded.server_errors.iter().map(|e| {
+        let field = format!("mcpServers.{}", e.server);
+        let error = ManifestError::new(&e.path, Some(&field), e.message.clone());
+        invalid_mcp(scope_of(&e.path), &e.path, error)
+    }));
+    out.extend(loaded.servers.into_iter().map(|(server, status)| {
+        let scope = server.scope;
+        let manifest = Manifest::for_mcp(server);
+        let dir = manifest.dir.clone();
+        let status = match status {
+            ServerStatus::Load => FoundStatus::Load(manifest),
+            ServerStatus::Disabled => FoundStatus::Disabled(manifest),
+            ServerStatus::Untrusted => FoundStatus::Untrusted(manifest),
+            ServerStatus::Shadowed { by } => FoundStatus::Shadowed { manifest, by },
+        };
+        Found {
+            scope,
+            dir,
+            status,
+            dialect: Dialect::Mcp,
+        }
+    }));
+    out
+}
+
+fn invalid_mcp(scope: Scope, path: &Path, error: ManifestError) -> Found {
+    Found {
+        scope,
+        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        status: FoundStatus::Invalid(error),
+        dialect: Dialect::Mcp,
+    }
 }
 
 /// Subdirectories of `root` that hold a manifest file, sorted by name. A

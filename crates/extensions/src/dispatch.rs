@@ -34,6 +34,9 @@ pub enum DispatchError {
     },
 }
 
+/// Where a running tool's progress text goes (for protocols that report progress).
+pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// An extension tool's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolReply {
@@ -122,6 +125,17 @@ impl ExtensionHost {
 
     /// Calls an active extension tool with the (post-intercept) arguments.
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<ToolReply, DispatchError> {
+        self.call_tool_with_progress(name, args, None).await
+    }
+
+    /// [`call_tool`](Self::call_tool), with `progress` taking the progress
+    /// text of protocols that report it (MCP `notifications/progress`).
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        args: Value,
+        progress: Option<ProgressSink>,
+    ) -> Result<ToolReply, DispatchError> {
         let found = {
             let state = self.inner.state();
             let tools = self.inner.live(&state).active_tools(&state.activated);
@@ -137,7 +151,7 @@ impl ExtensionHost {
         };
         let answer = ext
             .adapter
-            .call_tool(&ext.peer, &tool.name, args)
+            .call_tool(&ext.peer, &tool.name, args, progress)
             .await
             .map_err(|source| DispatchError::Request {
                 extension: ext.name().to_owned(),

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zot_protocol::ui::{CommandInfo, HostEvent, ReloadSummary};
 
-use crate::adapter::{self, HandshakeError, Link};
+use crate::adapter::{self, HandshakeError, LaunchSpec, Link};
 use crate::config::HostConfig;
 use crate::context::HostContext;
 use crate::discovery::{Found, FoundStatus, Scope, discover};
@@ -26,7 +26,9 @@ use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
 use crate::permissions::{self, Permissions};
 use crate::reaper;
 use crate::registry::{Conflict, Live, NameKind, Owner};
-use crate::transport::{FrameReader, Peer, ReadError, describe, preview, stdio};
+use crate::transport::{
+    Connection, Endpoint, FrameReader, Peer, ReadError, describe, preview, stdio,
+};
 
 /// Why an extension could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +111,10 @@ pub struct LoadedInfo {
     pub tools: Vec<ToolInfo>,
     pub events: Vec<String>,
     pub intercepts: Vec<String>,
+    /// The protocol version negotiated in the handshake (MCP).
+    pub protocol_version: Option<String>,
+    /// Resources it offers (MCP resource URIs, as listed at start).
+    pub resources: Vec<String>,
 }
 
 /// What `reload` did.
@@ -403,6 +409,28 @@ impl Link for Bound<'_> {
     }
 }
 
+/// How an adapter reaches the host after its handshake, on its own
+/// initiative (not while answering a call): weak, so it keeps neither the
+/// host nor the extension alive.
+pub(crate) struct Attached {
+    inner: Weak<Inner>,
+    ext: Weak<Extension>,
+}
+
+impl Attached {
+    /// Runs `f` with a link to the host, while both the host and this
+    /// extension (still live) exist.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&dyn Link) -> R) -> Option<R> {
+        let inner = self.inner.upgrade()?;
+        let ext = self.ext.upgrade().filter(|e| e.is_alive())?;
+        let link = Bound {
+            inner: &inner,
+            ext: &ext,
+        };
+        Some(f(&link))
+    }
+}
+
 /// The link during a handshake, before the extension joins the live set:
 /// registrations wait for the host to apply them, the rest goes out at once.
 struct Handshaking<'a> {
@@ -528,6 +556,28 @@ impl Inner {
                 ext.registrations().hooks.insert((point, mode));
             }
             Registration::Ready => ext.set_readiness(Readiness::Ready),
+            Registration::ClearTools => {
+                let had = {
+                    let mut regs = ext.registrations();
+                    regs.refused_tools = 0;
+                    !std::mem::take(&mut regs.tools).is_empty()
+                };
+                self.forget_conflicts(ext, NameKind::Tool);
+                if had && ext.is_ready() {
+                    self.emit(HostEvent::ToolsChanged);
+                }
+            }
+            Registration::ClearCommands => {
+                let had = {
+                    let mut regs = ext.registrations();
+                    regs.refused_commands = 0;
+                    !std::mem::take(&mut regs.commands).is_empty()
+                };
+                self.forget_conflicts(ext, NameKind::Command);
+                if had && ext.is_ready() {
+                    self.emit(HostEvent::CommandsChanged);
+                }
+            }
         }
     }
 
@@ -635,55 +685,70 @@ impl Inner {
                 message: warning.clone(),
             });
         }
-        let confinement = permissions::confine(
-            &self.cx.config,
-            policy.enforce,
-            &permissions.effective,
-            &name,
-            scope,
-            &launch.program,
-            &dir,
-        )
-        .map_err(|e| {
-            let kind = LoadErrorKind::Sandbox(e);
-            log.line(&kind);
-            error(kind, None)
-        })?;
-        if let Some(sandbox) = &confinement.sandbox
-            && !sandbox.unenforced().is_empty()
+        let (process, conn, mut reader): (Box<dyn Endpoint>, Connection, FrameReader) = match launch
         {
-            let message = format!(
-                "runs with its permission scope partly enforced (best-effort); not enforced: {}",
-                sandbox.unenforced().join(", ")
-            );
-            log.line(&message);
-            self.emit(HostEvent::Warning {
-                extension: name.clone(),
-                message,
-            });
-        }
-        let spawned = stdio::spawn(
-            &name,
-            &launch.program,
-            &launch.args,
-            &launch.cwd,
-            &log,
-            limits.max_frame_bytes,
-            confinement,
-        )
-        .map_err(|e| {
-            let kind = LoadErrorKind::Spawn {
-                program: launch.program.display().to_string(),
-                error: e.to_string(),
-            };
-            log.line(&kind);
-            error(kind, None)
-        })?;
-        let (process, mut reader) = (spawned.process, spawned.reader);
+            LaunchSpec::Process(launch) => {
+                let mut confinement = permissions::confine(
+                    &self.cx.config,
+                    policy.enforce,
+                    &permissions.effective,
+                    &name,
+                    scope,
+                    &launch.program,
+                    &dir,
+                )
+                .map_err(|e| {
+                    let kind = LoadErrorKind::Sandbox(e);
+                    log.line(&kind);
+                    error(kind, None)
+                })?;
+                if let Some(sandbox) = &confinement.sandbox
+                    && !sandbox.unenforced().is_empty()
+                {
+                    let message = format!(
+                        "runs with its permission scope partly enforced (best-effort); not enforced: {}",
+                        sandbox.unenforced().join(", ")
+                    );
+                    log.line(&message);
+                    self.emit(HostEvent::Warning {
+                        extension: name.clone(),
+                        message,
+                    });
+                }
+                // The launch's own variables (an MCP server's `env`) first,
+                // so the sandbox's (a private TMPDIR) win a clash.
+                let sandbox_env = std::mem::replace(&mut confinement.env, launch.env.clone());
+                confinement.env.extend(sandbox_env);
+                let spawned = stdio::spawn(
+                    &name,
+                    &launch.program,
+                    &launch.args,
+                    &launch.cwd,
+                    &log,
+                    limits.max_frame_bytes,
+                    confinement,
+                )
+                .map_err(|e| {
+                    let kind = LoadErrorKind::Spawn {
+                        program: launch.program.display().to_string(),
+                        error: e.to_string(),
+                    };
+                    log.line(&kind);
+                    error(kind, None)
+                })?;
+                (Box::new(spawned.process), spawned.conn, spawned.reader)
+            }
+            // The adapter opens the session itself during its handshake.
+            LaunchSpec::Remote(session) => (
+                Box::new(session.endpoint),
+                Connection::new().0,
+                session.reader,
+            ),
+        };
         let peer = Peer {
             name: name.clone(),
             log: Arc::clone(&log),
-            conn: spawned.conn,
+            conn,
         };
         let early = Handshaking {
             inner: self,
@@ -701,7 +766,7 @@ impl Inner {
                 registrations
             }
             Err(e) => {
-                use crate::transport::Endpoint;
+                adapter.disconnected();
                 let status = match e {
                     HandshakeError::ExitedBeforeHello => {
                         match process
@@ -721,7 +786,7 @@ impl Inner {
                 return Err(err);
             }
         };
-        let ext = Arc::new(Extension::new(peer, order, adapter, Box::new(process)));
+        let ext = Arc::new(Extension::new(peer, order, adapter, process));
         {
             let mut state = self.state();
             let at = state.extensions.partition_point(|e| e.order < order);
@@ -730,6 +795,10 @@ impl Inner {
         for registration in registrations {
             self.apply(&ext, registration);
         }
+        ext.adapter.attach(Attached {
+            inner: Arc::downgrade(self),
+            ext: Arc::downgrade(&ext),
+        });
         tokio::spawn(drive(
             Arc::clone(&ext),
             Arc::downgrade(self),
@@ -858,10 +927,36 @@ impl Inner {
                     ),
                 });
             }
+            if let Owner::Extension(winner) = &conflict.winner
+                && loser.adapter.semantics().warn_tool_clash
+                && kind == NameKind::Tool
+                && !state.conflicts.contains(&conflict)
+                && !crate::mcp::adapter::is_shared_tool(&conflict.name)
+            {
+                self.emit(HostEvent::Warning {
+                    extension: loser.name().to_owned(),
+                    message: format!(
+                        "tool '{}' of {} collides with the same name from {winner}; {}'s is dropped",
+                        conflict.name,
+                        loser.name(),
+                        loser.name()
+                    ),
+                });
+            }
             if !state.conflicts.contains(&conflict) {
                 state.conflicts.push(conflict);
             }
         }
+    }
+
+    /// Forgets the recorded conflicts of `ext`'s names of `kind` (it is
+    /// registering them anew).
+    fn forget_conflicts(&self, ext: &Extension, kind: NameKind) {
+        let name = ext.name();
+        self.state().conflicts.retain(|c| {
+            c.kind != kind
+                || (c.loser != name && !matches!(&c.winner, Owner::Extension(w) if w == name))
+        });
     }
 
     /// Activates registered deferred tools by name; unknown names are ignored.
@@ -987,6 +1082,7 @@ async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: 
         Gone::Eof | Gone::HostDropped => format!("{name} exited ({status})"),
     };
     ext.peer.conn.fail_all(&reason);
+    ext.adapter.disconnected();
     ext.set_readiness(Readiness::Exited);
     if stopping {
         return;
@@ -1103,6 +1199,8 @@ fn report_entry(
                 tools: regs.tools.clone(),
                 events: listed(Mode::Observe),
                 intercepts: listed(Mode::Intercept),
+                protocol_version: ext.adapter.protocol_version(),
+                resources: ext.adapter.resources(),
             })
         }
         (FoundStatus::Load(_), None) => ReportStatus::Starting,

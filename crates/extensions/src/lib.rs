@@ -27,7 +27,9 @@ pub mod trust;
 pub use adapter::HandshakeError;
 pub use config::{HostConfig, default_zot_home, zot_home_from};
 pub use discovery::{Found, FoundStatus, Scope, discover};
-pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ToolReply};
+pub use dispatch::{
+    Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ProgressSink, ToolReply,
+};
 pub use extension::Readiness;
 pub use host::{
     ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo, ReloadStats, ReportStatus,

@@ -41,6 +41,8 @@ pub enum Dialect {
     Zot,
     /// `command` array: the host speaks first (`initialize`).
     Nimlet,
+    /// An MCP server from `.mcp.json` or `$ZOT_HOME/mcp.json` (no manifest file).
+    Mcp,
 }
 
 impl Dialect {
@@ -48,6 +50,7 @@ impl Dialect {
         match self {
             Self::Zot => "zot",
             Self::Nimlet => "nimlet",
+            Self::Mcp => "mcp",
         }
     }
 }
@@ -65,6 +68,8 @@ pub enum Launch {
         command: Vec<String>,
         timeout: Option<Duration>,
     },
+    /// An MCP server (stdio or HTTP), configured in an MCP config file.
+    Mcp(Box<crate::mcp::config::McpServer>),
     /// Ships `theme.json` or `themes/theme.json` only; never spawned.
     ThemeBundle,
     /// Ships `skills` only; never spawned.
@@ -74,7 +79,10 @@ pub enum Launch {
 impl Manifest {
     /// Whether this manifest asks for a subprocess.
     pub fn is_process(&self) -> bool {
-        matches!(self.launch, Launch::Process { .. } | Launch::Nimlet { .. })
+        matches!(
+            self.launch,
+            Launch::Process { .. } | Launch::Nimlet { .. } | Launch::Mcp(_)
+        )
     }
 
     /// The program to start and its arguments, resolved against `dir` (the
@@ -86,7 +94,7 @@ impl Manifest {
             Launch::Nimlet { command, .. } => command
                 .split_first()
                 .map(|(first, rest)| (resolve_nimlet(dir, first), rest)),
-            Launch::ThemeBundle | Launch::SkillBundle => None,
+            Launch::Mcp(_) | Launch::ThemeBundle | Launch::SkillBundle => None,
         }
     }
 
@@ -95,7 +103,40 @@ impl Manifest {
         match self.launch {
             Launch::Process { .. } => Some(Dialect::Zot),
             Launch::Nimlet { .. } => Some(Dialect::Nimlet),
+            Launch::Mcp(_) => Some(Dialect::Mcp),
             _ => None,
+        }
+    }
+
+    /// The MCP server this entry stands for, if it is one.
+    pub fn mcp(&self) -> Option<&crate::mcp::config::McpServer> {
+        match &self.launch {
+            Launch::Mcp(server) => Some(server),
+            _ => None,
+        }
+    }
+
+    /// The entry for an MCP server: named `mcp:<name>`, "found" in the
+    /// directory of the file that configures it.
+    pub fn for_mcp(server: crate::mcp::config::McpServer) -> Self {
+        let dir = server
+            .source
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Self {
+            path: server.source.clone(),
+            dir,
+            name: server.ext_name(),
+            version: None,
+            language: None,
+            description: None,
+            skills: Vec::new(),
+            enabled: server.enabled,
+            launch: Launch::Mcp(Box::new(server)),
+            // An MCP server's scope is the user's policy's (permissions.json).
+            permissions: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -155,7 +196,7 @@ impl Manifest {
                 n.trim().to_owned()
             }
             (Dialect::Nimlet, _) => return Err(fields.error("name", "missing name")),
-            (Dialect::Zot, _) => fields
+            (Dialect::Zot | Dialect::Mcp, _) => fields
                 .string("name")?
                 .ok_or_else(|| fields.error("name", "is required"))?,
         };
@@ -335,7 +376,7 @@ pub struct ManifestError {
 }
 
 impl ManifestError {
-    fn new(path: &Path, field: Option<&str>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(path: &Path, field: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             path: path.to_path_buf(),
             field: field.map(str::to_owned),

@@ -201,6 +201,10 @@ pub enum Registration {
     Subscribe(HookPoint, Mode),
     /// The registration window is over.
     Ready,
+    /// Forget every tool registered so far (a new list follows).
+    ClearTools,
+    /// Forget every command registered so far (a new list follows).
+    ClearCommands,
 }
 
 /// What an extension makes the user see, before the host attributes it.
@@ -249,4 +253,7 @@ pub struct Semantics {
     pub restart_on_session_switch: bool,
     /// A tool named like a built-in is reported to the user, not only logged.
     pub warn_builtin_tool_clash: bool,
+    /// A tool named like another extension's is reported to the user too
+    /// (MCP: two servers whose sanitised tool names collide).
+    pub warn_tool_clash: bool,
 }

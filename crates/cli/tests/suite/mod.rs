@@ -11,6 +11,7 @@ mod install;
 mod list;
 mod logs;
 mod manage;
+mod mcp;
 mod mcp_cmd;
 mod nimlet;
 mod permissions;

@@ -81,11 +81,13 @@ pub(crate) trait Adapter: Send + Sync {
         args: &'a str,
     ) -> BoxFuture<'a, Result<CommandAnswer, RequestError>>;
 
+    /// Runs a tool. `progress` takes progress text, for protocols that report it.
     fn call_tool<'a>(
         &'a self,
         peer: &'a Peer,
         name: &'a str,
         args: Value,
+        progress: Option<ProgressSink>,
     ) -> BoxFuture<'a, Result<ToolAnswer, RequestError>>;
 
     /// Tells a subscriber what happened; returns once the protocol has
@@ -116,17 +118,47 @@ pub(crate) trait Adapter: Send + Sync {
     /// connection and waits).
     fn shutdown(&self, peer: &Peer);
 
+    /// The extension joined the live set: `host` reaches it later, for
+    /// protocols whose peer speaks on its own after the handshake (an MCP
+    /// server's `list_changed`, or its requests to the client).
+    fn attach(&self, _host: crate::host::Attached) {}
+
+    /// The connection ended (a crash, or a stop): drop what depends on it.
+    fn disconnected(&self) {}
+
+    /// The protocol version the handshake settled on, for protocols that negotiate one.
+    fn protocol_version(&self) -> Option<String> {
+        None
+    }
+
+    /// What the extension offers besides tools and commands, for reports
+    /// (an MCP server's resource URIs, as listed at start).
+    fn resources(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// How a subscription is listed in reports: under events (`Observe`)
     /// or intercepts, by the protocol's own name for it.
     fn listed_as(&self, point: HookPoint, mode: Mode) -> (Mode, &'static str);
 }
 
+pub(crate) use crate::dispatch::ProgressSink;
+
+/// How to reach an extension: a process to start, or a remote connection
+/// its adapter opens itself (an MCP server over HTTP).
+pub(crate) enum LaunchSpec {
+    Process(ProcessSpec),
+    Remote(crate::transport::remote::RemoteSession),
+}
+
 /// How to start an extension's process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LaunchSpec {
+pub(crate) struct ProcessSpec {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) cwd: PathBuf,
+    /// Added to the environment the process inherits.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// The adapter for a process manifest, and how to start it. `dir` is the
@@ -138,6 +170,9 @@ pub(crate) fn for_manifest(
     data_dir: &Path,
     cx: &Arc<HostContext>,
 ) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
+    if let Launch::Mcp(server) = &manifest.launch {
+        return Ok(crate::mcp::adapter::launch(server, cx));
+    }
     let Some((program, args)) = manifest.program(dir) else {
         return Err(match manifest.launch {
             Launch::Nimlet { .. } => "empty command".to_owned(),
@@ -145,24 +180,29 @@ pub(crate) fn for_manifest(
         });
     };
     let args = args.to_vec();
-    Ok(match &manifest.launch {
-        Launch::Nimlet { timeout, .. } => {
-            let adapter = nimlet::Nimlet::new(Arc::clone(cx), *timeout);
+    let (adapter, cwd): (Box<dyn Adapter>, PathBuf) = match &manifest.launch {
+        Launch::Nimlet { timeout, .. } => (
+            Box::new(nimlet::Nimlet::new(Arc::clone(cx), *timeout)),
             // Runs in the workspace (research nimlet.md E4).
-            let cwd = cx.cwd();
-            (Box::new(adapter), LaunchSpec { program, args, cwd })
-        }
-        _ => {
-            let adapter = zot::Zot::new(
+            cx.cwd(),
+        ),
+        _ => (
+            Box::new(zot::Zot::new(
                 Arc::clone(cx),
                 manifest.name.clone(),
                 dir.to_path_buf(),
                 data_dir.to_path_buf(),
-            );
-            let cwd = dir.to_path_buf();
-            (Box::new(adapter), LaunchSpec { program, args, cwd })
-        }
-    })
+            )),
+            dir.to_path_buf(),
+        ),
+    };
+    let spec = ProcessSpec {
+        program,
+        args,
+        cwd,
+        env: Vec::new(),
+    };
+    Ok((adapter, LaunchSpec::Process(spec)))
 }
 
 /// Why an extension's opening was not acceptable.
@@ -176,6 +216,11 @@ pub enum HandshakeError {
     FrameTooLong,
     #[error("reading the first frame failed: {0}")]
     Io(String),
+    #[error("no answer to initialize within {0:?} (startup_timeout_sec)")]
+    NoInitialize(Duration),
+    /// The MCP session could not be opened (its own message).
+    #[error("{0}")]
+    Mcp(String),
     #[error("first frame is not valid JSON: {0}")]
     BadJson(String),
     #[error("first frame must be hello (got {0})")]

@@ -132,6 +132,7 @@ impl Adapter for Nimlet {
             hooks_in_plan: false,
             restart_on_session_switch: true,
             warn_builtin_tool_clash: true,
+            warn_tool_clash: false,
         }
     }
 
@@ -221,6 +222,7 @@ impl Adapter for Nimlet {
         peer: &'a Peer,
         name: &'a str,
         args: Value,
+        _progress: Option<super::ProgressSink>,
     ) -> BoxFuture<'a, Result<ToolAnswer, RequestError>> {
         async move {
             let id = self.cx.next_id();

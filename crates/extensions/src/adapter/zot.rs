@@ -99,6 +99,7 @@ impl Adapter for Zot {
             hooks_in_plan: true,
             restart_on_session_switch: false,
             warn_builtin_tool_clash: false,
+            warn_tool_clash: false,
         }
     }
 
@@ -206,6 +207,7 @@ impl Adapter for Zot {
         peer: &'a Peer,
         name: &'a str,
         args: Value,
+        _progress: Option<super::ProgressSink>,
     ) -> BoxFuture<'a, Result<ToolAnswer, RequestError>> {
         async move {
             let id = self.cx.next_id();

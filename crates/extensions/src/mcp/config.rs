@@ -131,7 +131,7 @@ impl ServerEntry {
 }
 
 /// A server ready to start: variables expanded, paths absolute, defaults applied.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     /// `Global` for `$ZOT_HOME/mcp.json`, `Project` for `.mcp.json`.
@@ -159,7 +159,7 @@ pub fn ext_name(server: &str) -> String {
     format!("mcp:{server}")
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpTransport {
     Stdio {
         command: String,
@@ -184,7 +184,7 @@ impl McpTransport {
 }
 
 /// An HTTP server (Streamable HTTP or legacy SSE).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remote {
     pub url: String,
     /// Sent with every request, in file order.
@@ -325,6 +325,34 @@ pub fn write_object(
         std::fs::create_dir_all(dir)?;
     }
     crate::trust::write_atomically(path, text.as_bytes())
+}
+
+/// Turns server `name` of the file at `path` on or off: `disabled: true`
+/// when off, neither `disabled` nor `enabled: false` when on. Everything
+/// else in the file is kept. Errors when the file has no such server.
+pub fn set_enabled(path: &Path, name: &str, enabled: bool) -> Result<(), FileError> {
+    let shape = |message: String| FileError::Shape {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut file = read(path)?.ok_or_else(|| shape(format!("has no server {name:?}")))?;
+    let entry = file
+        .mcp_servers
+        .get_mut(name)
+        .ok_or_else(|| shape(format!("has no server {name:?}")))?;
+    let map = entry
+        .as_object_mut()
+        .ok_or_else(|| shape(format!("server {name:?} is not an object")))?;
+    map.remove("enabled");
+    if enabled {
+        map.remove("disabled");
+    } else {
+        map.insert("disabled".to_owned(), serde_json::Value::Bool(true));
+    }
+    write(path, &file).map_err(|e| FileError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
 }
 
 /// Loads `path` as a file of `scope`, expanding variables with `env`.
@@ -801,6 +829,19 @@ mod tests {
             trusted.servers[1].1,
             ServerStatus::Shadowed { .. }
         ));
+
+        set_enabled(&user_path(&home), "mine", true).unwrap();
+        set_enabled(&user_path(&home), "shared", false).unwrap();
+        let reread = read(&user_path(&home)).unwrap().unwrap();
+        assert_eq!(
+            reread.mcp_servers["mine"],
+            serde_json::json!({"command": "m"})
+        );
+        assert_eq!(
+            reread.mcp_servers["shared"],
+            serde_json::json!({"command": "u", "disabled": true})
+        );
+        assert!(set_enabled(&user_path(&home), "nope", true).is_err());
 
         std::fs::write(project_path(&project), "{not json").unwrap();
         let broken = McpConfig::load(&home, &project, true, &env);

@@ -4,3 +4,10 @@
 
 pub mod config;
 pub mod legacy_sse;
+
+pub(crate) mod adapter;
+pub(crate) mod remote;
+
+pub use adapter::{
+    LIST_RESOURCES, PROTOCOL_VERSION, READ_RESOURCE, SUPPORTED_VERSIONS, qualified_name,
+};

@@ -3,8 +3,10 @@
 //! shares: the frame reader (limit enforced while reading), the outgoing
 //! queue (frames never interleave and stay in order), the table of requests
 //! waiting for a reply by id, and the [`Endpoint`] the host stops. Each
-//! transport is a module of its own: `stdio` (a child process) today.
+//! transport is a module of its own: `stdio` (a child process) and
+//! `remote` (a network session its adapter owns, like MCP over HTTP).
 
+pub(crate) mod remote;
 pub(crate) mod stdio;
 
 use std::any::Any;
@@ -142,12 +144,20 @@ pub(crate) struct Sender(mpsc::UnboundedSender<Outgoing>);
 
 impl Sender {
     pub(crate) fn send<T: Serialize>(&self, frame: &T) {
-        if let Ok(line) = to_line(frame) {
-            let _ = self.0.send(Outgoing::Frame {
+        let _ = self.try_send(frame);
+    }
+
+    /// Queues a frame; `false` when it cannot be encoded or the way out is closed.
+    pub(crate) fn try_send<T: Serialize>(&self, frame: &T) -> bool {
+        let Ok(line) = to_line(frame) else {
+            return false;
+        };
+        self.0
+            .send(Outgoing::Frame {
                 line,
                 written: None,
-            });
-        }
+            })
+            .is_ok()
     }
 }
 

@@ -1,0 +1,415 @@
+//! MCP servers as extensions, through the built binary against the loopback
+//! model server, with the real reference server
+//! (`@modelcontextprotocol/server-everything`, pinned in
+//! `crates/testkit/fixtures/mcp-everything`) over stdio and Streamable HTTP.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use zot_testkit::npm::EverythingServer;
+use zot_testkit::{MockModel, anthropic, openai};
+
+use super::support::{Run, World, events};
+
+/// `dist/index.js` of the pinned reference server (installed once per
+/// lockfile hash by the testkit).
+fn everything() -> PathBuf {
+    EverythingServer::script().unwrap()
+}
+
+/// `$ZOT_HOME/mcp.json` with the reference server over stdio as `everything`,
+/// plus `extra` options for its entry.
+fn stdio_server(w: &World, extra: Value) {
+    let mut entry = json!({"command": "node", "args": [everything(), "stdio"]});
+    if let (Some(entry), Some(extra)) = (entry.as_object_mut(), extra.as_object()) {
+        entry.extend(extra.clone());
+    }
+    write_user_config(w, json!({"mcpServers": {"everything": entry}}));
+}
+
+fn write_user_config(w: &World, config: Value) {
+    std::fs::write(w.home.join("mcp.json"), config.to_string()).unwrap();
+}
+
+fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
+    w.against(model, provider, args).output().unwrap().into()
+}
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            t["name"]
+                .as_str()
+                .or_else(|| t["function"]["name"].as_str())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The tool results the last message of an Anthropic request carries.
+fn last_results(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_resources_and_an_image_over_stdio_reach_the_model() {
+    let w = World::new();
+    stdio_server(&w, json!({}));
+    let model = MockModel::start([
+        anthropic::tool_call("c1", "mcp__everything__echo", r#"{"message":"hello mcp"}"#),
+        anthropic::tool_call("c2", "mcp__everything__get-sum", r#"{"a":2,"b":40}"#),
+        anthropic::tool_call("c3", "mcp__everything__get-tiny-image", "{}"),
+        anthropic::tool_call("c4", "mcp_list_resources", r#"{"server":"everything"}"#),
+        anthropic::tool_call(
+            "c5",
+            "mcp_read_resource",
+            r#"{"server":"everything","uri":"demo://resource/static/document/features.md"}"#,
+        ),
+        anthropic::text("done"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "done\n", "{run:?}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6, "{run:?}");
+
+    // Listed with their schemas.
+    let first = &requests[0].body;
+    let tools = first["tools"].as_array().unwrap();
+    let sum = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__get-sum")
+        .unwrap_or_else(|| panic!("no get-sum in {:?}", tool_names(first)));
+    assert_eq!(sum["input_schema"]["properties"]["a"]["type"], "number");
+    assert_eq!(sum["description"], "Returns the sum of two numbers");
+    assert!(tool_names(first).contains(&"mcp_read_resource".to_owned()));
+
+    let echo = last_results(&requests[1].body);
+    assert_eq!(echo[0]["tool_use_id"], "c1");
+    assert!(echo[0].to_string().contains("Echo: hello mcp"), "{echo:?}");
+    assert!(
+        last_results(&requests[2].body)[0]
+            .to_string()
+            .contains("42"),
+        "{:?}",
+        last_results(&requests[2].body)
+    );
+    let image = last_results(&requests[3].body);
+    let blocks = image[0]["content"].as_array().unwrap();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "image" && b["source"]["media_type"] == "image/png"),
+        "{image:?}"
+    );
+    let listed = last_results(&requests[4].body)[0].to_string();
+    assert!(
+        listed.contains("demo://resource/static/document/features.md"),
+        "{listed}"
+    );
+    let read = last_results(&requests[5].body)[0].to_string();
+    assert!(
+        read.contains("[resource demo://resource/static/document/features.md]"),
+        "{read}"
+    );
+    // The server's stderr is in its log, with the negotiated version.
+    let log = w.log("mcp:everything");
+    assert!(log.contains("initialized: MCP 2025-11-25"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_becomes_tool_progress_and_the_tool_timeout_cancels_the_call() {
+    let w = World::new();
+    stdio_server(&w, json!({"tool_timeout_sec": 4}));
+    let model = MockModel::start([
+        openai::tool_call(
+            "p1",
+            "mcp__everything__trigger-long-running-operation",
+            r#"{"duration":2,"steps":4}"#,
+        ),
+        openai::tool_call(
+            "p2",
+            "mcp__everything__trigger-long-running-operation",
+            r#"{"duration":600,"steps":600}"#,
+        ),
+        openai::text("ok"),
+    ])
+    .await;
+    let mut cmd = w.against(&model, "openai", &["--json", "--no-session", "run it"]);
+    cmd.env("ZOT_LOG", "debug");
+    let run: Run = cmd.output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let evs = events(&run);
+    let progress: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["type"] == "tool_progress" && e["id"] == "p1")
+        .collect();
+    let text: String = progress.iter().filter_map(|e| e["text"].as_str()).collect();
+    // Steps before the last come well before the result (the last one may
+    // race it, since rmcp hands notifications and replies over separately).
+    assert!(text.contains("progress 1/4"), "{progress:?}");
+    let requests = model.requests();
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("Long running operation completed"),
+        "{second}"
+    );
+    let third = requests[2].body.to_string();
+    assert!(
+        third.contains("timed out after 4 s (tool_timeout_sec)"),
+        "{third}"
+    );
+    // The server was told to stop working on it.
+    let log = std::fs::read_to_string(w.home.join("logs").join("zot.log")).unwrap_or_default();
+    assert!(
+        log.contains("notifications/cancelled") && log.contains("tool_timeout_sec elapsed"),
+        "no cancellation in zot.log"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_runs_as_a_slash_command_and_elicitation_is_declined_headless() {
+    let w = World::new();
+    stdio_server(&w, json!({}));
+    let model = MockModel::start([
+        anthropic::text("sunny"),
+        anthropic::tool_call("e1", "mcp__everything__trigger-elicitation-request", "{}"),
+        anthropic::text("fine"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "/mcp__everything__args-prompt Paris"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let asked = model.requests()[0].body["messages"].to_string();
+    assert!(asked.contains("What's weather in Paris?"), "{asked}");
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "/mcp__everything__args-prompt"],
+    );
+    assert_ne!(run.stderr.find("needs city"), None, "{run:?}");
+
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "ask me"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let answered = last_results(&model.requests()[2].body)[0].to_string();
+    assert!(answered.contains("declined"), "{answered}");
+}
+
+const GUARD: &str = r#"
+handshake(NAME)
+emit({"type":"subscribe","intercept":["tool_call"]})
+emit({"type":"ready"})
+for msg in frames():
+    if msg["type"] == "event_intercept":
+        reply = {"type":"event_intercept_response","id":msg["id"]}
+        if msg.get("tool_name") == "mcp__everything__echo":
+            reply.update({"block": True, "reason": "no echoes here"})
+        emit(reply)
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guard_extension_blocks_an_mcp_tool_and_plan_mode_offers_only_read_only_ones() {
+    let w = World::new();
+    stdio_server(&w, json!({}));
+    let guard = w.py_ext("guard", GUARD);
+    let model = MockModel::start([
+        anthropic::tool_call("g1", "mcp__everything__echo", r#"{"message":"x"}"#),
+        anthropic::text("blocked"),
+        anthropic::text("planned"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &[
+            "-p",
+            "--no-session",
+            "--ext",
+            guard.to_str().unwrap(),
+            "echo",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let result = &last_results(&model.requests()[1].body)[0];
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(result.to_string().contains("no echoes here"), "{result}");
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["--plan", "-p", "--no-session", "plan"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let planned = tool_names(&model.requests()[2].body);
+    assert!(
+        planned.contains(&"mcp__everything__echo".to_owned()),
+        "{planned:?}"
+    );
+    for acting in [
+        "mcp__everything__toggle-simulated-logging",
+        "mcp__everything__gzip-file-as-resource",
+    ] {
+        assert!(
+            !planned.contains(&acting.to_owned()),
+            "{acting} in plan mode"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_mcp_json_runs_only_once_the_project_is_trusted() {
+    let w = World::new();
+    let config = json!({"mcpServers": {"local": {"command": "node", "args": [everything(), "stdio"], "enabled_tools": ["echo"]}}});
+    std::fs::write(w.project.join(".mcp.json"), config.to_string()).unwrap();
+    let listed = w.zot(&["ext", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "mcp:local")
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!(row["state"], "untrusted", "{row}");
+    assert_eq!(row["scope"], "project");
+    assert_eq!(row["protocol"], "mcp");
+
+    let model = MockModel::start([anthropic::text("a"), anthropic::text("b")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        !tool_names(&model.requests()[0].body)
+            .iter()
+            .any(|t| t.starts_with("mcp__")),
+        "an untrusted .mcp.json ran"
+    );
+
+    let trusted = w.zot(&["trust"]);
+    assert_eq!(trusted.code, 0, "{trusted:?}");
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let tools: Vec<String> = tool_names(&model.requests()[1].body)
+        .into_iter()
+        .filter(|t| t.starts_with("mcp__"))
+        .collect();
+    assert_eq!(tools, ["mcp__local__echo"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_command_and_a_silent_server_fail_clearly_and_zot_goes_on() {
+    let w = World::new();
+    write_user_config(
+        &w,
+        json!({"mcpServers": {
+            "ghost": {"command": "/nonexistent/mcp-server-ghost"},
+            "mute": {"command": "sleep", "args": ["600"], "startup_timeout_sec": 1},
+            "broken": {"command": "${ZOT_TEST_UNSET_VARIABLE}"},
+        }}),
+    );
+    let model = MockModel::start([openai::text("still here")]).await;
+    let run = zot(&w, &model, "openai", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "still here\n");
+    assert!(
+        run.stderr.contains("mcp:ghost") && run.stderr.contains("/nonexistent/mcp-server-ghost"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains("mcp:mute") && run.stderr.contains("no answer to initialize within 1s"),
+        "{run:?}"
+    );
+    let doctor = w.zot(&["ext", "doctor", "--json"]);
+    let doc: Value = serde_json::from_str(&doctor.stdout).unwrap();
+    let broken = doc["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["error"].to_string().contains("ZOT_TEST_UNSET_VARIABLE"))
+        .unwrap_or_else(|| panic!("{doctor:?}"));
+    assert_eq!(broken["state"], "invalid_manifest");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ext_commands_take_mcp_names() {
+    let w = World::new();
+    stdio_server(&w, json!({}));
+    let doctor = w.zot(&["ext", "doctor"]);
+    assert_eq!(doctor.code, 0, "{doctor:?}");
+    assert!(
+        doctor.stdout.contains("mcp protocol: 2025-11-25"),
+        "{doctor:?}"
+    );
+    assert!(doctor.stdout.contains("/mcp__everything__simple-prompt"));
+    assert!(doctor.stdout.contains("demo://resource/static/document/"));
+
+    let off = w.zot(&["ext", "disable", "mcp:everything"]);
+    assert_eq!(off.code, 0, "{off:?}");
+    let listed = w.zot(&["ext", "list"]);
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|l| l.contains("mcp:everything") && l.contains("disabled")),
+        "{listed:?}"
+    );
+    let on = w.zot(&["ext", "enable", "mcp:everything"]);
+    assert_eq!(on.code, 0, "{on:?}");
+    let logs = w.zot(&["ext", "logs", "mcp:everything"]);
+    assert!(logs.stdout.contains("initialized: MCP"), "{logs:?}");
+    let removed = w.zot(&["ext", "remove", "mcp:everything", "--yes"]);
+    assert_ne!(removed.code, 0);
+    assert!(
+        removed.stderr.contains("zot mcp remove everything"),
+        "{removed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_over_streamable_http_and_legacy_sse() {
+    let http = EverythingServer::start("streamableHttp").unwrap();
+    let sse = EverythingServer::start("sse").unwrap();
+    let w = World::new();
+    write_user_config(
+        &w,
+        json!({"mcpServers": {
+            "web": {"type": "http", "url": http.url("/mcp"), "headers": {"X-Test": "${ZOT_TEST_HEADER:-fallback}"}},
+            "old": {"type": "sse", "url": sse.url("/sse")},
+        }}),
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("h1", "mcp__web__echo", r#"{"message":"over http"}"#),
+        anthropic::tool_call("s1", "mcp__old__echo", r#"{"message":"over sse"}"#),
+        anthropic::text("done"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    let tools = tool_names(&requests[0].body);
+    assert!(tools.contains(&"mcp__web__get-sum".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"mcp__old__get-sum".to_owned()), "{tools:?}");
+    let echo = last_results(&requests[1].body)[0].to_string();
+    assert!(echo.contains("Echo: over http"), "{echo}");
+    let echo = last_results(&requests[2].body)[0].to_string();
+    assert!(echo.contains("Echo: over sse"), "{echo}");
+    let log = w.log("mcp:web");
+    assert!(log.contains("initialized: MCP 2025-11-25"), "{log}");
+    let log = w.log("mcp:old");
+    assert!(log.contains("initialized: MCP"), "{log}");
+}

@@ -1,0 +1,131 @@
+//! The remote transport: an extension reached over the network (an MCP
+//! server over HTTP) rather than run as a child. Its adapter owns the
+//! connection; the host supervises it like a process through [`Remote`],
+//! and reads its end from a frame stream that closes when the session does,
+//! so a dropped server is reported once like an exited process.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use tokio::io::DuplexStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Endpoint, FrameReader};
+
+/// How long a cancelled session may take to close (its HTTP `DELETE`)
+/// before the host stops waiting: the MCP spec gives no figure, and a
+/// server that does not answer must not hold up zot's exit.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// The host's side: what it reads (never a frame; the end of the stream
+/// means the session ended) and the endpoint it stops.
+pub(crate) struct RemoteSession {
+    pub(crate) reader: FrameReader,
+    pub(crate) endpoint: Remote,
+}
+
+/// The adapter's side: cancelled when the host stops the session, and
+/// [`RemoteHandle::ended`] once the adapter's session is over.
+pub(crate) struct RemoteHandle {
+    /// The adapter stops its session when this is cancelled.
+    pub(crate) cancel: CancellationToken,
+    ended: watch::Sender<Option<String>>,
+    writer: Mutex<Option<DuplexStream>>,
+}
+
+impl RemoteHandle {
+    /// The session is over (`why` is how, for reports): the host sees its end.
+    pub(crate) fn ended(&self, why: &str) {
+        self.ended.send_if_modified(|slot| {
+            let first = slot.is_none();
+            if first {
+                *slot = Some(why.to_owned());
+            }
+            first
+        });
+        self.writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+}
+
+/// A remote session as the host supervises it.
+pub(crate) struct Remote {
+    cancel: CancellationToken,
+    ended: watch::Receiver<Option<String>>,
+}
+
+/// A connected pair: the host's session and the adapter's handle.
+pub(crate) fn pair() -> (RemoteSession, RemoteHandle) {
+    let (reader_half, writer_half) = tokio::io::duplex(64);
+    let cancel = CancellationToken::new();
+    let (ended_tx, ended_rx) = watch::channel(None);
+    let session = RemoteSession {
+        // Nothing is ever written: only the end of the stream is read.
+        reader: FrameReader::new(reader_half, 1),
+        endpoint: Remote {
+            cancel: cancel.clone(),
+            ended: ended_rx,
+        },
+    };
+    let handle = RemoteHandle {
+        cancel,
+        ended: ended_tx,
+        writer: Mutex::new(Some(writer_half)),
+    };
+    (session, handle)
+}
+
+impl Remote {
+    async fn wait_for_end(&self, deadline: Instant) -> Option<String> {
+        let mut ended = self.ended.clone();
+        let waited = tokio::time::timeout_at(deadline, ended.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(why)) => why.clone(),
+            _ => self.ended.borrow().clone(),
+        }
+    }
+}
+
+impl Endpoint for Remote {
+    /// No process: 0.
+    fn pid(&self) -> i32 {
+        0
+    }
+
+    fn exit(&self) -> Option<String> {
+        self.ended.borrow().clone()
+    }
+
+    fn wait_until(&self, deadline: Instant) -> BoxFuture<'_, Option<String>> {
+        self.wait_for_end(deadline).boxed()
+    }
+
+    fn kill(&self) -> BoxFuture<'_, Option<String>> {
+        self.cancel.cancel();
+        self.wait_for_end(Instant::now() + CLOSE_GRACE).boxed()
+    }
+
+    fn stop(&self, deadline: Instant, _term_grace: Duration) -> BoxFuture<'_, Option<String>> {
+        async move {
+            // The adapter's shutdown already asked the session to close.
+            match self.wait_for_end(deadline).await {
+                Some(why) => Some(why),
+                None => {
+                    self.cancel.cancel();
+                    self.wait_for_end(Instant::now() + CLOSE_GRACE).await
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn kill_now(&self) {
+        self.cancel.cancel();
+    }
+}
