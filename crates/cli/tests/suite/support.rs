@@ -68,8 +68,12 @@ impl World {
 
     /// A world outside `/tmp`, for tests of the bash sandbox, which always
     /// lets commands write `/tmp`.
+    /// `ZOT_TEST_OUTSIDE_TMP` overrides the place (the unprivileged run in
+    /// `scripts/test` cannot write the target directory).
     pub fn outside_tmp() -> Self {
-        Self::in_dir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap())
+        let parent = std::env::var_os("ZOT_TEST_OUTSIDE_TMP")
+            .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+        Self::in_dir(tempfile::tempdir_in(parent).unwrap())
     }
 
     fn in_dir(tmp: tempfile::TempDir) -> Self {
@@ -115,7 +119,10 @@ impl World {
 
     /// A `zot` command in this world, not yet run.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(ZOT);
+        // `ZOT_TEST_BIN`: a copy of the binary the unprivileged run in
+        // `scripts/test` can execute.
+        let bin = std::env::var_os("ZOT_TEST_BIN").unwrap_or_else(|| ZOT.into());
+        let mut cmd = Command::new(bin);
         cmd.args(args);
         self.place(&mut cmd);
         cmd
