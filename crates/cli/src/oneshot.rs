@@ -197,7 +197,12 @@ async fn run_prompt(
     cancel: &CancellationToken,
     missing_credentials: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let text = match slash::resolve(commands, prompt).await {
+    // Expanding a Markdown command may run shell commands: Ctrl+C stops them.
+    let resolved = tokio::select! {
+        resolved = slash::resolve(commands, prompt) => resolved,
+        () = cancel.cancelled() => Err("aborted".to_owned()),
+    };
+    let text = match resolved {
         Err(e) => return fail(out, &e),
         Ok(Resolved::Unchanged) => prompt.to_owned(),
         Ok(Resolved::Prompt(p)) => p,

@@ -490,7 +490,13 @@ impl Server {
     async fn prompt(self: Arc<Self>, content: Vec<Block>, cancel: CancellationToken) {
         let mut agent = self.agent.lock().await;
         let mut content = content;
-        match slash::resolve(&self.commands, &first_text(&content)).await {
+        // Expanding a Markdown command may run shell commands: `abort` stops them.
+        let typed = first_text(&content);
+        let resolved = tokio::select! {
+            resolved = slash::resolve(&self.commands, &typed) => resolved,
+            () = cancel.cancelled() => Err("aborted".to_owned()),
+        };
+        match resolved {
             Err(e) => return self.finish_with_error(e),
             Ok(Resolved::Unchanged) => {}
             Ok(Resolved::Prompt(p)) => content = vec![Block::Text { text: p }],

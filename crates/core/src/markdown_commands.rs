@@ -15,7 +15,7 @@ use tokio::process::Command;
 use zot_protocol::frontmatter;
 
 use crate::file_refs;
-use crate::tools::bash::{DRAIN_AFTER_EXIT, terminate_group};
+use crate::tools::bash::{DRAIN_AFTER_EXIT, GroupGuard, terminate_group};
 
 /// The variable Claude Code's commands and hooks find the project in.
 pub const CLAUDE_PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
@@ -382,6 +382,8 @@ async fn run_shell(cmd: &str, cwd: &Path, limit: Duration) -> String {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    // Dropped mid-run (the user aborted the prompt): the group goes too.
+    let mut guard = pgid.map(|pgid| GroupGuard { pgid, armed: true });
     // Read both pipes while it runs, so it never blocks on a full one.
     let mut out = tokio::spawn(read_capped(child.stdout.take()));
     let mut err = tokio::spawn(read_capped(child.stderr.take()));
@@ -390,6 +392,9 @@ async fn run_shell(cmd: &str, cwd: &Path, limit: Duration) -> String {
     // closes the pipes those processes held.
     if let Some(pgid) = pgid {
         terminate_group(pgid, &mut child).await;
+    }
+    if let Some(guard) = &mut guard {
+        guard.armed = false;
     }
     let drained = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
         (

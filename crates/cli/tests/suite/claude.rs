@@ -355,3 +355,72 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     assert_eq!(prompt_of(&model, 0), "Commit with message: ship it");
     assert_claude_md(&model, 0);
 }
+
+/// Whether `pid` runs (a zombie does not count).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn aborting_stops_a_slow_command_expansion_in_print_and_rpc_modes() {
+    use std::time::Duration;
+    use zot_testkit::wait::eventually;
+
+    let w = World::new();
+    write(
+        &w.scratch.join(".claude/commands/slow.md"),
+        "Slow: !`echo $$ > \"$CLAUDE_PROJECT_DIR/started\"; exec sleep 600`",
+    );
+    let started = w.project.join("started");
+    let shell_pid = || {
+        std::fs::read_to_string(&started)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+            .map(|t| t.trim().to_owned())
+    };
+    let model = MockModel::start([]).await;
+
+    // Print mode: Ctrl+C (SIGINT) while the shell runs.
+    let mut child = w
+        .against(&model, "anthropic", &["--no-session", "-p", "/slow"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(eventually(Duration::from_secs(10), || shell_pid().is_some()).await);
+    let pid = shell_pid().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        eventually(Duration::from_secs(10), || child
+            .try_wait()
+            .unwrap()
+            .is_some())
+        .await,
+        "zot -p did not stop"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("aborted"));
+    assert!(eventually(Duration::from_secs(10), || !alive(&pid)).await);
+
+    // RPC: `abort` while the shell runs.
+    std::fs::remove_file(&started).unwrap();
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"/slow"}"#);
+    assert!(eventually(Duration::from_secs(10), || shell_pid().is_some()).await);
+    let pid = shell_pid().unwrap();
+    rpc.send(r#"{"type":"abort"}"#);
+    let error = rpc.until(|v| v["type"] == "error");
+    assert_eq!(error["message"], "aborted");
+    rpc.until(|v| v["type"] == "done");
+    assert!(eventually(Duration::from_secs(10), || !alive(&pid)).await);
+    assert_eq!(rpc.close(), 0);
+    assert!(model.requests().is_empty());
+}

@@ -294,9 +294,9 @@ fn group_has_live_members(pgid: Pid) -> bool {
 
 /// Kills the group if the call is dropped mid-run (the agent loop giving
 /// up on the future), so no command outlives its turn.
-struct GroupGuard {
-    pgid: Pid,
-    armed: bool,
+pub(crate) struct GroupGuard {
+    pub(crate) pgid: Pid,
+    pub(crate) armed: bool,
 }
 
 impl Drop for GroupGuard {
