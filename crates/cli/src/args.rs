@@ -381,6 +381,11 @@ pub enum McpCommand {
         #[arg(long, value_enum, default_value = "user")]
         scope: McpScope,
     },
+    /// Sign in to a remote server that asks for OAuth (opens $BROWSER, or
+    /// prints the URL); the tokens are kept in $ZOT_HOME (mode 0600) and refreshed.
+    Login { name: String },
+    /// Forget the tokens `zot mcp login` stored for a server.
+    Logout { name: String },
 }
 
 /// Which MCP config file: the user's `$ZOT_HOME/mcp.json` or the project's `.mcp.json`.

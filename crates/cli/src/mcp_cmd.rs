@@ -11,8 +11,10 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 use zot_extensions::mcp::config::{
-    self, McpConfig, PROJECT_FILE, ServerEntry, ServerStatus, TransportKind,
+    self, McpConfig, McpTransport as Transport, PROJECT_FILE, ServerEntry, ServerStatus,
+    TransportKind,
 };
+use zot_extensions::mcp::oauth;
 
 use crate::args::{McpAddArgs, McpCommand, McpScope, McpTransport};
 use crate::context::{Context, display};
@@ -28,6 +30,8 @@ pub fn run(ctx: &Context, command: &McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Get { name, json } => get(ctx, name, *json),
         McpCommand::Remove { name, scope } => remove(ctx, name, *scope),
         McpCommand::Import { names, all, scope } => import(ctx, names, *all, *scope),
+        McpCommand::Login { name } => login(ctx, name),
+        McpCommand::Logout { name } => logout(ctx, name),
     }
 }
 
@@ -767,4 +771,92 @@ fn ask(found: &[Candidate]) -> anyhow::Result<Vec<usize>> {
                 .with_context(|| format!("{word:?} is not one of the numbers 1 to {}", found.len()))
         })
         .collect()
+}
+
+/// The URL of remote server `name` as the host would reach it (variables
+/// expanded), refusing a project server of an untrusted project: its file
+/// must not choose where zot signs the user in.
+fn remote_url(ctx: &Context, name: &str) -> anyhow::Result<String> {
+    let merged = McpConfig::load(
+        &ctx.zot_home,
+        &ctx.project,
+        ctx.config.project_trusted,
+        &config::process_env,
+    );
+    if let Some(error) = merged.server_errors.iter().find(|e| e.server == name) {
+        bail!("{error}");
+    }
+    let Some((server, status)) = merged
+        .servers
+        .iter()
+        .find(|(s, status)| s.name == name && !matches!(status, ServerStatus::Shadowed { .. }))
+    else {
+        bail!("no MCP server named {name:?} (see `zot mcp list`)");
+    };
+    if *status == ServerStatus::Untrusted {
+        bail!(
+            "mcp:{name} comes from this project's {PROJECT_FILE}, which is not trusted: run `zot trust` first"
+        );
+    }
+    match &server.transport {
+        Transport::Http(remote) | Transport::Sse(remote) => Ok(remote.url.clone()),
+        Transport::Stdio { .. } => {
+            bail!("mcp:{name} is a stdio server: only remote (http or sse) servers sign in")
+        }
+    }
+}
+
+fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
+    let url = remote_url(ctx, name)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(oauth::login(&ctx.zot_home, name, &url, open_browser))?;
+    eprintln!(
+        "signed in to {name}; the tokens are in {}",
+        oauth::token_path(&ctx.zot_home, name).display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
+    if oauth::logout(&ctx.zot_home, name)? {
+        eprintln!("removed the stored login of {name}");
+    } else {
+        eprintln!("no stored login for {name}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows the authorization URL and opens it with `$BROWSER` when that is
+/// set (the first of a `:`-separated list; `%s` stands for the URL, else
+/// the URL is its last argument). The browser runs on its own; the login
+/// waits for the redirect, not for it.
+fn open_browser(url: &str) {
+    eprintln!("to sign in, open this URL in a browser:\n\n  {url}\n");
+    let Some(browser) = std::env::var("BROWSER")
+        .ok()
+        .and_then(|b| b.split(':').next().map(str::to_owned))
+        .filter(|b| !b.trim().is_empty())
+    else {
+        return;
+    };
+    // The URL is passed as "$1", never spliced into the shell text.
+    let script = if browser.contains("%s") {
+        browser.replace("%s", "\"$1\"")
+    } else {
+        format!("{browser} \"$1\"")
+    };
+    match std::process::Command::new("sh")
+        .args(["-c", &script, "sh", url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+            eprintln!("(opened with $BROWSER; waiting for the sign-in to finish)");
+        }
+        Err(e) => eprintln!("zot: warning: cannot run $BROWSER ({browser}): {e}"),
+    }
 }

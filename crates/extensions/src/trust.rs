@@ -355,6 +355,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_with_mode(path, bytes, mode)
 }
 
+/// [`write_atomically`] for secrets: the file is readable by the user alone
+/// (0600) whatever its mode was.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, 0o600)
+}
+
 /// [`write_atomically`] with the file's permissions set to `mode`.
 fn write_with_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

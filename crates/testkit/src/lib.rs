@@ -6,6 +6,7 @@
 pub mod anthropic;
 mod http;
 pub mod npm;
+pub mod oauth;
 pub mod openai;
 pub mod wait;
 

@@ -410,3 +410,63 @@ fn import_asks_on_a_terminal() {
     let names: Vec<&String> = servers.as_object().unwrap().keys().collect();
     assert_eq!(names, ["claude-stdio", "claude-sse"]);
 }
+
+#[test]
+fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
+    let w = World::new();
+    let server = zot_testkit::oauth::OAuthServer::start(3600);
+    ok(w.zot(&[
+        "mcp",
+        "add",
+        "--transport",
+        "sse",
+        "secure",
+        &server.mcp_url(),
+    ]));
+    // $BROWSER is a script that follows the authorization URL and its redirect.
+    let browser = w.scratch.join("browser.sh");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\ncurl -sf -L -o /dev/null \"$1\" && touch \"$(dirname \"$0\")/browsed\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = w.cmd(&["mcp", "login", "secure"]);
+    let run: Run = cmd.env("BROWSER", &browser).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}\n{:?}", server.log());
+    assert!(run.stderr.contains("to sign in, open this URL"), "{run:?}");
+    assert!(run.stderr.contains("signed in to secure"), "{run:?}");
+    assert!(
+        !run.stderr.contains("at-") && !run.stdout.contains("at-"),
+        "no token printed: {run:?}"
+    );
+    assert!(
+        server.logged("REGISTERED") && server.logged("PKCE-OK"),
+        "{:?}",
+        server.log()
+    );
+    let tokens = w.home.join("mcp-oauth/secure.json");
+    let mode = std::fs::metadata(&tokens).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // Only remote servers sign in; an untrusted project's file cannot pick the URL.
+    ok(w.zot(&["mcp", "add", "local", "--", "cmd"]));
+    let run = w.zot(&["mcp", "login", "local"]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("stdio server"), "{run:?}");
+    let theirs = [
+        "--scope=project",
+        "--transport=http",
+        "theirs",
+        "http://127.0.0.1:9/mcp",
+    ];
+    ok(w.zot(&[&["mcp", "add"][..], &theirs].concat()));
+    let run = w.zot(&["mcp", "login", "theirs"]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("zot trust"), "{run:?}");
+
+    let run = ok(w.zot(&["mcp", "logout", "secure"]));
+    assert!(run.stderr.contains("removed the stored login"), "{run:?}");
+    assert!(!tokens.exists());
+}

@@ -13,6 +13,7 @@ use reqwest::{StatusCode, Url};
 use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
+use rmcp::transport::auth::AuthorizationManager;
 use tokio::sync::mpsc;
 use zot_core::provider::error_chain as chain;
 
@@ -58,6 +59,12 @@ pub enum LegacySseError {
     )]
     Unauthorized { server: String, url: String },
     #[error(
+        "mcp:{server}: {url} answered 401 Unauthorized to the stored login; run `zot mcp login {server}` again"
+    )]
+    LoginRefused { server: String, url: String },
+    #[error("{0}")]
+    Login(String),
+    #[error(
         "mcp:{server}: {url} is not an SSE endpoint (Content-Type {content_type:?}); if the server speaks Streamable HTTP, set \"type\": \"http\""
     )]
     NotEventStream {
@@ -76,7 +83,6 @@ pub enum LegacySseError {
 }
 
 /// What every request of one connection shares.
-#[derive(Debug)]
 struct Shared {
     server: String,
     client: reqwest::Client,
@@ -86,15 +92,26 @@ struct Shared {
     endpoint: Url,
     /// Sent with every request: the configured headers and the bearer token.
     headers: HeaderMap,
+    /// A `zot mcp login`: its (refreshed) access token goes with every request.
+    auth: Option<Arc<AuthorizationManager>>,
 }
 
 /// A connected legacy SSE session. Dropping it (or `close`) stops reading
 /// the stream, which closes the session on the server.
-#[derive(Debug)]
 pub struct LegacySseTransport {
     shared: Arc<Shared>,
     incoming: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for LegacySseTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LegacySseTransport")
+            .field("server", &self.shared.server)
+            .field("endpoint", &shown(&self.shared.endpoint))
+            .field("logged_in", &self.shared.auth.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for LegacySseTransport {
@@ -141,6 +158,17 @@ impl LegacySseTransport {
         url: &str,
         headers: HeaderMap,
     ) -> Result<Self, LegacySseError> {
+        Self::connect_authorized(server, url, headers, None).await
+    }
+
+    /// [`LegacySseTransport::connect`] with the access token of a `zot mcp
+    /// login` (see [`super::oauth::authorized`]) on every request.
+    pub async fn connect_authorized(
+        server: &str,
+        url: &str,
+        headers: HeaderMap,
+        auth: Option<Arc<AuthorizationManager>>,
+    ) -> Result<Self, LegacySseError> {
         let stream_url = Url::parse(url).map_err(|e| LegacySseError::Request {
             server: server.to_owned(),
             url: url.to_owned(),
@@ -155,14 +183,16 @@ impl LegacySseTransport {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| request_error(format!("cannot build the HTTP client: {e}")))?;
-        let response = client
+        let request = client
             .get(stream_url.clone())
             .headers(headers.clone())
-            .header(ACCEPT, "text/event-stream")
+            .header(ACCEPT, "text/event-stream");
+        let response = authorize(request, auth.as_deref(), server)
+            .await?
             .send()
             .await
             .map_err(|e| request_error(chain(&e.without_url())))?;
-        let response = check(server, &stream_url, response).await?;
+        let response = check(server, &stream_url, response, auth.is_some()).await?;
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -216,6 +246,7 @@ impl LegacySseTransport {
                 stream_url,
                 endpoint,
                 headers,
+                auth,
             }),
             incoming,
             reader,
@@ -302,15 +333,23 @@ async fn check(
     server: &str,
     url: &Url,
     response: reqwest::Response,
+    logged_in: bool,
 ) -> Result<reqwest::Response, LegacySseError> {
     let status = response.status();
     if status.is_success() {
         return Ok(response);
     }
     if status == StatusCode::UNAUTHORIZED {
-        return Err(LegacySseError::Unauthorized {
-            server: server.to_owned(),
-            url: shown(url),
+        return Err(if logged_in {
+            LegacySseError::LoginRefused {
+                server: server.to_owned(),
+                url: shown(url),
+            }
+        } else {
+            LegacySseError::Unauthorized {
+                server: server.to_owned(),
+                url: shown(url),
+            }
         });
     }
     let body = response.text().await.unwrap_or_default();
@@ -327,6 +366,22 @@ async fn check(
     })
 }
 
+/// `request` with the login's access token, fetched (and refreshed when it
+/// expired) for each request, so a long session outlives one token.
+async fn authorize(
+    request: reqwest::RequestBuilder,
+    auth: Option<&AuthorizationManager>,
+    server: &str,
+) -> Result<reqwest::RequestBuilder, LegacySseError> {
+    let Some(manager) = auth else {
+        return Ok(request);
+    };
+    let token = super::oauth::access_token(manager, server)
+        .await
+        .map_err(|e| LegacySseError::Login(e.to_string()))?;
+    Ok(request.bearer_auth(token))
+}
+
 impl Shared {
     async fn post(&self, message: ClientJsonRpcMessage) -> Result<(), LegacySseError> {
         let request_error = |message: String| LegacySseError::Request {
@@ -335,17 +390,19 @@ impl Shared {
             message,
         };
         let body = serde_json::to_vec(&message).map_err(|e| request_error(e.to_string()))?;
-        let response = self
+        let request = self
             .client
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .timeout(POST_TIMEOUT)
-            .body(body)
+            .body(body);
+        let response = authorize(request, self.auth.as_deref(), &self.server)
+            .await?
             .send()
             .await
             .map_err(|e| request_error(chain(&e.without_url())))?;
-        check(&self.server, &self.endpoint, response).await?;
+        check(&self.server, &self.endpoint, response, self.auth.is_some()).await?;
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod legacy_sse;
+pub mod oauth;
 
 pub(crate) mod adapter;
 pub(crate) mod remote;

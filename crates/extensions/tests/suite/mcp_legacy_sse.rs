@@ -204,9 +204,22 @@ async fn loopback(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<Seen>>>) {
     (url, seen)
 }
 
-fn ping() -> ClientJsonRpcMessage {
-    serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
+/// Sends `ping` with `id` and returns the next message from the server.
+pub(super) async fn ping_round_trip(
+    transport: &mut LegacySseTransport,
+    id: u64,
+) -> serde_json::Value {
+    let ping: ClientJsonRpcMessage =
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .unwrap();
+    Transport::<rmcp::RoleClient>::send(transport, ping)
+        .await
+        .unwrap();
+    let reply = tokio::time::timeout(STEP, transport.receive())
+        .await
         .unwrap()
+        .unwrap();
+    serde_json::to_value(&reply).unwrap()
 }
 
 #[tokio::test]
@@ -225,15 +238,8 @@ async fn headers_go_with_every_request_and_messages_come_back() {
         transport.endpoint().as_str(),
         url.replace("/sse", "/messages?s=1")
     );
-    Transport::<rmcp::RoleClient>::send(&mut transport, ping())
-        .await
-        .unwrap();
     // The line that is not JSON-RPC is skipped; the reply arrives.
-    let reply = tokio::time::timeout(STEP, transport.receive())
-        .await
-        .unwrap()
-        .unwrap();
-    let reply = serde_json::to_value(&reply).unwrap();
+    let reply = ping_round_trip(&mut transport, 7).await;
     assert_eq!(reply["id"], 7);
     assert_eq!(reply["result"]["echoed"], "ping");
 

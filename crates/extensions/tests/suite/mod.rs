@@ -9,6 +9,7 @@ mod intercepts;
 mod lifecycle;
 mod manifest;
 mod mcp_legacy_sse;
+mod mcp_oauth;
 mod nimlet;
 mod prompt;
 mod registration;
