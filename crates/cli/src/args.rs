@@ -21,6 +21,10 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub no_ext: bool,
 
+    /// Run no command hooks (Claude-style hooks from settings files) this run.
+    #[arg(long, global = true)]
+    pub no_hooks: bool,
+
     /// Trust this project's extensions for this run without saving.
     #[arg(long, global = true)]
     pub trust: bool,
@@ -155,6 +159,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ExtCommand,
     },
+    /// Inspect command hooks (Claude-style hooks from settings files).
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Trust this project's extensions (./.zot/extensions) so they may run.
     Trust(TrustArgs),
     /// Read and write settings: $ZOT_HOME/config.json, or ./.zot/config.json with --project.
@@ -188,6 +198,17 @@ pub enum Command {
     Mcp {
         #[command(subcommand)]
         command: McpCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Every configured hook: its file, scope, event, matcher and command,
+    /// and whether it is supported and trusted.
+    List {
+        /// One JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
     },
 }
 

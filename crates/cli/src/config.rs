@@ -31,6 +31,7 @@ pub const KEYS: &[&str] = &[
     "auto_compact",
     "sandbox",
     "sandbox_net",
+    "hooks",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
@@ -240,6 +241,13 @@ impl Settings {
             .unwrap_or(true)
     }
 
+    /// Whether command hooks run (`hooks: false` turns them all off).
+    pub fn hooks(&self) -> bool {
+        self.get("hooks")
+            .and_then(|(v, _)| v.as_bool())
+            .unwrap_or(true)
+    }
+
     /// The theme bundle's name, if one is chosen.
     pub fn theme(&self) -> Option<String> {
         self.string("theme")
@@ -287,7 +295,7 @@ impl Settings {
                     return (key, value.clone(), source.clone());
                 }
                 let default = match key {
-                    "yolo" => Value::Bool(true),
+                    "yolo" | "hooks" => Value::Bool(true),
                     "auto_compact" => Value::from(DEFAULT_AUTO_COMPACT),
                     "sandbox" => Value::from("off"),
                     "sandbox_net" => Value::Bool(false),
@@ -305,7 +313,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
         "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
-        "yolo" | "sandbox_net" => value.is_boolean(),
+        "yolo" | "sandbox_net" | "hooks" => value.is_boolean(),
         "sandbox" => value
             .as_str()
             .and_then(zot_sandbox::SandboxMode::parse)
@@ -330,7 +338,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => "anthropic, openai or ollama",
         "model" | "base_url" | "theme" => "a non-empty string",
         "reasoning" => "low, medium or high",
-        "yolo" | "sandbox_net" => "true or false",
+        "yolo" | "sandbox_net" | "hooks" => "true or false",
         "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",
         _ => "a percentage (1 to 100) or false",

@@ -38,6 +38,7 @@ impl Context {
             .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()))
             .collect();
         config.discover = !cli.no_ext;
+        config.hooks = !cli.no_hooks;
         config.user_home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
@@ -61,6 +62,7 @@ impl Context {
         if let Some(warning) = ignored_permissions(&claude) {
             self.settings.warnings.push(warning);
         }
+        self.config.hooks &= self.settings.hooks();
         Ok(())
     }
 

@@ -110,6 +110,11 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
     };
 
     let home = home(&ctx.zot_home, &mut found);
+    ctx.config.hooks &= ctx.settings.hooks();
+    let hooks = crate::hooks_cmd::doctor(ctx);
+    found.problems.extend(hooks.problems);
+    found.warnings.extend(hooks.warnings);
+    let hooks = hooks.report;
     let sessions = ctx.zot_home.join("sessions");
     let sessions_bytes = dir_size(&sessions);
 
@@ -132,6 +137,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             "home": home,
             "sessions_bytes": sessions_bytes,
             "sandbox": zot_sandbox::Kernel::get().to_json(),
+            "hooks": hooks,
             "extensions": extensions,
         });
         let mut text = serde_json::to_string_pretty(&doc)?;
@@ -192,6 +198,16 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         sessions.display()
     );
     println!("sandbox        {}", zot_sandbox::Kernel::get().summary());
+    let hook_files = hooks["files"].as_array().map_or(0, Vec::len);
+    println!(
+        "hooks          {} running, from {hook_files} file(s){}",
+        hooks["running"],
+        if hooks["enabled"] == json!(false) {
+            " (turned off)"
+        } else {
+            ""
+        }
+    );
     println!("\nextensions");
     let extensions = crate::ext_cmd::run(ctx, &ExtCommand::Doctor { json: false })?;
     let extensions_ok = extensions == ExitCode::SUCCESS;

@@ -1,22 +1,39 @@
 //! Glue between the agent's `Hooks` and the extension host: lifecycle
 //! events, intercept chains, system prompt preparation and extension tools.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use tokio::sync::watch;
 use zot_core::CancellationToken;
 use zot_core::hooks::{
-    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, ToolGate, TurnGate,
+    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, Permission, PermissionGate,
+    PromptGate, SessionSource, ToolGate, TurnGate,
 };
-use zot_core::message::Block;
+use zot_core::message::{Block, text_of};
 use zot_core::tool::{BoxFuture, Progress, ToolOutput, ToolSpec};
+use zot_extensions::hooks::Permission as HookPermission;
 use zot_extensions::model::Compaction;
 use zot_extensions::zot_protocol::zot::ContentBlock;
 use zot_extensions::{ExtensionHost, Hook, HookPoint, Outcome, ProgressSink};
 
 pub struct ExtHooks {
     pub host: ExtensionHost,
+    /// Whether tools are confirmed by the user (`--no-yolo` in the TUI):
+    /// command hooks hear `default` as the permission mode, else `bypassPermissions`.
+    pub asks: AtomicBool,
+}
+
+impl ExtHooks {
+    pub fn new(host: ExtensionHost, asks: bool) -> Self {
+        host.command_hooks().set_permission_mode(false, asks);
+        Self {
+            host,
+            asks: AtomicBool::new(asks),
+        }
+    }
 }
 
 /// The host's neutral hook for an agent event.
@@ -53,7 +70,71 @@ fn hook(event: HookEvent) -> Hook {
 
 impl Hooks for ExtHooks {
     fn event(&self, event: HookEvent) -> BoxFuture<'_, ()> {
-        Box::pin(async move { self.host.observe(&hook(event)).await })
+        Box::pin(async move {
+            let waits = match &event {
+                HookEvent::ToolConfirmationRequested { name, .. } => Some(name.clone()),
+                _ => None,
+            };
+            self.host.observe(&hook(event)).await;
+            if let Some(name) = waits {
+                self.host
+                    .command_hooks()
+                    .notification(&format!("zot needs your permission to use {name}"))
+                    .await;
+            }
+        })
+    }
+
+    fn tool_permission<'a>(
+        &'a self,
+        id: &'a str,
+        name: &'a str,
+        args: &'a Value,
+    ) -> BoxFuture<'a, PermissionGate> {
+        Box::pin(async move {
+            let decided = self.host.command_hooks().pre_tool_use(id, name, args).await;
+            PermissionGate {
+                permission: match decided.permission {
+                    None => Permission::Default,
+                    Some(HookPermission::Allow) => Permission::Allow,
+                    Some(HookPermission::Ask(reason)) => Permission::Ask(reason),
+                    Some(HookPermission::Deny(reason)) => Permission::Deny(reason),
+                },
+                args: decided.args,
+                halt: decided.stop,
+            }
+        })
+    }
+
+    fn prompt_submit<'a>(
+        &'a self,
+        start: Option<SessionSource>,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, PromptGate> {
+        Box::pin(async move {
+            let decided = self
+                .host
+                .command_hooks()
+                .prompt_submit(start.map(SessionSource::as_str), prompt)
+                .await;
+            match decided.blocked {
+                Some(reason) => PromptGate::Block {
+                    by: "hook".to_owned(),
+                    reason,
+                },
+                None => PromptGate::Allow {
+                    context: decided.context,
+                },
+            }
+        })
+    }
+
+    fn before_stop(&self, again: bool) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move { self.host.command_hooks().stop(again).await })
+    }
+
+    fn session_file(&self, path: Option<&Path>) {
+        self.host.command_hooks().set_transcript(path);
     }
 
     fn turn_start(&self, step: u32) -> BoxFuture<'_, TurnGate> {
@@ -130,49 +211,41 @@ impl Hooks for ExtHooks {
 
     fn tool_result<'a>(
         &'a self,
+        id: &'a str,
         name: &'a str,
         args: &'a Value,
         output: ToolOutput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            if !self.host.intercepted(HookPoint::ToolResult) {
+            let output = self.intercept_tool_result(name, args, output).await;
+            // PostToolUse hooks come after the extensions' interceptors and
+            // see what they made of it; what they say, the model reads too.
+            let hooks = self.host.command_hooks();
+            let notes = hooks
+                .post_tool_use(id, name, args, &text_of(&output.content), output.is_error)
+                .await;
+            if notes.is_empty() {
                 return output;
             }
-            let text: Vec<&str> = output
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    Block::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let text = text.join("\n");
-            let (new_text, is_error) = self
-                .host
-                .intercept_tool_result(name, args, text.clone(), output.is_error)
-                .await;
-            if new_text == text {
-                return ToolOutput { is_error, ..output };
-            }
-            // The text is replaced; images stay.
-            let mut content = vec![Block::Text { text: new_text }];
-            content.extend(
-                output
-                    .content
-                    .into_iter()
-                    .filter(|b| matches!(b, Block::Image { .. })),
-            );
-            ToolOutput { content, is_error }
+            let mut output = output;
+            output.content.push(Block::Text {
+                text: notes.join("\n"),
+            });
+            output
         })
     }
-
     fn before_compact<'a>(
         &'a self,
+        automatic: bool,
         instruction: &'a str,
         tokens_before: u64,
         entries: Value,
     ) -> BoxFuture<'a, CompactPlan> {
         Box::pin(async move {
+            self.host
+                .command_hooks()
+                .pre_compact(automatic, instruction)
+                .await;
             let decision = self
                 .host
                 .intercept_compaction(instruction, tokens_before, entries)
@@ -198,6 +271,9 @@ impl Hooks for ExtHooks {
 
     fn set_plan(&self, plan: bool) {
         self.host.set_plan(plan);
+        self.host
+            .command_hooks()
+            .set_permission_mode(plan, self.asks.load(Ordering::Relaxed));
     }
 
     fn take_entries(&self) -> Vec<(String, Value)> {
@@ -260,5 +336,36 @@ impl ExtHooks {
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         }
+    }
+}
+
+impl ExtHooks {
+    /// The extensions' `tool_result` interceptors over a tool's text.
+    async fn intercept_tool_result(
+        &self,
+        name: &str,
+        args: &Value,
+        output: ToolOutput,
+    ) -> ToolOutput {
+        if !self.host.intercepted(HookPoint::ToolResult) {
+            return output;
+        }
+        let text = text_of(&output.content);
+        let (new_text, is_error) = self
+            .host
+            .intercept_tool_result(name, args, text.clone(), output.is_error)
+            .await;
+        if new_text == text {
+            return ToolOutput { is_error, ..output };
+        }
+        // The text is replaced; images stay.
+        let mut content = vec![Block::Text { text: new_text }];
+        content.extend(
+            output
+                .content
+                .into_iter()
+                .filter(|b| matches!(b, Block::Image { .. })),
+        );
+        ToolOutput { content, is_error }
     }
 }

@@ -65,6 +65,14 @@ impl Extensions for Bridge {
             .map_err(|e| format!("{e:#}"))
     }
 
+    fn hooks(&self) -> Vec<String> {
+        self.host
+            .hooks_listed()
+            .iter()
+            .map(zot_extensions::hooks::Listed::line)
+            .collect()
+    }
+
     fn trust_project(&self) -> Result<(), String> {
         let mut store = TrustStore::load(&self.zot_home).map_err(|e| e.to_string())?;
         store.trust(&self.project).map_err(|e| e.to_string())?;
@@ -155,6 +163,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 choice.provider,
                 &model,
                 session,
+                crate::args::Mode::Interactive,
             )?),
             _ => None,
         };
@@ -204,7 +213,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             host_updates,
         };
         let result = zot_tui::run(tui).await;
-        host.session_ended().await;
+        host.session_ended_because("prompt_input_exit").await;
         host.shutdown().await;
         result?;
         Ok(ExitCode::SUCCESS)

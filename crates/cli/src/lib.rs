@@ -12,6 +12,7 @@ pub mod credentials;
 pub mod doctor;
 pub mod ext_cmd;
 pub mod ext_hooks;
+pub mod hooks_cmd;
 pub mod interactive;
 pub mod lines;
 pub mod logging;
@@ -73,6 +74,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp { command } => {
             let ctx = context::Context::new(&cli)?;
             mcp_cmd::run(&ctx, command)
+        }
+        Command::Hooks { command } => {
+            let mut ctx = context::Context::new(&cli)?;
+            ctx.load_settings()?;
+            hooks_cmd::run(&ctx, command)
         }
         Command::Trust(args) => {
             let ctx = context::Context::new(&cli)?;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use tokio::sync::mpsc;
 use zot_core::CancellationToken;
 use zot_core::event::AgentEvent;
-use zot_core::message::Block;
+use zot_core::message::{Block, text_of};
 use zot_core::provider::StopReason;
 use zot_extensions::zot_protocol::events::Event;
 use zot_extensions::zot_protocol::ui::strip_controls;
@@ -234,14 +234,18 @@ async fn run_prompt(
     let collector = tokio::spawn(async move {
         let mut answer = None;
         let mut failure = None;
+        let mut blocked = None;
         while let Some(event) = rx.recv().await {
+            if let AgentEvent::PromptBlocked { source, reason } = &event {
+                blocked = Some(format!("{source} blocked the prompt: {reason}"));
+            }
             if mode == Mode::Json {
                 json_out.json(event.to_wire());
                 continue;
             }
             match event {
                 AgentEvent::AssistantMessage { content, .. } => {
-                    let text = join_text(&content);
+                    let text = text_of(&content);
                     if !text.is_empty() {
                         answer = Some(text);
                     }
@@ -261,17 +265,25 @@ async fn run_prompt(
                 _ => {}
             }
         }
-        (answer, failure)
+        (answer, failure, blocked)
     });
     let result = agent
         .prompt(vec![Block::Text { text }], &events, cancel)
         .await;
     drop(events);
-    let (answer, failure) = collector.await.unwrap_or((None, None));
+    let (answer, failure, blocked) = collector.await.unwrap_or((None, None, None));
     if let Some(session) = agent.session().and_then(|s| s.failure()) {
         eprintln!("zot: warning: session not saved: {session}");
     }
     match result {
+        // The prompt never ran: a failure in every mode (JSON has the line).
+        Ok(()) if blocked.is_some() => {
+            if mode != Mode::Json {
+                let why = blocked.unwrap_or_default();
+                eprintln!("zot: {}", strip_controls(&why));
+            }
+            Ok(ExitCode::FAILURE)
+        }
         Ok(()) => {
             if let Some(answer) = answer {
                 println!("{answer}");
@@ -287,17 +299,6 @@ async fn run_prompt(
         }
         Err(e) => Err(e.into()),
     }
-}
-
-fn join_text(content: &[Block]) -> String {
-    let texts: Vec<&str> = content
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 fn fail(out: &Out, message: &str) -> anyhow::Result<ExitCode> {

@@ -161,6 +161,7 @@ pub fn agent(
     provider: ProviderConfig,
     model: &str,
     session: Option<Session>,
+    mode: Mode,
 ) -> anyhow::Result<Agent> {
     let parts = PromptParts {
         system_prompt: args.system_prompt.clone(),
@@ -189,9 +190,9 @@ pub fn agent(
         (Some(names), _) => ToolFilter::Only(names.clone()),
         (None, false) => ToolFilter::All,
     };
-    let hooks = Arc::new(ExtHooks {
-        host: loaded.host.clone(),
-    });
+    // Tools are confirmed only in the TUI with --no-yolo.
+    let asks = args.no_yolo && mode == Mode::Interactive;
+    let hooks = Arc::new(ExtHooks::new(loaded.host.clone(), asks));
     let mut agent = Agent::new(Provider::new(provider), config, hooks, base_prompt);
     if !loaded.skills.is_empty() {
         agent.add_tool(SkillTool::new(loaded.skills.clone()));
@@ -228,7 +229,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     for warning in &loaded.warnings {
         eprintln!("zot: warning: {warning}");
     }
-    let agent = agent(args, ctx, &loaded, provider, &model, session)?;
+    let agent = agent(args, ctx, &loaded, provider, &model, session, mode)?;
     let manifest_errors = loaded.manifest_errors();
     Ok(Running {
         agent,

@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::{AgentEvent, UsageReport};
 use crate::hooks::{
-    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, ToolGate, TurnGate,
+    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, Permission, PermissionGate,
+    PromptGate, SessionSource, ToolGate, TurnGate,
 };
-use crate::message::{Block, Message, Role, now};
+use crate::message::{Block, Message, Role, now, text_of};
 use crate::provider::{
     Completion, Provider, ProviderError, Reasoning, Request, StopReason, StreamEvent,
 };
@@ -49,6 +50,10 @@ Progress, Key Decisions, Next Steps, Critical Context.";
 
 /// The first line of a compacted conversation's summary message.
 pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+
+/// Most times in a row the `before_stop` hook may send the agent on (the
+/// issue: at most 3), so a hook that always objects cannot loop forever.
+pub const MAX_STOP_CONTINUATIONS: u32 = 3;
 
 /// Most read-only tool calls of one assistant message that run at once.
 pub const MAX_PARALLEL_TOOLS: usize = 8;
@@ -171,6 +176,10 @@ pub struct Agent {
     session_id: String,
     session: Option<Session>,
     session_started: bool,
+    /// Set until the next prompt: why that prompt starts a session.
+    session_source: Option<SessionSource>,
+    /// A permission gate asked to stop the prompt after the current tools.
+    halt: std::sync::Mutex<Option<String>>,
 }
 
 impl Agent {
@@ -201,6 +210,8 @@ impl Agent {
             session_id: local_session_id(),
             session: None,
             session_started: false,
+            session_source: Some(SessionSource::Startup),
+            halt: std::sync::Mutex::new(None),
         }
     }
 
@@ -223,6 +234,12 @@ impl Agent {
     pub fn set_session(&mut self, session: Session) {
         self.session_id = session.id().to_owned();
         self.messages = session.messages().to_vec();
+        self.hooks.session_file(Some(session.path()));
+        self.session_source = Some(if self.messages.is_empty() {
+            SessionSource::Startup
+        } else {
+            SessionSource::Resume
+        });
         self.session = Some(session);
         self.session_started = false;
         self.reset_system_prompt();
@@ -292,6 +309,7 @@ impl Agent {
 
     pub fn clear(&mut self) {
         self.messages.clear();
+        self.session_source = Some(SessionSource::Clear);
         self.reset_system_prompt();
     }
 
@@ -323,6 +341,25 @@ impl Agent {
             self.session_started = true;
             self.hooks.event(HookEvent::SessionStart).await;
         }
+        let mut content = content;
+        let typed = text_of(&content);
+        match self
+            .hooks
+            .prompt_submit(self.session_source.take(), &typed)
+            .await
+        {
+            PromptGate::Block { by, reason } => {
+                emit(AgentEvent::PromptBlocked { source: by, reason });
+                emit(AgentEvent::Done);
+                return Ok(());
+            }
+            PromptGate::Allow { context } => {
+                // Before the prompt, in the same message: the model reads it
+                // first, and the system prompt stays as prepared.
+                let blocks = context.into_iter().map(|text| Block::Text { text });
+                content.splice(0..0, blocks);
+            }
+        }
         if self.prepared.is_none() {
             let mut base = self.base_prompt.subscribe();
             match self
@@ -348,6 +385,7 @@ impl Agent {
 
         let mut step = 0;
         let mut failure = None;
+        let mut sent_on = 0;
         loop {
             step += 1;
             if self.config.max_steps.is_some_and(|max| step > max) {
@@ -363,7 +401,7 @@ impl Agent {
 
             if self.needs_compaction() {
                 // Best effort: a failed auto-compaction leaves the transcript as it was.
-                if let Ok(summary) = self.compact(COMPACT_KEEP_TAIL, cancel).await {
+                if let Ok(summary) = self.compact_with(true, COMPACT_KEEP_TAIL, cancel).await {
                     emit(AgentEvent::CompactDone {
                         summary,
                         automatic: true,
@@ -404,12 +442,35 @@ impl Agent {
             self.push(message);
             if calls.is_empty() {
                 self.end_turn(events, completion.stop, None).await;
+                if sent_on < MAX_STOP_CONTINUATIONS
+                    && completion.stop == StopReason::EndTurn
+                    && !cancel.is_cancelled()
+                    && let Some(instruction) = self.hooks.before_stop(sent_on > 0).await
+                {
+                    sent_on += 1;
+                    let user = Message::user(instruction);
+                    emit(AgentEvent::UserMessage {
+                        content: user.content.clone(),
+                        time: user.time.clone(),
+                    });
+                    self.push(user);
+                    continue;
+                }
                 break;
             }
             let results = self.run_tools(&calls, events, cancel).await;
             self.push(Message::new(Role::Tool, results));
             if cancel.is_cancelled() {
                 self.end_turn(events, StopReason::Aborted, None).await;
+                break;
+            }
+            let halt = self
+                .halt
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(reason) = halt {
+                self.end_turn(events, StopReason::Error, Some(reason)).await;
                 break;
             }
             self.end_turn(events, StopReason::ToolUse, None).await;
@@ -465,6 +526,16 @@ impl Agent {
         keep_tail: usize,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
+        self.compact_with(false, keep_tail, cancel).await
+    }
+
+    /// [`compact`](Self::compact), saying whether the context filled up (`automatic`).
+    async fn compact_with(
+        &mut self,
+        automatic: bool,
+        keep_tail: usize,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
         let entries = serde_json::to_value(&self.messages).unwrap_or_default();
         // The model's own count from the last request (what auto-compaction
         // goes by); before any request, about four characters a token.
@@ -472,7 +543,11 @@ impl Agent {
             0 => entries.to_string().len() as u64 / 4,
             counted => counted,
         };
-        let (extra, custom) = match self.hooks.before_compact("", tokens_before, entries).await {
+        let (extra, custom) = match self
+            .hooks
+            .before_compact(automatic, "", tokens_before, entries)
+            .await
+        {
             CompactPlan::Block { reason } => return Err(AgentError::CompactionBlocked(reason)),
             CompactPlan::Proceed { instruction } => (instruction, None),
             CompactPlan::Custom {
@@ -526,6 +601,7 @@ impl Agent {
         compacted.extend(self.messages.drain(split..));
         self.messages = compacted;
         self.last_input = 0;
+        self.session_source = Some(SessionSource::Compact);
     }
 
     /// The model's summary of all but the last `keep_tail` messages, and the
@@ -826,7 +902,34 @@ impl Agent {
         let Some(spec) = specs.iter().find(|s| s.name == name) else {
             return Gate::Done(ToolOutput::error(format!("unknown tool \"{name}\"")));
         };
-        if let Some(confirm) = self.confirm.as_ref().filter(|c| c.needed(name)) {
+        let PermissionGate {
+            permission,
+            args: rewritten,
+            halt,
+        } = self.hooks.tool_permission(id, name, args).await;
+        if let Some(reason) = halt {
+            self.halt
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get_or_insert(reason);
+        }
+        let args = rewritten.as_ref().unwrap_or(args);
+        let ask = match &permission {
+            Permission::Deny(reason) => return Gate::Done(ToolOutput::error(reason.clone())),
+            Permission::Allow => None,
+            Permission::Ask(reason) => match &self.confirm {
+                Some(confirm) => Some(confirm),
+                None => {
+                    let reason = match reason.as_str() {
+                        "" => "a hook asked for confirmation, and nobody can be asked here",
+                        reason => reason,
+                    };
+                    return Gate::Done(ToolOutput::error(reason));
+                }
+            },
+            Permission::Default => self.confirm.as_ref().filter(|c| c.needed(name)),
+        };
+        if let Some(confirm) = ask {
             let preview = preview(args);
             let _ = events.send(AgentEvent::ToolConfirmationRequested {
                 id: id.to_owned(),
@@ -916,7 +1019,7 @@ impl Agent {
             }
         };
         let (output, ()) = tokio::join!(call, forward);
-        self.hooks.tool_result(name, &ran_with, output).await
+        self.hooks.tool_result(id, name, &ran_with, output).await
     }
 }
 

@@ -99,6 +99,12 @@ pub enum AgentEvent {
         extension: String,
         reason: String,
     },
+    /// The prompt was dropped before it reached the conversation
+    /// (`source`: who dropped it, such as `hook`); `Done` follows.
+    PromptBlocked {
+        source: String,
+        reason: String,
+    },
     ToolCall {
         id: String,
         name: String,
@@ -225,6 +231,7 @@ impl AgentEvent {
             Self::AssistantBlocked { extension, reason } => {
                 W::AssistantBlocked { extension, reason }
             }
+            Self::PromptBlocked { source, reason } => W::PromptBlocked { source, reason },
             Self::ToolCall { id, name, args } => W::ToolCall { id, name, args },
             Self::ToolConfirmationRequested { id, name, preview } => {
                 W::ToolConfirmationRequested { id, name, preview }

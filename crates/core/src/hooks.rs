@@ -5,6 +5,8 @@
 //! session facts extensions keep (entries, plan mode, session switches).
 //! The extension host implements it in the binary; `NoHooks` is the agent alone.
 
+use std::path::Path;
+
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -108,6 +110,64 @@ pub enum ToolGate {
     },
 }
 
+/// Why a session's first prompt is its first (for hooks that care).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSource {
+    /// A new conversation.
+    Startup,
+    /// A saved conversation was opened.
+    Resume,
+    /// The conversation was cleared.
+    Clear,
+    /// The conversation was compacted.
+    Compact,
+}
+
+impl SessionSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Startup => "startup",
+            Self::Resume => "resume",
+            Self::Clear => "clear",
+            Self::Compact => "compact",
+        }
+    }
+}
+
+/// A decision before a user prompt joins the conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptGate {
+    /// Go on; each `context` text goes before the prompt, for the model.
+    Allow { context: Vec<String> },
+    /// Drop the prompt; the user sees why.
+    Block { by: String, reason: String },
+}
+
+/// What the hooks before the confirmation decided about a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Permission {
+    /// Nothing: the usual confirmation rules apply.
+    #[default]
+    Default,
+    /// Run it without asking the user.
+    Allow,
+    /// Ask the user even when no confirmation is due; where nobody can be
+    /// asked, refuse with the reason.
+    Ask(String),
+    /// Refuse it with the reason.
+    Deny(String),
+}
+
+/// The decision before the confirmation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PermissionGate {
+    pub permission: Permission,
+    /// `Some(args)`: go on with these instead.
+    pub args: Option<Value>,
+    /// `Some(reason)`: the prompt stops after this call's group of tools.
+    pub halt: Option<String>,
+}
+
 pub trait Hooks: Send + Sync {
     /// Tells observers; returns once they have been told.
     fn event(&self, _event: HookEvent) -> BoxFuture<'_, ()> {
@@ -130,6 +190,42 @@ pub trait Hooks: Send + Sync {
     ) -> BoxFuture<'a, ToolGate> {
         Box::pin(async { ToolGate::Allow { args: None } })
     }
+
+    /// Before the confirmation of a tool call (and before the `tool_call`
+    /// intercept): may allow it without asking, force the question, refuse
+    /// it, rewrite its arguments, or stop the prompt after it.
+    fn tool_permission<'a>(
+        &'a self,
+        _id: &'a str,
+        _name: &'a str,
+        _args: &'a Value,
+    ) -> BoxFuture<'a, PermissionGate> {
+        Box::pin(async { PermissionGate::default() })
+    }
+
+    /// Before a user prompt joins the conversation. `start` is set for the
+    /// first prompt of a session, with why it is the first.
+    fn prompt_submit<'a>(
+        &'a self,
+        _start: Option<SessionSource>,
+        _prompt: &'a str,
+    ) -> BoxFuture<'a, PromptGate> {
+        Box::pin(async {
+            PromptGate::Allow {
+                context: Vec::new(),
+            }
+        })
+    }
+
+    /// The agent is about to end its answer; `Some(instruction)` makes it
+    /// go on with that as the next user message. `again` is true when the
+    /// answer being ended already followed such an instruction.
+    fn before_stop(&self, _again: bool) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    /// The session file the conversation is written to (`None`: none).
+    fn session_file(&self, _path: Option<&Path>) {}
 
     /// The before_agent_start chain over the base prompt in `base` (which
     /// may be reset while it runs). `None` when cancelled.
@@ -168,6 +264,7 @@ pub trait Hooks: Send + Sync {
     /// see. `args` are the arguments the tool ran with.
     fn tool_result<'a>(
         &'a self,
+        _id: &'a str,
         _name: &'a str,
         _args: &'a Value,
         output: ToolOutput,
@@ -177,9 +274,10 @@ pub trait Hooks: Send + Sync {
 
     /// Before a compaction: interceptors may block it, add to the
     /// summariser's instruction or supply a summary. `entries` is the
-    /// conversation as JSON.
+    /// conversation as JSON; `automatic` when the context filled up.
     fn before_compact<'a>(
         &'a self,
+        _automatic: bool,
         _instruction: &'a str,
         _tokens_before: u64,
         _entries: Value,

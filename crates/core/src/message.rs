@@ -69,15 +69,7 @@ impl Message {
 
     /// The text blocks joined with "\n".
     pub fn text(&self) -> String {
-        let texts: Vec<&str> = self
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        texts.join("\n")
+        text_of(&self.content)
     }
 
     /// The tool calls of an assistant message, in order.
@@ -87,6 +79,18 @@ impl Message {
             _ => None,
         })
     }
+}
+
+/// The text blocks of `blocks` joined with "\n".
+pub fn text_of(blocks: &[Block]) -> String {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
 }
 
 /// The current time, RFC 3339 with seconds.

@@ -34,6 +34,8 @@ pub struct HostConfig {
     pub model: String,
     pub builtin_tools: Vec<String>,
     pub limits: Limits,
+    /// Command hooks run (`false` with `--no-hooks` or the config key `hooks: false`).
+    pub hooks: bool,
 }
 
 impl HostConfig {
@@ -51,6 +53,7 @@ impl HostConfig {
             model: String::new(),
             builtin_tools: BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
+            hooks: true,
         }
     }
 
@@ -74,6 +77,16 @@ impl HostConfig {
     /// `<cwd>/.agents/extensions`, the portable project root.
     pub fn agents_project_root(&self) -> PathBuf {
         self.cwd.join(".agents").join("extensions")
+    }
+
+    /// Where command hooks are read from, with the project trusted or not.
+    pub fn hook_sources(&self, project_trusted: bool) -> crate::hooks::HookSources {
+        crate::hooks::HookSources {
+            user_home: self.user_home.clone(),
+            zot_home: self.zot_home.clone(),
+            project: std::path::absolute(&self.cwd).unwrap_or_else(|_| self.cwd.clone()),
+            project_trusted,
+        }
     }
 
     /// `$ZOT_HOME/logs/ext-<name>.log`.

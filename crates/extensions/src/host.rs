@@ -20,6 +20,7 @@ use crate::context::HostContext;
 use crate::discovery::{Found, FoundStatus, Scope, discover};
 use crate::ext_log::ExtLog;
 use crate::extension::{Extension, Readiness};
+use crate::hooks::CommandHooks;
 use crate::limits::Limits;
 use crate::manifest::{Dialect, Manifest};
 use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
@@ -160,6 +161,8 @@ pub(crate) struct Inner {
     entries: Mutex<Vec<(String, Value)>>,
     /// The task that reaps adopted orphans as they exit (see `reaper.rs`).
     reaper: Option<tokio::task::AbortHandle>,
+    /// Command hooks of this generation (read again on reload).
+    command_hooks: Mutex<Arc<CommandHooks>>,
 }
 
 type LoadOutcome = Result<Arc<Extension>, LoadError>;
@@ -193,6 +196,7 @@ impl ExtensionHost {
         let (events, rx) = mpsc::unbounded_channel();
         let trusted = config.project_trusted;
         reaper::become_subreaper();
+        let command_hooks = Mutex::new(Arc::new(load_hooks(&config, trusted, &events)));
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -202,6 +206,7 @@ impl ExtensionHost {
             plan: AtomicBool::new(false),
             entries: Mutex::new(Vec::new()),
             reaper: reaper::spawn_reaper(),
+            command_hooks,
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -262,6 +267,25 @@ impl ExtensionHost {
     /// The session id extensions get from now on (in handshakes and payloads).
     pub fn set_session_id(&self, session_id: &str) {
         self.inner.cx.facts().session_id = session_id.to_owned();
+        self.command_hooks().set_session_id(session_id);
+    }
+
+    /// Every configured hook as the files say now, with the project's
+    /// current trust (for listings).
+    pub fn hooks_listed(&self) -> Vec<crate::hooks::Listed> {
+        let trusted = self.inner.project_trusted.load(Ordering::SeqCst);
+        crate::hooks::settings::load(&self.inner.cx.config.hook_sources(trusted)).listed()
+    }
+
+    /// The command hooks of the current generation.
+    pub fn command_hooks(&self) -> Arc<CommandHooks> {
+        Arc::clone(
+            &self
+                .inner
+                .command_hooks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Plan mode on or off: extensions whose protocol is quiet in plan mode
@@ -307,6 +331,16 @@ impl ExtensionHost {
         }
         let mut config = self.inner.cx.config.clone();
         config.project_trusted = self.inner.project_trusted.load(Ordering::SeqCst);
+        {
+            let old = self.command_hooks();
+            let hooks = load_hooks(&config, config.project_trusted, &self.inner.events);
+            hooks.inherit(&old);
+            *self
+                .inner
+                .command_hooks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Arc::new(hooks);
+        }
         let mut stats = self.inner.load_found(discover(&config)).await;
         stats.stopped = stopped;
         self.inner.emit(HostEvent::ToolsChanged);
@@ -319,7 +353,7 @@ impl ExtensionHost {
     /// them to a session restart with a fresh handshake; the others keep
     /// running with their state.
     pub async fn switch_session(&self, session_id: &str) -> ReloadStats {
-        self.session_ended().await;
+        self.session_ended_because("clear").await;
         self.set_session_id(session_id);
         let _guard = self.inner.lifecycle.lock().await;
         let cx = &self.inner.cx;
@@ -370,9 +404,17 @@ impl ExtensionHost {
         stats
     }
 
-    /// The session ends (exit, or a switch): observers are told, in load order.
+    /// The session ends (exit, or a switch): observers are told, in load
+    /// order, and `SessionEnd` hooks run with reason `other`.
     pub async fn session_ended(&self) {
+        self.session_ended_because("other").await;
+    }
+
+    /// [`session_ended`](Self::session_ended) with the reason `SessionEnd`
+    /// hooks get (`clear`, `prompt_input_exit`, `other`).
+    pub async fn session_ended_because(&self, reason: &str) {
         self.observe(&Hook::SessionEnd).await;
+        self.command_hooks().session_end(reason).await;
     }
 
     /// Stops every extension: queued frames are written, then the
@@ -387,6 +429,26 @@ impl ExtensionHost {
         let _ = tokio::task::spawn_blocking(reaper::sweep).await;
         stopped
     }
+}
+
+/// The command hooks `config` asks for (none with `hooks: false`); their
+/// warnings go out as host events.
+fn load_hooks(
+    config: &HostConfig,
+    trusted: bool,
+    events: &mpsc::UnboundedSender<HostEvent>,
+) -> CommandHooks {
+    let sink = events.clone();
+    let warn: crate::hooks::Warn = Arc::new(move |extension: String, message: String| {
+        tracing::warn!(%extension, %message, "hook");
+        let _ = sink.send(HostEvent::Warning { extension, message });
+    });
+    let project = std::path::absolute(&config.cwd).unwrap_or_else(|_| config.cwd.clone());
+    if !config.hooks {
+        return CommandHooks::none(&project, warn);
+    }
+    let loaded = crate::hooks::settings::load(&config.hook_sources(trusted));
+    CommandHooks::new(&loaded, &project, &config.session_id, warn)
 }
 
 /// How an adapter reaches the host about one extension.

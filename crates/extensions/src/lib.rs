@@ -12,6 +12,7 @@ pub mod discovery;
 mod dispatch;
 mod ext_log;
 mod extension;
+pub mod hooks;
 mod host;
 pub mod limits;
 pub mod manage;
@@ -31,6 +32,7 @@ pub use dispatch::{
     Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ProgressSink, ToolReply,
 };
 pub use extension::Readiness;
+pub use hooks::CommandHooks;
 pub use host::{
     ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo, ReloadStats, ReportStatus,
 };

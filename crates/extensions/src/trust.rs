@@ -584,7 +584,11 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
         let ignored = Ignored::in_extension(&root);
         hasher.walk(&mut files, &root, root_rel, &ignored, "");
     }
-    // What manifests (and gated files) run from elsewhere in the project.
+    // Hook settings: their hook parts, and what they run.
+    let (hook_parts, hook_scripts) = crate::hooks::settings::project_pins(project);
+    files.extend(hook_parts);
+    referenced.extend(hook_scripts);
+    // What manifests, gated files and hooks run from elsewhere in the project.
     let Ok(home) = project.canonicalize() else {
         return files;
     };

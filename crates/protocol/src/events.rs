@@ -126,6 +126,13 @@ pub enum Event {
         extension: String,
         reason: String,
     },
+    /// The prompt was dropped before it reached the conversation (`source`:
+    /// `hook` for a `UserPromptSubmit` hook) and never reached the model;
+    /// `done` follows.
+    PromptBlocked {
+        source: String,
+        reason: String,
+    },
     ToolCall {
         id: String,
         name: String,

@@ -18,6 +18,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("compact", "summarise older messages to free context"),
     ("sessions", "resume an earlier session of this directory"),
     ("skills", "list the skills the agent can load"),
+    ("hooks", "list the command hooks and whether they run"),
     ("reload-ext", "restart every extension"),
     ("yolo", "stop asking before tool calls"),
     ("plan", "plan mode: only read-only tools"),

@@ -699,6 +699,15 @@ impl App {
                 };
                 self.transcript.push(Entry::Info(text));
             }
+            Builtin::Hooks => {
+                let lines = self.ext.hooks();
+                let text = if lines.is_empty() {
+                    "no command hooks (see docs/hooks.md: ~/.claude/settings.json, $ZOT_HOME/hooks.json, ./.claude/settings.json…)".to_owned()
+                } else {
+                    lines.join("\n")
+                };
+                self.transcript.push(Entry::Info(text));
+            }
             Builtin::ReloadExt => {
                 self.abort();
                 self.reload();
@@ -1070,6 +1079,11 @@ impl App {
                 self.transcript.remove_last(Entry::is_assistant);
                 self.transcript.push(Entry::Info(format!(
                     "[{extension}] hid the answer: {reason}"
+                )));
+            }
+            AgentEvent::PromptBlocked { source, reason } => {
+                self.transcript.push(Entry::Info(format!(
+                    "[{source}] blocked the prompt: {reason}"
                 )));
             }
             AgentEvent::ToolCall { id, name, args } => {

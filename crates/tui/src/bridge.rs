@@ -24,6 +24,10 @@ pub trait Extensions: Send + Sync {
     fn save_model(&self, _model: &str) -> Result<String, String> {
         Err("settings are not saved here".into())
     }
+    /// `/hooks`: one line per configured command hook, with whether it runs.
+    fn hooks(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

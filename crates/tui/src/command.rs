@@ -29,6 +29,7 @@ pub enum Builtin {
     Compact,
     Sessions,
     Skills,
+    Hooks,
     ReloadExt,
     Yolo,
     Plan,
@@ -38,13 +39,14 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 12] = [
+    const ALL: [Self; 13] = [
         Self::Help,
         Self::Model,
         Self::Clear,
         Self::Compact,
         Self::Sessions,
         Self::Skills,
+        Self::Hooks,
         Self::ReloadExt,
         Self::Yolo,
         Self::Plan,
@@ -62,6 +64,7 @@ impl Builtin {
             Self::Compact => "compact",
             Self::Sessions => "sessions",
             Self::Skills => "skills",
+            Self::Hooks => "hooks",
             Self::ReloadExt => "reload-ext",
             Self::Yolo => "yolo",
             Self::Plan => "plan",

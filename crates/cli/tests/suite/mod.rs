@@ -7,6 +7,7 @@ mod config;
 mod doctor;
 mod ext_hardening;
 mod first_run;
+mod hooks;
 mod install;
 mod list;
 mod logs;

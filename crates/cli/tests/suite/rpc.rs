@@ -691,3 +691,47 @@ async fn soak_tool_calls_and_intercepts_through_crashes_and_reloads() {
         left(&started)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn command_hooks_block_prompts_and_hear_compaction_and_the_session_end() {
+    let w = World::new();
+    let log = w.scratch.join("hooks.log");
+    let record = |what: &str| {
+        json!({"type": "command", "command": format!(
+            "python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[\"hook_event_name\"], d.get(\"{what}\"), file=open(\"{}\", \"a\"))'",
+            log.display()
+        )})
+    };
+    let hooks = json!({"hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": "grep -q secret && { echo 'keep it to yourself' >&2; exit 2; }; exit 0"}]}],
+        "PreCompact": [{"matcher": "manual", "hooks": [record("trigger")]}],
+        "SessionEnd": [{"hooks": [record("reason")]}],
+    }});
+    std::fs::write(w.home.join("hooks.json"), hooks.to_string()).unwrap();
+    let model = MockModel::start([
+        openai::text("one"),
+        openai::text("two"),
+        openai::text("three"),
+        openai::text("SUMMARY"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"my secret is 42"}"#);
+    let blocked = rpc.until(|v| v["type"] == "prompt_blocked");
+    assert_eq!(blocked["source"], "hook");
+    assert_eq!(blocked["reason"], "keep it to yourself");
+    rpc.until(|v| v["type"] == "done");
+    assert!(model.requests().is_empty(), "the model never heard it");
+    for n in 1..=3 {
+        rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
+        rpc.until(|v| v["type"] == "done");
+    }
+    rpc.send(r#"{"type":"compact"}"#);
+    rpc.until(|v| v["type"] == "compact_done");
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "PreCompact manual\nSessionEnd other\n"
+    );
+}

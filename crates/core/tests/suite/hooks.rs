@@ -37,6 +37,7 @@ impl Hooks for Recorder {
     }
     fn tool_result<'a>(
         &'a self,
+        _id: &'a str,
         name: &'a str,
         _args: &'a Value,
         _output: ToolOutput,
@@ -137,5 +138,93 @@ async fn prompts_tool_results_entries_and_session_switches() {
             .requests()
             .iter()
             .any(|r| r.body.to_string().contains("kept"))
+    );
+}
+
+/// Hooks that always object to stopping and record the session sources.
+#[derive(Default)]
+struct Insistent {
+    sources: Mutex<Vec<Option<&'static str>>>,
+    stops: Mutex<Vec<bool>>,
+}
+
+impl Hooks for Insistent {
+    fn prompt_submit<'a>(
+        &'a self,
+        start: Option<zot_core::hooks::SessionSource>,
+        prompt: &'a str,
+    ) -> BoxFuture<'a, zot_core::hooks::PromptGate> {
+        self.sources.lock().unwrap().push(start.map(|s| s.as_str()));
+        let gate = if prompt.contains("forbidden") {
+            zot_core::hooks::PromptGate::Block {
+                by: "hook".into(),
+                reason: "not that".into(),
+            }
+        } else {
+            zot_core::hooks::PromptGate::Allow {
+                context: vec!["CONTEXT".into()],
+            }
+        };
+        Box::pin(async move { gate })
+    }
+    fn before_stop(&self, again: bool) -> BoxFuture<'_, Option<String>> {
+        self.stops.lock().unwrap().push(again);
+        Box::pin(async { Some("keep going".to_owned()) })
+    }
+}
+
+#[tokio::test]
+async fn before_stop_sends_the_agent_on_at_most_three_times_and_prompt_gates_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = MockModel::start((0..8).map(|n| anthropic::text(&format!("answer {n}")))).await;
+    let provider = Provider::new(ProviderConfig {
+        kind: ProviderKind::Anthropic,
+        base_url: model.url(),
+        api_key: "k".into(),
+    });
+    let hooks = Arc::new(Insistent::default());
+    let mut agent = Agent::new(
+        provider,
+        AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
+        hooks.clone(),
+        "system".into(),
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let text = |t: &str| vec![Block::Text { text: t.into() }];
+    agent.prompt(text("go"), &tx, &cancel).await.unwrap();
+    assert_eq!(
+        model.requests().len(),
+        1 + zot_core::agent::MAX_STOP_CONTINUATIONS as usize
+    );
+    assert_eq!(*hooks.stops.lock().unwrap(), [false, true, true]);
+    let first = &model.requests()[0].body["messages"][0]["content"];
+    assert_eq!(first[0]["text"], "CONTEXT");
+    assert_eq!(first[1]["text"], "go");
+
+    while rx.try_recv().is_ok() {}
+    agent.prompt(text("forbidden"), &tx, &cancel).await.unwrap();
+    let mut seen = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        seen.push(event);
+    }
+    assert!(
+        matches!(
+            seen.as_slice(),
+            [zot_core::AgentEvent::PromptBlocked { source, reason }, zot_core::AgentEvent::Done]
+                if source == "hook" && reason == "not that"
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(model.requests().len(), 4, "a blocked prompt is never sent");
+
+    agent.clear();
+    agent
+        .prompt(text("after clear"), &tx, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(
+        *hooks.sources.lock().unwrap(),
+        [Some("startup"), None, Some("clear")]
     );
 }

@@ -1,0 +1,630 @@
+//! Claude-style command hooks through the built binary: real sh, python3
+//! and node hook scripts in the user's `$ZOT_HOME/hooks.json` and a
+//! project's `.claude/settings.json`, against the loopback model.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, anthropic};
+
+use super::support::{Run, World, events};
+
+/// Writes an executable hook script `name` into the scratch dir.
+fn script(w: &World, name: &str, text: &str) -> PathBuf {
+    let path = w.scratch.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `$ZOT_HOME/hooks.json` with these `(event, matcher, command)` hooks.
+fn user_hooks(w: &World, hooks: &[(&str, &str, Value)]) {
+    std::fs::write(w.home.join("hooks.json"), settings(hooks).to_string()).unwrap();
+}
+
+/// A settings document with one matcher group per hook.
+fn settings(hooks: &[(&str, &str, Value)]) -> Value {
+    let mut events = serde_json::Map::new();
+    for (event, matcher, handler) in hooks {
+        let groups = events
+            .entry((*event).to_owned())
+            .or_insert_with(|| json!([]));
+        groups
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"matcher": matcher, "hooks": [handler]}));
+    }
+    json!({ "hooks": events })
+}
+
+fn command(cmd: impl AsRef<str>) -> Value {
+    json!({"type": "command", "command": cmd.as_ref()})
+}
+
+fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
+    w.against(model, "anthropic", args).output().unwrap().into()
+}
+
+/// The tool result the model got in request `n` (its last message).
+fn tool_result(model: &MockModel, n: usize) -> Value {
+    let body = &model.requests()[n].body;
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    last["content"][0].clone()
+}
+
+fn result_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_else(|| result["content"].as_str().unwrap_or_default().to_owned())
+}
+
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bash_guard_blocks_rm_rf_by_exit_2_and_sees_claudes_shapes() {
+    let w = World::new();
+    let seen = w.scratch.join("input.json");
+    let guard = script(
+        &w,
+        "guard.sh",
+        &format!(
+            r#"#!/bin/sh
+input=$(cat)
+printf '%s' "$input" > '{}'
+case "$input" in
+  *'rm -rf'*) echo "refusing rm -rf in $CLAUDE_PROJECT_DIR" >&2; exit 2 ;;
+esac
+exit 0
+"#,
+            seen.display()
+        ),
+    );
+    user_hooks(
+        &w,
+        &[("PreToolUse", "Bash", command(guard.display().to_string()))],
+    );
+    std::fs::write(w.project.join("precious"), "keep").unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"rm -rf precious","timeout":5}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["-p", "delete it"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(w.project.join("precious").exists(), "the command never ran");
+    let result = tool_result(&model, 1);
+    assert_eq!(result["is_error"], true);
+    let project = w.project.display().to_string();
+    assert!(
+        result_text(&result).contains(&format!("refusing rm -rf in {project}")),
+        "{result}"
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "Bash");
+    assert_eq!(
+        input["tool_input"],
+        json!({"command": "rm -rf precious", "timeout": 5000})
+    );
+    assert_eq!(input["tool_use_id"], "t1");
+    assert_eq!(input["cwd"], project.as_str());
+    assert_eq!(input["permission_mode"], "bypassPermissions");
+    let transcript = input["transcript_path"].as_str().unwrap();
+    assert!(Path::new(transcript).is_file(), "the session file: {input}");
+    assert!(
+        transcript.contains(input["session_id"].as_str().unwrap()),
+        "{input}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_guard_denies_by_permission_decision_in_json_mode() {
+    let w = World::new();
+    let guard = script(
+        &w,
+        "guard.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+data = json.load(sys.stdin)
+if "rm -rf" in data["tool_input"].get("command", ""):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "no recursive deletes"}}))
+"#,
+    );
+    user_hooks(
+        &w,
+        &[("PreToolUse", "Bash", command(guard.display().to_string()))],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"rm -rf /tmp/nothing-here"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    let result = lines
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("{run:?}"));
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["content"][0]["text"], "no recursive deletes");
+    assert_eq!(result_text(&tool_result(&model, 1)), "no recursive deletes");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_hook_rewrites_the_input_that_reaches_the_tool() {
+    let w = World::new();
+    let hook = script(
+        &w,
+        "rewrite.mjs",
+        r#"#!/usr/bin/env node
+let text = "";
+process.stdin.on("data", (d) => (text += d));
+process.stdin.on("end", () => {
+  const input = JSON.parse(text);
+  const command = input.tool_input.command.replace("one", "two");
+  console.log(JSON.stringify({ hookSpecificOutput: { hookEventName: "PreToolUse",
+    permissionDecision: "allow", updatedInput: { ...input.tool_input, command } } }));
+});
+"#,
+    );
+    user_hooks(
+        &w,
+        &[("PreToolUse", "*", command(hook.display().to_string()))],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo one"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let result = tool_result(&model, 1);
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(result_text(&result).starts_with("$ echo two\n"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_post_tool_use_formatter_rewrites_the_written_file_with_matchers() {
+    let w = World::new();
+    let format = script(
+        &w,
+        "format.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+data = json.load(sys.stdin)
+path = data["tool_input"]["file_path"]
+with open(path) as f:
+    text = f.read()
+with open(path, "w") as f:
+    f.write(text.upper())
+assert data["tool_response"]["success"] is True
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+    "additionalContext": "formatted " + data["tool_name"]}}))
+"#,
+    );
+    let count = w.scratch.join("count");
+    let counter = format!("echo x >> '{}'", count.display());
+    user_hooks(
+        &w,
+        &[
+            (
+                "PostToolUse",
+                "Edit|Write",
+                command(format.display().to_string()),
+            ),
+            // A regex, `*` and an exact name that does not match.
+            ("PostToolUse", "Wr.*", command(&counter)),
+            ("PostToolUse", "*", command(format!("{counter}; true"))),
+            ("PostToolUse", "Read", command(format!("{counter} ; false"))),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "write", r#"{"path":"notes.txt","content":"hello\n"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["-p", "--no-session", "write"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("notes.txt")).unwrap(),
+        "HELLO\n"
+    );
+    assert!(result_text(&tool_result(&model, 1)).contains("formatted Write"));
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "x\nx\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_and_session_start_hooks_add_context_before_the_prompt() {
+    let w = World::new();
+    user_hooks(
+        &w,
+        &[
+            ("SessionStart", "startup", command("echo branch is main")),
+            ("SessionStart", "resume", command("echo never")),
+            (
+                "UserPromptSubmit",
+                "",
+                command(
+                    r#"echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"ticket ZOT-16"}}'"#,
+                ),
+            ),
+        ],
+    );
+    let model = MockModel::start([anthropic::text("ok")]).await;
+    let run = zot(&w, &model, &["-p", "hello"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = &model.requests()[0].body;
+    let blocks: Vec<&str> = body["messages"][0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocks, ["branch is main", "ticket ZOT-16", "hello"]);
+    assert!(!body["system"].to_string().contains("ZOT-16"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_prompt_submit_hook_blocks_the_prompt_in_every_mode() {
+    let w = World::new();
+    let hook = script(
+        &w,
+        "block.sh",
+        "#!/bin/sh\ngrep -q secret && { echo 'no secrets in prompts' >&2; exit 2; }\nexit 0\n",
+    );
+    user_hooks(
+        &w,
+        &[("UserPromptSubmit", "", command(hook.display().to_string()))],
+    );
+    let model = MockModel::start([]).await;
+
+    let run = zot(&w, &model, &["-p", "--no-session", "the secret is 42"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no secrets in prompts"), "{run:?}");
+    assert!(run.stdout.is_empty());
+
+    let run = zot(&w, &model, &["--json", "--no-session", "the secret is 42"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let lines = events(&run);
+    let types: Vec<&str> = lines.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["prompt_blocked", "done"], "{run:?}");
+    assert_eq!(lines[0]["source"], "hook");
+    assert_eq!(lines[0]["reason"], "no secrets in prompts");
+    assert!(model.requests().is_empty(), "the model never heard it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_hook_makes_the_agent_go_on_once_then_lets_it_stop() {
+    let w = World::new();
+    let log = w.scratch.join("stops");
+    let hook = script(
+        &w,
+        "stop.py",
+        &format!(
+            r#"#!/usr/bin/env python3
+import json, sys
+data = json.load(sys.stdin)
+with open({log:?}, "a") as f:
+    f.write(str(data["stop_hook_active"]) + "\n")
+if not data["stop_hook_active"]:
+    print("run the tests first", file=sys.stderr)
+    sys.exit(2)
+"#,
+            log = log.display().to_string()
+        ),
+    );
+    user_hooks(&w, &[("Stop", "", command(hook.display().to_string()))]);
+    let model = MockModel::start([anthropic::text("done"), anthropic::text("tests pass")]).await;
+    let run = zot(&w, &model, &["-p", "--no-session", "fix it"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "tests pass\n");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["text"], "run the tests first");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "False\nTrue\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_past_its_timeout_is_killed_with_its_group_and_fails_open() {
+    let w = World::new();
+    let pid_file = w.scratch.join("pid");
+    let slow = format!("sleep 300 & echo $! > '{}'; wait", pid_file.display());
+    user_hooks(
+        &w,
+        &[
+            (
+                "PreToolUse",
+                "Bash",
+                json!({"type": "command", "command": slow, "timeout": 1}),
+            ),
+            ("PreToolUse", "Bash", command("kill -SEGV $$")),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo ran"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    let warnings: Vec<&Value> = lines
+        .iter()
+        .filter(|e| e["type"] == "ext_warning" && e["extension"] == "hook:PreToolUse")
+        .collect();
+    assert_eq!(warnings.len(), 2, "{run:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("timed out")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["message"].as_str().unwrap().contains("failed")),
+        "{warnings:?}"
+    );
+    assert!(result_text(&tool_result(&model, 1)).contains("\nran\n"));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = wait_for(Duration::from_secs(10), || {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+    });
+    assert!(
+        gone,
+        "the hook's background child was killed with its group"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_failure_block_turns_a_crash_into_a_block() {
+    let w = World::new();
+    user_hooks(
+        &w,
+        &[(
+            "PreToolUse",
+            "",
+            json!({"type": "command", "command": "exit 7", "onFailure": "block"}),
+        )],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo ran"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    // An ordinary non-zero exit is a warning, not a failure of the hook.
+    let run = zot(&w, &model, &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("hook:PreToolUse"), "{run:?}");
+    assert!(result_text(&tool_result(&model, 1)).contains("\nran\n"));
+
+    user_hooks(
+        &w,
+        &[(
+            "PreToolUse",
+            "",
+            json!({"type": "command", "command": "kill -KILL $$", "onFailure": "block"}),
+        )],
+    );
+    model.push(anthropic::tool_call(
+        "t2",
+        "bash",
+        r#"{"command":"echo ran"}"#,
+    ));
+    model.push(anthropic::text("ok"));
+    let run = zot(&w, &model, &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let result = tool_result(&model, 3);
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(result_text(&result).contains("failed"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn project_hooks_run_only_in_a_trusted_project_pinned_to_their_scripts() {
+    let w = World::new();
+    let marker = w.scratch.join("ran");
+    std::fs::create_dir_all(w.project.join(".claude/hooks")).unwrap();
+    let hook = w.project.join(".claude/hooks/mark.sh");
+    std::fs::write(&hook, format!("echo ran >> '{}'\n", marker.display())).unwrap();
+    let project_settings = json!({
+        "permissions": {"allow": []},
+        "hooks": {"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": "sh \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/mark.sh"},
+            {"type": "prompt", "prompt": "is this fine?"}]}]}
+    });
+    std::fs::write(
+        w.project.join(".claude/settings.json"),
+        project_settings.to_string(),
+    )
+    .unwrap();
+    let model = MockModel::start([
+        anthropic::text("1"),
+        anthropic::text("2"),
+        anthropic::text("3"),
+        anthropic::text("4"),
+    ])
+    .await;
+    let ran = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    let run = zot(&w, &model, &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(ran(), 0, "untrusted: not run");
+    assert!(!run.stderr.contains("prompt hook"), "{run:?}");
+
+    assert_eq!(w.zot(&["trust"]).code, 0);
+    let run = zot(&w, &model, &["-p", "--no-session", "hi"]);
+    assert_eq!(ran(), 1, "trusted: run {run:?}");
+    assert!(
+        run.stderr.contains("1 hook(s) not run")
+            && run.stderr.contains("UserPromptSubmit prompt hook"),
+        "one warning for the unsupported hook: {run:?}"
+    );
+
+    // Claude Code rewrites permissions on its own: trust stays.
+    let mut changed = project_settings.clone();
+    changed["permissions"]["allow"] = json!(["Bash(ls)"]);
+    std::fs::write(w.project.join(".claude/settings.json"), changed.to_string()).unwrap();
+    zot(&w, &model, &["-p", "--no-session", "hi"]);
+    assert_eq!(ran(), 2, "permissions are not pinned");
+
+    // The script it names is pinned.
+    std::fs::write(
+        &hook,
+        format!(
+            "echo ran >> '{}'; echo again >> '{}'\n",
+            marker.display(),
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let run = zot(&w, &model, &["-p", "--no-session", "hi"]);
+    assert_eq!(ran(), 2, "a changed script revokes trust: {run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disable_all_hooks_no_hooks_and_the_config_key() {
+    let w = World::new();
+    let marker = w.scratch.join("ran");
+    let mark = |who: &str| command(format!("echo {who} >> '{}'", marker.display()));
+    user_hooks(&w, &[("UserPromptSubmit", "", mark("user"))]);
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    let write_project = |disable: bool| {
+        let mut doc = settings(&[("UserPromptSubmit", "", mark("project"))]);
+        doc["disableAllHooks"] = json!(disable);
+        std::fs::write(w.project.join(".zot/hooks.json"), doc.to_string()).unwrap();
+    };
+    let model = MockModel::start((0..4).map(|_| anthropic::text("ok"))).await;
+    // Hooks of one event run in parallel: which wrote first is not fixed.
+    let take = || {
+        let text = std::fs::read_to_string(&marker).unwrap_or_default();
+        let _ = std::fs::remove_file(&marker);
+        let mut lines: Vec<String> = text.lines().map(|l| format!("{l}\n")).collect();
+        lines.sort();
+        lines.concat()
+    };
+
+    write_project(false);
+    zot(&w, &model, &["-p", "--no-session", "--trust", "hi"]);
+    assert_eq!(take(), "project\nuser\n");
+
+    write_project(true);
+    zot(&w, &model, &["-p", "--no-session", "--trust", "hi"]);
+    assert_eq!(
+        take(),
+        "user\n",
+        "a project's disableAllHooks spares the user's"
+    );
+
+    zot(
+        &w,
+        &model,
+        &["-p", "--no-session", "--trust", "--no-hooks", "hi"],
+    );
+    assert_eq!(take(), "");
+
+    std::fs::write(w.home.join("config.json"), r#"{"hooks": false}"#).unwrap();
+    let run = zot(&w, &model, &["-p", "--no-session", "--trust", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(take(), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_list_and_doctor_show_every_hook_with_its_state() {
+    let w = World::new();
+    user_hooks(
+        &w,
+        &[
+            (
+                "PreToolUse",
+                "Bash",
+                json!({"type": "command", "command": "./guard.sh", "timeout": 30}),
+            ),
+            ("Stop", "", json!({"type": "agent", "prompt": "check"})),
+        ],
+    );
+    std::fs::create_dir_all(w.project.join(".claude")).unwrap();
+    std::fs::write(
+        w.project.join(".claude/settings.json"),
+        r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "fmt"}, {"type": "command"}]}]}}"#,
+    )
+    .unwrap();
+    let run = w.zot(&["hooks", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let rows: Value = serde_json::from_str(&run.stdout).unwrap();
+    let home_file = w.home.join("hooks.json").display().to_string();
+    let project_file = w
+        .project
+        .join(".claude/settings.json")
+        .display()
+        .to_string();
+    assert_eq!(
+        rows,
+        json!([
+            {"source": home_file, "scope": "user", "event": "PreToolUse", "matcher": "Bash",
+             "type": "command", "command": "./guard.sh", "timeout": 30.0, "supported": true,
+             "trusted": true, "disabled": false},
+            {"source": home_file, "scope": "user", "event": "Stop", "matcher": "",
+             "type": "agent", "command": "", "timeout": null, "supported": false,
+             "trusted": true, "disabled": false},
+            {"source": project_file, "scope": "project", "event": "PostToolUse", "matcher": "Edit|Write",
+             "type": "command", "command": "fmt", "timeout": null, "supported": true,
+             "trusted": false, "disabled": false},
+        ])
+    );
+    assert!(run.stderr.contains("command must be a string"), "{run:?}");
+
+    let run = w.zot(&["hooks", "list"]);
+    assert!(
+        run.stdout
+            .contains("PostToolUse Edit|Write: fmt [untrusted]"),
+        "{run:?}"
+    );
+
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    std::fs::write(w.project.join(".zot/hooks.json"), "{ not json").unwrap();
+    let run = w.zot(&["doctor", "--json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains(".zot/hooks.json: not valid JSON"),
+        "{doc}"
+    );
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("Stop agent hook is not run by zot"),
+        "{doc}"
+    );
+    assert_eq!(doc["hooks"]["running"], 1, "{doc}");
+}

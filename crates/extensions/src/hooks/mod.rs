@@ -1,0 +1,638 @@
+//! Command hooks in Claude Code's format: the adapter for extensions that
+//! are one process per call rather than a long-lived peer. Each event runs
+//! the hooks that match it (in parallel, identical commands once) with one
+//! line of JSON on stdin, and their answers (exit code, plain or JSON
+//! stdout) are merged in configuration order into neutral decisions:
+//! allow, ask, deny, block, rewritten arguments, context for the model.
+
+pub mod settings;
+pub mod tools;
+
+pub(crate) mod run;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use serde_json::{Map, Value, json};
+
+pub use settings::{Event, HookScope, HookSources, HookSpec, Listed, Loaded};
+use tools::Matcher;
+
+use self::run::{Call, Ran};
+
+/// A hook's timeout when it sets none: Claude Code's default for command
+/// hooks (research anchors §2.2: 600 s).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The most a `SessionEnd` or `Notification` hook may take, whatever its own
+/// timeout says (the issue: a few seconds, so exiting or waiting for the
+/// user never hangs on a hook).
+pub const QUICK_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a warning about a hook goes: (`hook:<Event>`, message).
+pub type Warn = Arc<dyn Fn(String, String) + Send + Sync>;
+
+/// What a `PreToolUse` hook may decide about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    /// Run it without asking the user.
+    Allow,
+    /// Ask the user, even when zot would not.
+    Ask(String),
+    /// Refuse it; the model sees the reason.
+    Deny(String),
+}
+
+/// The merged answer of the `PreToolUse` hooks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PreToolUse {
+    /// `None`: no hook decided; zot's own rules apply.
+    pub permission: Option<Permission>,
+    /// zot's arguments after the last `updatedInput`.
+    pub args: Option<Value>,
+    /// `continue: false`: the run stops after this call, with this reason.
+    pub stop: Option<String>,
+}
+
+/// The merged answer of the `UserPromptSubmit` (and `SessionStart`) hooks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptDecision {
+    /// The prompt is dropped; the user sees why.
+    pub blocked: Option<String>,
+    /// Text added before the prompt, for the model.
+    pub context: Vec<String>,
+}
+
+/// The session facts every hook input carries.
+#[derive(Debug, Clone)]
+struct Facts {
+    session_id: String,
+    transcript_path: Option<PathBuf>,
+    permission_mode: &'static str,
+}
+
+/// Every hook zot runs, ready to fire.
+pub struct CommandHooks {
+    hooks: Vec<(HookSpec, Matcher)>,
+    project: PathBuf,
+    facts: Mutex<Facts>,
+    warn: Warn,
+}
+
+/// How one hook answered.
+enum Answer {
+    /// Exit 0: stdout, and its JSON object when it is one.
+    Ok {
+        stdout: String,
+        json: Option<Map<String, Value>>,
+    },
+    /// Exit 2, or a failure of a hook that blocks on failure.
+    Block(String),
+    /// Anything else: warned about, then ignored.
+    Ignored,
+}
+
+impl CommandHooks {
+    /// The hooks that run (supported, trusted, not disabled), from `loaded`;
+    /// problems in the files are warned about once, here.
+    pub fn new(loaded: &Loaded, project: &Path, session_id: &str, warn: Warn) -> Self {
+        for (path, error) in &loaded.errors {
+            warn(
+                "hooks".into(),
+                format!("{}: skipped: {error}", path.display()),
+            );
+        }
+        for (path, _, file) in &loaded.files {
+            for problem in &file.problems {
+                warn(
+                    "hooks".into(),
+                    format!("{}: {problem} (skipped)", path.display()),
+                );
+            }
+        }
+        let untrusted = loaded
+            .listed()
+            .into_iter()
+            .filter(|l| !l.trusted && !l.disabled)
+            .count();
+        if untrusted > 0 {
+            warn(
+                "hooks".into(),
+                format!(
+                    "{untrusted} project hook(s) not run: this project is not trusted; run `zot trust` to trust it, or pass --trust for one run"
+                ),
+            );
+        }
+        let unsupported = loaded.unsupported();
+        if !unsupported.is_empty() {
+            let what: Vec<String> = unsupported
+                .iter()
+                .map(|h| format!("{} {} hook", h.event, h.kind))
+                .collect();
+            warn(
+                "hooks".into(),
+                format!(
+                    "{} hook(s) not run (zot runs command hooks of the events it knows): {}",
+                    unsupported.len(),
+                    what.join(", ")
+                ),
+            );
+        }
+        let hooks: Vec<(HookSpec, Matcher)> = loaded
+            .active()
+            .into_iter()
+            .map(|spec| {
+                let matcher = Matcher::new(&spec.matcher);
+                if let Matcher::Invalid(e) = &matcher {
+                    warn(
+                        format!("hook:{}", spec.event),
+                        format!(
+                            "matcher \"{}\" in {} is not a valid pattern, so the hook never runs: {e}",
+                            spec.matcher,
+                            spec.source.display()
+                        ),
+                    );
+                }
+                (spec, matcher)
+            })
+            .collect();
+        Self {
+            hooks,
+            project: project.to_path_buf(),
+            facts: Mutex::new(Facts {
+                session_id: session_id.to_owned(),
+                transcript_path: None,
+                permission_mode: "default",
+            }),
+            warn,
+        }
+    }
+
+    /// No hooks at all (`--no-hooks`, or nothing configured).
+    pub fn none(project: &Path, warn: Warn) -> Self {
+        Self::new(&Loaded::default(), project, "", warn)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    /// Whether any hook runs at `event`.
+    pub fn has(&self, event: Event) -> bool {
+        self.hooks
+            .iter()
+            .any(|(h, _)| h.known_event() == Some(event))
+    }
+
+    fn facts(&self) -> std::sync::MutexGuard<'_, Facts> {
+        self.facts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the session facts of the generation before a reload.
+    pub fn inherit(&self, old: &CommandHooks) {
+        let facts = old.facts().clone();
+        *self.facts() = facts;
+    }
+
+    pub fn set_session_id(&self, id: &str) {
+        self.facts().session_id = id.to_owned();
+    }
+
+    /// The session file hooks get as `transcript_path`.
+    pub fn set_transcript(&self, path: Option<&Path>) {
+        self.facts().transcript_path = path.map(Path::to_path_buf);
+    }
+
+    /// `permission_mode`: `plan` in plan mode, `bypassPermissions` when
+    /// tools run without asking, else `default`.
+    pub fn set_permission_mode(&self, plan: bool, asks: bool) {
+        self.facts().permission_mode = match (plan, asks) {
+            (true, _) => "plan",
+            (false, true) => "default",
+            (false, false) => "bypassPermissions",
+        };
+    }
+
+    /// Runs the hooks of `event` that match `subject`, in parallel, and
+    /// returns their answers in configuration order.
+    async fn fire(&self, event: Event, subject: &str, fields: Value) -> Vec<Answer> {
+        let mut chosen: Vec<&HookSpec> = Vec::new();
+        for (spec, matcher) in &self.hooks {
+            let applies = spec.known_event() == Some(event)
+                && (!event.matches_on_subject() || matcher.matches(subject));
+            // Identical commands run once, at their first place.
+            if applies && !chosen.iter().any(|c| c.command == spec.command) {
+                chosen.push(spec);
+            }
+        }
+        if chosen.is_empty() {
+            return Vec::new();
+        }
+        let mut input = {
+            let facts = self.facts();
+            json!({
+                "session_id": facts.session_id,
+                "transcript_path": facts.transcript_path.as_ref().map(|p| p.display().to_string()),
+                "cwd": self.project.display().to_string(),
+                "permission_mode": facts.permission_mode,
+                "hook_event_name": event.name(),
+            })
+        };
+        if let (Value::Object(input), Value::Object(fields)) = (&mut input, fields) {
+            input.extend(fields);
+        }
+        let line = input.to_string();
+        let env: [(&str, &Path); 2] = [
+            ("CLAUDE_PROJECT_DIR", &self.project),
+            ("ZOT_PROJECT_DIR", &self.project),
+        ];
+        let runs = chosen.iter().map(|spec| {
+            let mut timeout = spec.timeout.unwrap_or(DEFAULT_TIMEOUT);
+            if matches!(event, Event::SessionEnd | Event::Notification) {
+                timeout = timeout.min(QUICK_EVENT_TIMEOUT);
+            }
+            run::run(Call {
+                command: &spec.command,
+                cwd: &self.project,
+                env: &env,
+                input: line.as_bytes(),
+                timeout,
+            })
+        });
+        let results = join_all(runs).await;
+        chosen
+            .into_iter()
+            .zip(results)
+            .map(|(spec, ran)| self.answer(event, spec, ran))
+            .collect()
+    }
+
+    /// One hook's result as an answer, warning where the user should hear of it.
+    fn answer(&self, event: Event, spec: &HookSpec, ran: Ran) -> Answer {
+        let name = || format!("hook:{}", event.name());
+        let failed = |what: String, stderr: &str| {
+            let message = with_stderr(format!("`{}` {what}", spec.command), stderr);
+            if spec.block_on_failure {
+                Answer::Block(message)
+            } else {
+                (self.warn)(name(), message);
+                Answer::Ignored
+            }
+        };
+        match ran {
+            Ran::Exited {
+                code: 0, stdout, ..
+            } => {
+                let trimmed = stdout.trim();
+                let json = if trimmed.starts_with('{') {
+                    serde_json::from_str::<Map<String, Value>>(trimmed).ok()
+                } else {
+                    None
+                };
+                if let Some(message) = json
+                    .as_ref()
+                    .and_then(|j| j.get("systemMessage"))
+                    .and_then(Value::as_str)
+                {
+                    (self.warn)(name(), message.to_owned());
+                }
+                Answer::Ok { stdout, json }
+            }
+            Ran::Exited {
+                code: 2, stderr, ..
+            } => {
+                let reason = stderr.trim();
+                Answer::Block(if reason.is_empty() {
+                    format!("blocked by hook `{}`", spec.command)
+                } else {
+                    reason.to_owned()
+                })
+            }
+            Ran::Exited { code, stderr, .. } => {
+                (self.warn)(
+                    name(),
+                    with_stderr(format!("`{}` exited with {code}", spec.command), &stderr),
+                );
+                Answer::Ignored
+            }
+            Ran::Failed { why, stderr } => failed(format!("failed: {why}"), &stderr),
+            Ran::TimedOut { after, stderr } => failed(
+                format!(
+                    "timed out after {} s and was killed",
+                    after.as_secs_f64().round()
+                ),
+                &stderr,
+            ),
+        }
+    }
+
+    /// `PreToolUse` for a call of zot's tool `name`: deny beats ask beats
+    /// allow; the last `updatedInput` in configuration order wins.
+    pub async fn pre_tool_use(&self, id: &str, name: &str, args: &Value) -> PreToolUse {
+        if !self.has(Event::PreToolUse) {
+            return PreToolUse::default();
+        }
+        let (tool_name, tool_input) = tools::to_claude(name, args);
+        let fields = json!({"tool_name": tool_name, "tool_input": tool_input, "tool_use_id": id});
+        let answers = self.fire(Event::PreToolUse, &tool_name, fields).await;
+        let mut out = PreToolUse::default();
+        let (mut denied, mut asked, mut allowed) = (Vec::new(), Vec::new(), false);
+        let mut updates = 0;
+        for answer in answers {
+            let json = match answer {
+                Answer::Block(reason) => {
+                    denied.push(reason);
+                    continue;
+                }
+                Answer::Ignored => continue,
+                Answer::Ok { json: None, .. } => continue,
+                Answer::Ok { json: Some(j), .. } => j,
+            };
+            if let Some(stop) = stop_reason(&json) {
+                out.stop.get_or_insert(stop);
+            }
+            let specific = json.get("hookSpecificOutput");
+            let reason = specific
+                .and_then(|s| s.get("permissionDecisionReason"))
+                .or_else(|| json.get("reason"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let decision = specific
+                .and_then(|s| s.get("permissionDecision"))
+                .or_else(|| json.get("decision"))
+                .and_then(Value::as_str);
+            match decision {
+                Some("deny" | "block") => denied.push(if reason.is_empty() {
+                    "denied by a hook".to_owned()
+                } else {
+                    reason
+                }),
+                Some("ask") => asked.push(reason),
+                Some("allow" | "approve") => allowed = true,
+                _ => {}
+            }
+            if let Some(updated) = specific.and_then(|s| s.get("updatedInput")) {
+                updates += 1;
+                out.args = Some(tools::from_claude(name, args, updated));
+            }
+        }
+        if updates > 1 {
+            (self.warn)(
+                "hook:PreToolUse".into(),
+                format!("{updates} hooks rewrote the input of {tool_name}; the last one's applies"),
+            );
+        }
+        out.permission = if !denied.is_empty() {
+            Some(Permission::Deny(denied.join("; ")))
+        } else if !asked.is_empty() {
+            let reasons: Vec<String> = asked.into_iter().filter(|r| !r.is_empty()).collect();
+            Some(Permission::Ask(reasons.join("; ")))
+        } else if allowed {
+            Some(Permission::Allow)
+        } else {
+            None
+        };
+        out
+    }
+
+    /// `PostToolUse` after a call ran: what the model should also read
+    /// (block reasons and additional context).
+    pub async fn post_tool_use(
+        &self,
+        id: &str,
+        name: &str,
+        args: &Value,
+        output: &str,
+        is_error: bool,
+    ) -> Vec<String> {
+        if !self.has(Event::PostToolUse) {
+            return Vec::new();
+        }
+        let (tool_name, tool_input) = tools::to_claude(name, args);
+        let mut response = json!({"output": output, "is_error": is_error, "success": !is_error});
+        if let Some(path) = tool_input.get("file_path") {
+            response["filePath"] = path.clone();
+        }
+        let fields = json!({
+            "tool_name": tool_name, "tool_input": tool_input, "tool_use_id": id,
+            "tool_response": response,
+        });
+        let answers = self.fire(Event::PostToolUse, &tool_name, fields).await;
+        let mut notes = Vec::new();
+        for answer in answers {
+            match answer {
+                Answer::Block(reason) => notes.push(reason),
+                Answer::Ok { json: Some(j), .. } => {
+                    notes.extend(block_reason(&j));
+                    notes.extend(additional_context(&j));
+                }
+                _ => {}
+            }
+        }
+        notes
+    }
+
+    /// `SessionStart` then `UserPromptSubmit` before a prompt joins the
+    /// conversation; `start` is `Some(source)` for the first prompt of a session.
+    pub async fn prompt_submit(&self, start: Option<&str>, prompt: &str) -> PromptDecision {
+        let mut out = PromptDecision::default();
+        if let Some(source) = start
+            && self.has(Event::SessionStart)
+        {
+            let answers = self
+                .fire(Event::SessionStart, source, json!({"source": source}))
+                .await;
+            // SessionStart cannot block: exit 2 only shows its reason.
+            for answer in answers {
+                match answer {
+                    Answer::Block(reason) => (self.warn)("hook:SessionStart".into(), reason),
+                    other => out.context.extend(context_of(other)),
+                }
+            }
+        }
+        if !self.has(Event::UserPromptSubmit) {
+            return out;
+        }
+        let answers = self
+            .fire(Event::UserPromptSubmit, "", json!({"prompt": prompt}))
+            .await;
+        let mut blocked = Vec::new();
+        for answer in answers {
+            match answer {
+                Answer::Block(reason) => blocked.push(reason),
+                Answer::Ok { json: Some(j), .. }
+                    if block_reason(&j).is_some() || stop_reason(&j).is_some() =>
+                {
+                    blocked.extend(block_reason(&j).or_else(|| stop_reason(&j)));
+                }
+                other => out.context.extend(context_of(other)),
+            }
+        }
+        if !blocked.is_empty() {
+            out.blocked = Some(blocked.join("; "));
+        }
+        out
+    }
+
+    /// `Stop` when the agent would end its answer: `Some(reason)` makes it go
+    /// on with the reason as the next instruction.
+    pub async fn stop(&self, active: bool) -> Option<String> {
+        if !self.has(Event::Stop) {
+            return None;
+        }
+        let answers = self
+            .fire(Event::Stop, "", json!({"stop_hook_active": active}))
+            .await;
+        let mut reasons = Vec::new();
+        for answer in answers {
+            match answer {
+                Answer::Block(reason) => reasons.push(reason),
+                Answer::Ok { json: Some(j), .. } => {
+                    if stop_reason(&j).is_some() {
+                        // `continue: false` wins: the agent stops.
+                        return None;
+                    }
+                    reasons.extend(block_reason(&j));
+                }
+                _ => {}
+            }
+        }
+        (!reasons.is_empty()).then(|| reasons.join("\n"))
+    }
+
+    /// `SessionEnd` (`reason`: clear, prompt_input_exit or other).
+    pub async fn session_end(&self, reason: &str) {
+        if self.has(Event::SessionEnd) {
+            self.fire(Event::SessionEnd, reason, json!({"reason": reason}))
+                .await;
+        }
+    }
+
+    /// `PreCompact` (`trigger`: manual or auto).
+    pub async fn pre_compact(&self, automatic: bool, instructions: &str) {
+        if self.has(Event::PreCompact) {
+            let trigger = if automatic { "auto" } else { "manual" };
+            self.fire(
+                Event::PreCompact,
+                trigger,
+                json!({"trigger": trigger, "custom_instructions": instructions}),
+            )
+            .await;
+        }
+    }
+
+    /// `Notification` when zot waits for the user.
+    pub async fn notification(&self, message: &str) {
+        if self.has(Event::Notification) {
+            self.fire(Event::Notification, "", json!({"message": message}))
+                .await;
+        }
+    }
+}
+
+impl Listed {
+    /// Why it does not run, if it does not.
+    pub fn skipped(&self) -> Option<&'static str> {
+        if !self.trusted {
+            Some("untrusted")
+        } else if self.disabled {
+            Some("disabled")
+        } else if !self.spec.supported() {
+            Some("unsupported")
+        } else {
+            None
+        }
+    }
+
+    /// Its row in `zot hooks list --json`.
+    pub fn to_json(&self) -> Value {
+        let spec = &self.spec;
+        json!({
+            "source": spec.source.display().to_string(),
+            "scope": spec.scope.as_str(),
+            "event": spec.event,
+            "matcher": spec.matcher,
+            "type": spec.kind,
+            "command": spec.command,
+            "timeout": spec.timeout.map(|t| t.as_secs_f64()),
+            "supported": spec.supported(),
+            "trusted": self.trusted,
+            "disabled": self.disabled,
+        })
+    }
+
+    /// Its line in `zot hooks list` and `/hooks`.
+    pub fn line(&self) -> String {
+        let spec = &self.spec;
+        let matcher = match spec.matcher.as_str() {
+            "" => "*",
+            m => m,
+        };
+        let what = match spec.kind.as_str() {
+            "command" => spec.command.clone(),
+            kind => format!("({kind} hook)"),
+        };
+        let state = self
+            .skipped()
+            .map(|why| format!(" [{why}]"))
+            .unwrap_or_default();
+        format!(
+            "{} {matcher}: {what}{state}  ({} {})",
+            spec.event,
+            spec.scope.as_str(),
+            spec.source.display()
+        )
+    }
+}
+
+fn with_stderr(message: String, stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        message
+    } else {
+        format!("{message}: {stderr}")
+    }
+}
+
+/// `decision: "block"`, with its `reason`.
+fn block_reason(json: &Map<String, Value>) -> Option<String> {
+    (json.get("decision").and_then(Value::as_str) == Some("block")).then(|| {
+        json.get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("blocked by a hook")
+            .to_owned()
+    })
+}
+
+/// `continue: false`, with its `stopReason`.
+fn stop_reason(json: &Map<String, Value>) -> Option<String> {
+    (json.get("continue") == Some(&Value::Bool(false))).then(|| {
+        json.get("stopReason")
+            .and_then(Value::as_str)
+            .unwrap_or("stopped by a hook")
+            .to_owned()
+    })
+}
+
+fn additional_context(json: &Map<String, Value>) -> Option<String> {
+    json.get("hookSpecificOutput")
+        .and_then(|s| s.get("additionalContext"))
+        .and_then(Value::as_str)
+        .filter(|c| !c.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// Context from an exit-0 answer: `additionalContext`, or plain stdout.
+fn context_of(answer: Answer) -> Option<String> {
+    match answer {
+        Answer::Ok { json: Some(j), .. } => additional_context(&j),
+        Answer::Ok { stdout, json: None } => {
+            let text = stdout.trim();
+            (!text.is_empty()).then(|| text.to_owned())
+        }
+        _ => None,
+    }
+}
