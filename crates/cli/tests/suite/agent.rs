@@ -1259,3 +1259,30 @@ async fn read_only_extension_tools_of_one_message_overlap_and_a_write_runs_alone
         assert!(at("tool_call", id) < at("tool_result", id), "{run:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_hook_and_a_guard_extension_share_one_chain_hook_first() {
+    let w = World::new();
+    let guard = w.py_ext("guard", GUARD);
+    // The hook rewrites what the model asked; the guard then sees (and
+    // rewrites again) the hook's version.
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+        "command": r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"command":"echo original > which.txt"}}}'"#}]}]}});
+    std::fs::write(w.home.join("hooks.json"), hooks.to_string()).unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", r#"{"command":"echo start > which.txt"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &with_ext(&["-p", "--no-session", "go"], &[&guard]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("which.txt")).unwrap(),
+        "rewritten\n"
+    );
+}

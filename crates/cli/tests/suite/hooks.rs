@@ -628,3 +628,31 @@ async fn hooks_list_and_doctor_show_every_hook_with_its_state() {
     );
     assert_eq!(doc["hooks"]["running"], 1, "{doc}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_false_ends_the_run_after_the_call_with_its_reason() {
+    let w = World::new();
+    user_hooks(
+        &w,
+        &[(
+            "PreToolUse",
+            "Bash",
+            command(r#"echo '{"continue": false, "stopReason": "enough for today"}'"#),
+        )],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo ran"}"#),
+        anthropic::text("never asked for"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    let end = lines
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap();
+    assert_eq!(end["error"], "enough for today", "{run:?}");
+    assert_eq!(model.requests().len(), 1, "the model is not called again");
+}

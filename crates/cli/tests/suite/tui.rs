@@ -426,3 +426,125 @@ async fn model_is_saved_to_the_user_config_and_overrides_are_named() {
     tmux.keys(&["Enter"]);
     sane(&tmux.stty_after_exit());
 }
+
+/// A PreToolUse hook that allows `touch auto…`, asks about `touch ask…`,
+/// and a Notification hook that logs what zot waits for.
+fn permission_hooks(w: &World) -> PathBuf {
+    let notes = w.scratch.join("notifications");
+    let guard = w.scratch.join("guard.py");
+    std::fs::write(
+        &guard,
+        r#"import json, sys
+command = json.load(sys.stdin)["tool_input"]["command"]
+decision = "allow" if "auto" in command else "ask" if "ask" in command else None
+if decision:
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": decision, "permissionDecisionReason": "the hook wants a look"}}))
+"#,
+    )
+    .unwrap();
+    let hooks = serde_json::json!({"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("python3 {}", guard.display())}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": format!(
+            "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"message\"])' >> {}",
+            notes.display()
+        )}]}],
+    }});
+    std::fs::write(w.home.join("hooks.json"), hooks.to_string()).unwrap();
+    notes
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hooks_ask_forces_the_confirmation_under_yolo_and_hooks_lists_them() {
+    let w = World::new();
+    let notes = permission_hooks(&w);
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"touch ask-no.txt"}"#),
+        anthropic::tool_call("t2", "bash", r#"{"command":"touch ask-yes.txt"}"#),
+        anthropic::tool_call("t3", "bash", r#"{"command":"touch plain.txt"}"#),
+        anthropic::text("all done"),
+    ])
+    .await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+    ];
+    let tmux = Tmux::start(&w, "hook-ask", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("/hooks");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("PreToolUse Bash: python3");
+    tmux.type_text("make files");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("touch ask-no.txt"), "{screen}");
+    tmux.type_text("n");
+    // The call shows before its question (the Notification hook runs between).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let screen = tmux.screen();
+        if screen.contains("touch ask-yes.txt") && screen.contains("Run this tool?") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no second question:\n{screen}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux.type_text("y");
+    // No hook decision and yolo: it runs without a question.
+    tmux.wait_for("all done");
+    assert!(!w.project.join("ask-no.txt").exists());
+    assert!(w.project.join("ask-yes.txt").exists());
+    assert!(w.project.join("plain.txt").exists());
+    let noted = std::fs::read_to_string(&notes).unwrap();
+    assert_eq!(
+        noted,
+        "zot needs your permission to use bash\nzot needs your permission to use bash\n"
+    );
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hooks_allow_skips_the_no_yolo_confirmation() {
+    let w = World::new();
+    permission_hooks(&w);
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"touch auto.txt"}"#),
+        anthropic::tool_call("t2", "bash", r#"{"command":"touch asked.txt"}"#),
+        anthropic::text("all done"),
+    ])
+    .await;
+    let url = model.url();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &url,
+        "--no-session",
+        "--no-yolo",
+    ];
+    let tmux = Tmux::start(&w, "hook-allow", &args, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("make files");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    // The first call was allowed by the hook: the only question is the second's.
+    assert!(screen.contains("touch asked.txt"), "{screen}");
+    assert!(w.project.join("auto.txt").exists());
+    tmux.type_text("y");
+    tmux.wait_for("all done");
+    assert!(w.project.join("asked.txt").exists());
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+}
