@@ -48,6 +48,11 @@ impl OAuthServer {
         format!("http://127.0.0.1:{}/sse", self.port)
     }
 
+    /// The protected MCP endpoint (Streamable HTTP).
+    pub fn http_url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
     /// Whether it logged a line containing `needle` so far.
     pub fn logged(&self, needle: &str) -> bool {
         self.log.lock().unwrap().iter().any(|l| l.contains(needle))

@@ -1,6 +1,8 @@
 //! `zot mcp add|list|get|remove|import` through the built binary: both
 //! scopes, the `list --json` shape, files edited in place, secrets never shown.
 
+use std::os::unix::fs::PermissionsExt;
+
 use serde_json::{Value, json};
 
 use super::support::{Run, World, json};
@@ -99,7 +101,6 @@ fn add_list_get_remove_round_trip_on_both_scopes() {
         json!({"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example.com/mcp",
                "headers": {"Authorization": format!("Bearer {SECRET_HEADER}")}}}})
     );
-    use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(w.project.join(".mcp.json"))
         .unwrap()
         .permissions()
@@ -411,29 +412,36 @@ fn import_asks_on_a_terminal() {
     assert_eq!(names, ["claude-stdio", "claude-sse"]);
 }
 
-#[test]
-fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
-    let w = World::new();
-    let server = zot_testkit::oauth::OAuthServer::start(3600);
-    ok(w.zot(&[
-        "mcp",
-        "add",
-        "--transport",
-        "sse",
-        "secure",
-        &server.mcp_url(),
-    ]));
-    // $BROWSER is a script that follows the authorization URL and its redirect.
+/// `zot mcp login <name>` with `$BROWSER` a script that follows the
+/// authorization URL and its redirect back to zot, as a browser would.
+fn login(w: &World, name: &str) -> Run {
     let browser = w.scratch.join("browser.sh");
     std::fs::write(
         &browser,
-        "#!/bin/sh\ncurl -sf -L -o /dev/null \"$1\" && touch \"$(dirname \"$0\")/browsed\"\n",
+        "#!/bin/sh\nexec curl -sf -L -o /dev/null \"$1\"\n",
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = w.cmd(&["mcp", "login", "secure"]);
-    let run: Run = cmd.env("BROWSER", &browser).output().unwrap().into();
+    let mut cmd = w.cmd(&["mcp", "login", name]);
+    cmd.env("BROWSER", &browser).output().unwrap().into()
+}
+
+/// A world with server `secure` of `transport` behind a loopback authorization server.
+fn protected(transport: &str) -> (World, zot_testkit::oauth::OAuthServer) {
+    let w = World::new();
+    let server = zot_testkit::oauth::OAuthServer::start(3600);
+    let url = match transport {
+        "sse" => server.mcp_url(),
+        _ => server.http_url(),
+    };
+    ok(w.zot(&["mcp", "add", "--transport", transport, "secure", &url]));
+    (w, server)
+}
+
+#[test]
+fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
+    let (w, server) = protected("sse");
+    let run = login(&w, "secure");
     assert_eq!(run.code, 0, "{run:?}\n{:?}", server.log());
     assert!(run.stderr.contains("to sign in, open this URL"), "{run:?}");
     assert!(run.stderr.contains("signed in to secure"), "{run:?}");
@@ -469,4 +477,29 @@ fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
     let run = ok(w.zot(&["mcp", "logout", "secure"]));
     assert!(run.stderr.contains("removed the stored login"), "{run:?}");
     assert!(!tokens.exists());
+}
+
+#[test]
+fn a_server_answering_401_needs_a_login_and_works_after_it() {
+    let (w, server) = protected("http");
+    let doctor = w.zot(&["ext", "doctor", "--json"]);
+    let entry = json(&doctor)["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "mcp:secure")
+        .cloned()
+        .unwrap_or_else(|| panic!("{doctor:?}"));
+    let error = entry["error"].to_string();
+    assert!(
+        error.contains("401 Unauthorized") && error.contains("run `zot mcp login secure`"),
+        "{entry}"
+    );
+
+    let run = login(&w, "secure");
+    assert_eq!(run.code, 0, "{run:?}");
+
+    let doctor = w.zot(&["ext", "doctor", "--json"]);
+    assert!(doctor.stdout.contains("mcp__secure__whoami"), "{doctor:?}");
+    assert!(server.logged("POST /mcp"), "{:?}", server.log());
 }

@@ -468,6 +468,27 @@ fn resource_tools(ext: &str) -> [ToolInfo; 2] {
     ]
 }
 
+/// Whether starting the session failed because the server wants a login
+/// (a 401 without one, or a stored login that can no longer be refreshed).
+fn needs_login(error: &rmcp::service::ClientInitializeError) -> bool {
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
+        return false;
+    };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(err) = current {
+        if err.is::<rmcp::transport::streamable_http_client::AuthRequiredError>()
+            || matches!(
+                err.downcast_ref::<rmcp::transport::auth::AuthError>(),
+                Some(rmcp::transport::auth::AuthError::AuthorizationRequired)
+            )
+        {
+            return true;
+        }
+        current = err.source();
+    }
+    false
+}
+
 /// One MCP server, as the host drives it.
 pub(crate) struct Mcp {
     shared: Arc<Shared>,
@@ -535,7 +556,15 @@ impl Mcp {
         };
         let running = rmcp::service::serve_client_with_ct(client, transport, self.cancel.clone())
             .await
-            .map_err(|e| HandshakeError::Mcp(format!("initialize failed: {e}")))?;
+            .map_err(|e| match &self.shared.server.transport {
+                McpTransport::Http(remote) | McpTransport::Sse(remote) if needs_login(&e) => {
+                    HandshakeError::Mcp(super::oauth::login_needed(
+                        &self.shared.server.name,
+                        &remote.url,
+                    ))
+                }
+                _ => HandshakeError::Mcp(format!("initialize failed: {e}")),
+            })?;
         let version = running
             .peer()
             .peer_info()
@@ -624,12 +653,16 @@ impl Mcp {
         streamable: bool,
         link: &dyn Link,
     ) -> Result<Vec<Registration>, HandshakeError> {
-        if !streamable {
-            return super::remote::open_sse(self, &self.shared.server, remote, link).await;
+        let server = &self.shared.server;
+        let auth =
+            super::oauth::authorized(&self.shared.cx.config.zot_home, &server.name, &remote.url)
+                .await
+                .map_err(|e| HandshakeError::Mcp(e.to_string()))?;
+        if streamable {
+            super::remote::open_streamable_http(self, server, remote, auth, link).await
+        } else {
+            super::remote::open_sse(self, server, remote, auth, link).await
         }
-        let transport = super::remote::streamable_http(&self.shared.server, remote)
-            .map_err(HandshakeError::Mcp)?;
-        self.open(transport, link).await
     }
 
     /// Hands one frame read from a stdio server to `rmcp`.

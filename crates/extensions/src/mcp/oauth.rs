@@ -6,7 +6,6 @@
 //! URL, and refreshed by `rmcp` when they expire.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::transport::auth::{
@@ -129,6 +128,13 @@ impl CredentialStore for FileTokenStore {
     }
 }
 
+/// The error of a server that answered 401 to a request without a login.
+pub fn login_needed(server: &str, url: &str) -> String {
+    format!(
+        "mcp:{server}: {url} answered 401 Unauthorized: the server needs a login; run `zot mcp login {server}`"
+    )
+}
+
 /// Whether `zot mcp login` stored tokens for `server` at `url`.
 pub fn has_login(zot_home: &Path, server: &str, url: &str) -> bool {
     matches!(FileTokenStore::new(zot_home, server, url).read(), Ok(Some(c)) if c.token_response.is_some())
@@ -161,7 +167,7 @@ pub async fn authorized(
     zot_home: &Path,
     server: &str,
     url: &str,
-) -> Result<Option<Arc<AuthorizationManager>>, OAuthError> {
+) -> Result<Option<AuthorizationManager>, OAuthError> {
     if !has_login(zot_home, server, url) {
         return Ok(None);
     }
@@ -176,7 +182,7 @@ pub async fn authorized(
     {
         return Ok(None);
     }
-    Ok(Some(Arc::new(manager)))
+    Ok(Some(manager))
 }
 
 /// A fresh access token from `manager` (refreshed when it expired); a login

@@ -77,10 +77,14 @@ async fn login_then_the_transport_uses_and_refreshes_the_token() {
         .await
         .unwrap()
         .unwrap();
-    let mut transport =
-        LegacySseTransport::connect_authorized("secure", &url, Default::default(), Some(manager))
-            .await
-            .unwrap();
+    let mut transport = LegacySseTransport::connect_authorized(
+        "secure",
+        &url,
+        Default::default(),
+        Some(std::sync::Arc::new(manager)),
+    )
+    .await
+    .unwrap();
     assert!(server.logged("REFRESHED"), "{:?}", server.log());
     let reply = super::mcp_legacy_sse::ping_round_trip(&mut transport, 1).await;
     assert_eq!(reply["id"], 1);
