@@ -60,12 +60,14 @@ struct Row {
     /// zot or nimlet (a theme or skill bundle counts as zot).
     protocol: &'static str,
     permissions: Option<zot_extensions::Permissions>,
+    /// A remote extension's url as written (its headers are never shown).
+    url: Option<String>,
 }
 
 fn row(ctx: &Context, policy: &zot_sandbox::Policy, found: &Found) -> Row {
     let manifest = found.manifest();
     let (state, reason) = match &found.status {
-        FoundStatus::Load(_) => ("ok", None),
+        FoundStatus::Load(m) => ("ok", m.remote().map(|r| format!("remote, {}", r.url))),
         FoundStatus::Bundle(m) => match m.launch {
             Launch::ThemeBundle => ("ok", Some("theme bundle, no process".to_owned())),
             _ => ("ok", Some("skill bundle, no process".to_owned())),
@@ -86,6 +88,7 @@ fn row(ctx: &Context, policy: &zot_sandbox::Policy, found: &Found) -> Row {
         dir: found.dir.clone(),
         protocol: found.dialect.as_str(),
         permissions: crate::permissions_cmd::of(ctx, policy, found),
+        url: manifest.and_then(|m| m.remote()).map(|r| r.url.clone()),
     }
 }
 
@@ -101,7 +104,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                 json!({
                     "scope": r.scope, "name": r.name, "version": r.version, "enabled": r.enabled,
                     "language": r.language, "protocol": r.protocol, "state": r.state,
-                    "reason": r.reason, "dir": display(&r.dir),
+                    "reason": r.reason, "dir": display(&r.dir), "url": r.url,
                     "permissions": r.permissions.as_ref().map(zot_extensions::Permissions::to_json),
                 })
             })
@@ -285,6 +288,8 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
         "version": r.version,
         "protocol": r.dialect.as_str(),
         "dir": display(&r.dir),
+        "url": r.url,
+        "connection": r.connection.map(|c| c.to_string()),
         "log": r.log.as_deref().map(display),
         "state": Value::Null,
         "error": Value::Null,
@@ -389,6 +394,12 @@ fn print_doctor(entries: &[Value]) {
         }
         if let Some(by) = e["shadowed_by"].as_str() {
             println!("  shadowed by {by}");
+        }
+        if let Some(url) = e["url"].as_str() {
+            println!("  url: {url}");
+        }
+        if let Some(connection) = e["connection"].as_str() {
+            println!("  connection: {connection}");
         }
         let names = |key: &str| -> Vec<String> {
             e[key]

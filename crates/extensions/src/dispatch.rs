@@ -13,8 +13,10 @@ use zot_protocol::ui::CommandReply;
 use zot_protocol::zot::{ContentBlock, Key};
 
 use crate::adapter::PanelInput;
+use crate::discovery::FoundStatus;
 use crate::extension::Extension;
 use crate::host::{Bound, ExtensionHost};
+use crate::manifest::OnFailure;
 use crate::model::{Ask, CustomSummary, Hook, HookPoint, Mode, Rewrite, Verdict};
 use crate::transport::RequestError;
 
@@ -179,7 +181,8 @@ impl ExtensionHost {
     /// Whether any extension intercepts `point` now (so callers build the
     /// request only when someone will read it).
     pub fn intercepted(&self, point: HookPoint) -> bool {
-        !self.taking_part(point, Mode::Intercept).is_empty()
+        !self.interceptors(point).is_empty()
+            || (point == HookPoint::ToolCall && self.never_connected_blocker().is_some())
     }
 
     /// Asks tool-call interceptors, in load order: blocks end or join the
@@ -421,6 +424,43 @@ impl ExtensionHost {
         }
     }
 
+    /// Interceptors of `point` in load order: the live ones taking part,
+    /// and, in their places, the unreachable ones (gone, or reconnecting)
+    /// whose manifest says `on_failure: block`, which block in their absence.
+    fn interceptors(&self, point: HookPoint) -> Vec<Arc<Extension>> {
+        let plan = self.inner.in_plan();
+        let state = self.inner.state();
+        state
+            .extensions
+            .iter()
+            .filter(|e| {
+                let hooked = e.registrations().hooks.contains(&(point, Mode::Intercept));
+                hooked
+                    && (e.is_alive() || e.on_failure == OnFailure::Block)
+                    && (!plan || e.adapter.semantics().hooks_in_plan)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// A remote extension with `on_failure: block` that has not connected
+    /// since it was loaded: nobody knows what it would intercept, so tool
+    /// calls (what a guard is for) are refused until it connects.
+    fn never_connected_blocker(&self) -> Option<String> {
+        let state = self.inner.state();
+        state
+            .found
+            .iter()
+            .find_map(|(found, outcome)| match (&found.status, outcome) {
+                (FoundStatus::Load(m), Some(Err(_)))
+                    if m.remote().is_some() && m.on_failure == OnFailure::Block =>
+                {
+                    Some(m.name.clone())
+                }
+                _ => None,
+            })
+    }
+
     /// Live extensions taking part at `point` in `mode` now, in load order
     /// (protocols quiet in plan mode are left out while it is on).
     fn taking_part(&self, point: HookPoint, mode: Mode) -> Vec<Arc<Extension>> {
@@ -444,15 +484,42 @@ impl ExtensionHost {
         ask: impl Fn(&S) -> Ask,
         rewrite: impl Fn(&mut S, Rewrite),
     ) -> Option<Outcome<T>> {
+        if point == HookPoint::ToolCall
+            && let Some(name) = self.never_connected_blocker()
+        {
+            return Some(Outcome::Block {
+                reason: format!(
+                    "{what} blocked: extension {name} is unreachable (on_failure: block)"
+                ),
+                extension: name,
+            });
+        }
         let mut joined: Option<(String, Vec<String>)> = None;
-        for ext in self.taking_part(point, Mode::Intercept) {
+        for ext in self.interceptors(point) {
             let joins = ext.adapter.semantics().joined_blocks;
             if joined.is_some() && !joins {
                 continue;
             }
-            let request = ask(state);
-            let link = self.link(&ext);
-            let step = match ext.adapter.intercept(&ext.peer, &link, &request).await {
+            let fails_closed = ext.on_failure == OnFailure::Block;
+            let verdict = if ext.is_alive() {
+                let request = ask(state);
+                let link = self.link(&ext);
+                ext.adapter.intercept(&ext.peer, &link, &request).await
+            } else {
+                None
+            };
+            let step = match verdict {
+                None if fails_closed => Step::Stop(if ext.is_alive() {
+                    format!(
+                        "{what} blocked: extension {} could not answer (on_failure: block)",
+                        ext.name()
+                    )
+                } else {
+                    format!(
+                        "{what} blocked: extension {} is unreachable (on_failure: block)",
+                        ext.name()
+                    )
+                }),
                 None | Some(Verdict::Allow) => Step::Continue,
                 Some(Verdict::Rewrite(change)) => {
                     rewrite(state, change);

@@ -14,6 +14,7 @@ use zot_protocol::ui::CommandInfo;
 
 use crate::adapter::Adapter;
 use crate::limits::Limits;
+use crate::manifest::OnFailure;
 use crate::model::{HookPoint, Mode, ToolInfo};
 use crate::transport::{Endpoint, Peer, describe};
 
@@ -55,6 +56,14 @@ pub(crate) struct Extension {
     alive: AtomicBool,
     /// Set when the host stops it on purpose, so its exit is not reported as a crash.
     stopping: AtomicBool,
+    /// What its interceptors decide while it cannot answer.
+    pub(crate) on_failure: OnFailure,
+    /// For a remote extension, the manifest's `url` as written (no
+    /// variables expanded, so no secret is shown).
+    pub(crate) url: Option<String>,
+    /// For a remote extension, where its manifest was found and what it
+    /// said, so the host can connect it again when the connection is lost.
+    pub(crate) origin: Option<(crate::discovery::Scope, crate::manifest::Manifest)>,
 }
 
 impl Extension {
@@ -73,7 +82,22 @@ impl Extension {
             readiness: watch::channel(Readiness::Pending).0,
             alive: AtomicBool::new(true),
             stopping: AtomicBool::new(false),
+            on_failure: OnFailure::default(),
+            url: None,
+            origin: None,
         }
+    }
+
+    /// Takes what the manifest says about failures and where it is served.
+    pub(crate) fn with_manifest(mut self, manifest: &crate::manifest::Manifest) -> Self {
+        self.on_failure = manifest.on_failure;
+        self.url = manifest.remote().map(|r| r.url.clone());
+        self
+    }
+
+    /// Whether it is reached over the network (and so reconnected when lost).
+    pub(crate) fn is_remote(&self) -> bool {
+        self.url.is_some()
     }
 
     pub(crate) fn name(&self) -> &str {

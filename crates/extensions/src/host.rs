@@ -3,15 +3,17 @@
 //! supervises each connection, reports what happened, reloads and shuts
 //! down. Dispatch lives in `dispatch.rs`; protocols live in `adapter/`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::{CommandInfo, HostEvent, ReloadSummary};
 
 use crate::adapter::{self, HandshakeError, LaunchSpec, Link};
@@ -27,8 +29,9 @@ use crate::model::{Effect, Hook, Mode, Registration, ToolInfo};
 use crate::permissions::{self, Permissions};
 use crate::reaper;
 use crate::registry::{Conflict, Live, NameKind, Owner};
+use crate::remote::{self, Wire};
 use crate::transport::{
-    Connection, Endpoint, FrameReader, Peer, ReadError, describe, preview, stdio,
+    Connection, Endpoint, FrameReader, Peer, ReadError, describe, http, preview, stdio, ws,
 };
 
 /// Why an extension could not be loaded.
@@ -53,6 +56,13 @@ pub enum LoadErrorKind {
     DataDir(String),
     #[error("spawn {program}: {error}")]
     Spawn { program: String, error: String },
+    /// The remote settings cannot work as written (a missing variable,
+    /// plain text to another machine); not retried.
+    #[error("{0}")]
+    Remote(String),
+    /// The server could not be reached; zot keeps trying in the background.
+    #[error("cannot connect to {url}: {error}")]
+    Connect { url: String, error: String },
     #[error(transparent)]
     Handshake(#[from] HandshakeError),
 }
@@ -60,8 +70,11 @@ pub enum LoadErrorKind {
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "extension {}: {}", self.extension, self.kind)?;
-        if let Some(status) = &self.status {
-            write!(f, " (process: {status})")?;
+        match &self.status {
+            // A remote extension's status already says it is a connection.
+            Some(status) if status.starts_with("connection") => write!(f, " ({status})")?,
+            Some(status) => write!(f, " (process: {status})")?,
+            None => {}
         }
         write!(f, "; log: {}", self.log.display())
     }
@@ -81,6 +94,34 @@ pub struct ExtensionReport {
     pub status: ReportStatus,
     /// The protocol its manifest names.
     pub dialect: Dialect,
+    /// A remote extension's `url` as written (headers are never reported).
+    pub url: Option<String>,
+    /// A remote extension's connection, once the host has tried it.
+    pub connection: Option<Connectivity>,
+}
+
+/// Where a remote extension's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Connectivity {
+    Connected,
+    /// Lost (or never made): attempt `attempt` comes in `next_in`.
+    Reconnecting {
+        attempt: u32,
+        next_in: Duration,
+    },
+}
+
+impl std::fmt::Display for Connectivity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connected => f.write_str("connected"),
+            Self::Reconnecting { attempt, next_in } => write!(
+                f,
+                "reconnecting (attempt {attempt}, next in {:.1} s)",
+                next_in.as_secs_f64()
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -103,7 +144,8 @@ pub enum ReportStatus {
 /// A loaded extension as it is now.
 #[derive(Debug, Clone)]
 pub struct LoadedInfo {
-    pub pid: i32,
+    /// The process id; `None` for a remote extension.
+    pub pid: Option<i32>,
     pub readiness: Readiness,
     pub running: bool,
     /// How it ended, once it has.
@@ -165,17 +207,36 @@ pub(crate) struct Inner {
     command_hooks: Mutex<Arc<CommandHooks>>,
 }
 
-type LoadOutcome = Result<Arc<Extension>, LoadError>;
+pub(crate) type LoadOutcome = Result<Arc<Extension>, LoadError>;
 
 #[derive(Default)]
 pub(crate) struct HostState {
     /// Discovery results of the current generation, in load order.
-    found: Vec<(Found, Option<LoadOutcome>)>,
+    pub(crate) found: Vec<(Found, Option<LoadOutcome>)>,
     /// Handshaken extensions of the current generation, in load order.
     pub(crate) extensions: Vec<Arc<Extension>>,
     pub(crate) conflicts: Vec<Conflict>,
     /// Deferred tools that a tool result activated.
     pub(crate) activated: HashSet<String>,
+    /// Remote extensions being reconnected, by load order.
+    reconnecting: HashMap<usize, Arc<Reconnect>>,
+}
+
+/// One remote extension's reconnect loop, as the host sees it.
+struct Reconnect {
+    cancel: CancellationToken,
+    /// The attempt coming next, and when.
+    next: Mutex<(u32, Instant)>,
+}
+
+impl Reconnect {
+    fn connectivity(&self) -> Connectivity {
+        let (attempt, at) = *self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        Connectivity::Reconnecting {
+            attempt,
+            next_in: at.saturating_duration_since(Instant::now()),
+        }
+    }
 }
 
 impl ExtensionHost {
@@ -225,7 +286,11 @@ impl ExtensionHost {
         state
             .found
             .iter()
-            .map(|(found, outcome)| report_entry(&self.inner.cx.config, found, outcome.as_ref()))
+            .enumerate()
+            .map(|(order, (found, outcome))| {
+                let reconnecting = state.reconnecting.get(&order).map(|r| r.connectivity());
+                report_entry(&self.inner.cx.config, found, outcome.as_ref(), reconnecting)
+            })
             .collect()
     }
 
@@ -321,6 +386,7 @@ impl ExtensionHost {
     /// same `--no-ext`), and starts them again.
     pub async fn reload(&self) -> ReloadStats {
         let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_reconnecting(|_| true);
         let stopped = self.inner.stop(&self.inner.extensions()).await;
         {
             let mut state = self.inner.state();
@@ -381,6 +447,8 @@ impl ExtensionHost {
                 .collect();
             (running, manifests)
         };
+        self.inner
+            .stop_reconnecting(|order| manifests.iter().any(|(o, ..)| *o == order));
         let stopped = self.inner.stop(&running).await;
         {
             let mut state = self.inner.state();
@@ -423,6 +491,7 @@ impl ExtensionHost {
     /// group. Returns how many were running.
     pub async fn shutdown(&self) -> usize {
         let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_reconnecting(|_| true);
         let stopped = self.inner.stop(&self.inner.extensions()).await;
         // What left its process group (a daemon that called setsid) was
         // adopted by zot (a subreaper on Linux): kill and reap it too.
@@ -468,6 +537,10 @@ impl Link for Bound<'_> {
 
     fn warn(&self, message: String) {
         self.inner.warn(self.ext, message);
+    }
+
+    fn fails_closed(&self) -> bool {
+        self.ext.on_failure == crate::manifest::OnFailure::Block
     }
 }
 
@@ -671,7 +744,11 @@ impl Inner {
                 Err(e) => stats.errors.push(e.clone()),
             }
             if let Some(slot) = state.found.get_mut(order) {
-                slot.1 = Some(outcome);
+                // A remote extension may already have been reconnected in
+                // the background while others were still loading.
+                if !(outcome.is_err() && matches!(slot.1, Some(Ok(_)))) {
+                    slot.1 = Some(outcome);
+                }
             }
         }
         stats
@@ -687,7 +764,27 @@ impl Inner {
         (order, self.try_load(order, scope, manifest).await)
     }
 
+    /// Loads one extension; a remote one that could not be reached (or
+    /// failed its handshake) is tried again in the background.
     async fn try_load(
+        self: &Arc<Self>,
+        order: usize,
+        scope: Scope,
+        manifest: &Manifest,
+    ) -> Result<Arc<Extension>, LoadError> {
+        let outcome = self.load_attempt(order, scope, manifest).await;
+        if let Err(e) = &outcome
+            && manifest.remote().is_some()
+            && retried(&e.kind)
+        {
+            self.reconnect_later(order, scope, manifest.clone());
+        }
+        outcome
+    }
+
+    /// Spawns (or connects), handshakes and waits out the registration
+    /// window; the extension then joins the live set in its load-order place.
+    async fn load_attempt(
         self: &Arc<Self>,
         order: usize,
         scope: Scope,
@@ -708,21 +805,24 @@ impl Inner {
         let permissions = Permissions::of(&self.cx.config, &policy, manifest, scope);
         // A project extension keeps its state outside the project, so that
         // what it writes neither changes the trust fingerprint nor lands in
-        // the repository; a scoped one may not write its own directory, so
-        // its state goes under $ZOT_HOME/data too; the others keep it in
-        // their own directory.
-        let data_dir = if permissions.unrestricted() && scope != Scope::Project {
-            dir.clone()
-        } else {
-            let data_dir = permissions::scoped_data_dir(&self.cx.config, &name, scope);
-            private_dir(&data_dir).map_err(|e| {
-                error(
-                    LoadErrorKind::DataDir(format!("{}: {e}", data_dir.display())),
-                    None,
-                )
-            })?;
-            data_dir
-        };
+        // the repository; a scoped one may not write its own directory, and a
+        // remote one has no directory of its own on this machine, so their
+        // state goes under $ZOT_HOME/data too; the others keep it in their
+        // own directory.
+        let data_dir =
+            if permissions.unrestricted() && scope != Scope::Project && manifest.remote().is_none()
+            {
+                dir.clone()
+            } else {
+                let data_dir = permissions::scoped_data_dir(&self.cx.config, &name, scope);
+                private_dir(&data_dir).map_err(|e| {
+                    error(
+                        LoadErrorKind::DataDir(format!("{}: {e}", data_dir.display())),
+                        None,
+                    )
+                })?;
+                data_dir
+            };
         let (adapter, launch) = adapter::for_manifest(manifest, &dir, &data_dir, &self.cx)
             .map_err(|e| {
                 let kind = LoadErrorKind::Spawn {
@@ -806,6 +906,29 @@ impl Inner {
                 Connection::new().0,
                 session.reader,
             ),
+            LaunchSpec::Connect(settings) => {
+                let target = remote::resolve(&settings).map_err(|e| {
+                    let kind = LoadErrorKind::Remote(e);
+                    log.line(&kind);
+                    error(kind, None)
+                })?;
+                let connected = match target.wire {
+                    Wire::WebSocket => {
+                        ws::connect(&name, &target, &log, limits.max_frame_bytes).await
+                    }
+                    Wire::Http => http::connect(&name, &target, &log, limits.max_frame_bytes).await,
+                }
+                .map_err(|e| {
+                    let kind = LoadErrorKind::Connect {
+                        url: settings.url.clone(),
+                        error: e,
+                    };
+                    log.line(&kind);
+                    error(kind, None)
+                })?;
+                log.line(format_args!("connected to {}", settings.url));
+                (Box::new(connected.link), connected.conn, connected.reader)
+            }
         };
         let peer = Peer {
             name: name.clone(),
@@ -844,13 +967,24 @@ impl Inner {
                 let err = error(e.into(), Some(describe(status.as_deref())));
                 tracing::warn!(extension = %name, error = %err, "extension failed to load");
                 log.line(format_args!("failed to load: {}", err.kind));
-                log.line(format_args!("process: {}", describe(status.as_deref())));
+                let what = if manifest.remote().is_some() {
+                    "connection"
+                } else {
+                    "process"
+                };
+                log.line(format_args!("{what}: {}", describe(status.as_deref())));
                 return Err(err);
             }
         };
-        let ext = Arc::new(Extension::new(peer, order, adapter, process));
+        let mut ext = Extension::new(peer, order, adapter, process).with_manifest(manifest);
+        if manifest.remote().is_some() {
+            ext.origin = Some((scope, manifest.clone()));
+        }
+        let ext = Arc::new(ext);
         {
             let mut state = self.state();
+            // A reconnected extension takes the place of its lost record.
+            state.extensions.retain(|e| e.order != order);
             let at = state.extensions.partition_point(|e| e.order < order);
             state.extensions.insert(at, Arc::clone(&ext));
         }
@@ -869,6 +1003,77 @@ impl Inner {
         ));
         ext.wait_ready().await;
         Ok(ext)
+    }
+
+    /// Tries a remote extension again and again (backing off) until it is
+    /// connected, the host reloads or shuts down, or it fails for good.
+    fn reconnect_later(self: &Arc<Self>, order: usize, scope: Scope, manifest: Manifest) {
+        let entry = Arc::new(Reconnect {
+            cancel: CancellationToken::new(),
+            next: Mutex::new((1, Instant::now())),
+        });
+        if let Some(old) = self.state().reconnecting.insert(order, Arc::clone(&entry)) {
+            old.cancel.cancel();
+        }
+        let host = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut attempt = 1;
+            loop {
+                let delay = remote::backoff(attempt);
+                *entry.next.lock().unwrap_or_else(PoisonError::into_inner) =
+                    (attempt, Instant::now() + delay);
+                tokio::select! {
+                    () = entry.cancel.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                let Some(inner) = host.upgrade() else { return };
+                let outcome = tokio::select! {
+                    () = entry.cancel.cancelled() => return,
+                    outcome = inner.load_attempt(order, scope, &manifest) => outcome,
+                };
+                let done = match &outcome {
+                    Ok(_) => true,
+                    Err(e) => !retried(&e.kind),
+                };
+                if !done {
+                    attempt += 1;
+                    continue;
+                }
+                let mut state = inner.state();
+                if entry.cancel.is_cancelled() {
+                    return;
+                }
+                if state
+                    .reconnecting
+                    .get(&order)
+                    .is_some_and(|e| Arc::ptr_eq(e, &entry))
+                {
+                    state.reconnecting.remove(&order);
+                }
+                let reconnected = outcome.is_ok();
+                if let Some(slot) = state.found.get_mut(order) {
+                    slot.1 = Some(outcome);
+                }
+                drop(state);
+                if reconnected {
+                    tracing::info!(extension = %manifest.name, attempt, "extension reconnected");
+                    inner.emit(HostEvent::ToolsChanged);
+                    inner.emit(HostEvent::CommandsChanged);
+                }
+                return;
+            }
+        });
+    }
+
+    /// Ends the reconnect loops of the load orders `which` picks.
+    fn stop_reconnecting(&self, which: impl Fn(usize) -> bool) {
+        self.state().reconnecting.retain(|order, entry| {
+            let stop = which(*order);
+            if stop {
+                entry.cancel.cancel();
+            }
+            !stop
+        });
     }
 
     /// Stops `running` together under one grace period; returns how many.
@@ -1054,6 +1259,7 @@ impl Drop for Inner {
         if let Some(reaper) = &self.reaper {
             reaper.abort();
         }
+        self.stop_reconnecting(|_| true);
         for ext in self.state().extensions.drain(..) {
             ext.endpoint.kill_now();
         }
@@ -1103,7 +1309,14 @@ async fn drive(ext: Arc<Extension>, host: Weak<Inner>, mut reader: FrameReader, 
             None => break Gone::Eof,
         }
     };
-    disconnected(&ext, host.upgrade().as_deref(), end, &limits).await;
+    let host = host.upgrade();
+    disconnected(&ext, host.as_deref(), end, &limits).await;
+    // A lost remote extension is connected again, unless the host stopped it.
+    if let (Some(host), Some((scope, manifest))) = (host, &ext.origin)
+        && !ext.is_stopping()
+    {
+        host.reconnect_later(ext.order, *scope, manifest.clone());
+    }
 }
 
 enum Gone {
@@ -1135,13 +1348,19 @@ async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: 
         },
     };
     let status = describe(status.as_deref());
-    let reason = match &why {
-        Gone::FrameTooLong => format!(
+    let reason = match (&why, ext.is_remote()) {
+        (Gone::FrameTooLong, false) => format!(
             "{name} sent a frame over the {} byte limit and was killed ({status})",
             limits.max_frame_bytes,
         ),
-        Gone::ReadError(e) => format!("{name}: reading stdout failed: {e} ({status})"),
-        Gone::Eof | Gone::HostDropped => format!("{name} exited ({status})"),
+        (Gone::FrameTooLong, true) => format!(
+            "{name} sent a message over the {} byte limit and was disconnected ({status})",
+            limits.max_frame_bytes,
+        ),
+        (Gone::ReadError(e), false) => format!("{name}: reading stdout failed: {e} ({status})"),
+        (Gone::ReadError(e), true) => format!("{name}: reading failed: {e} ({status})"),
+        (Gone::Eof | Gone::HostDropped, false) => format!("{name} exited ({status})"),
+        (Gone::Eof | Gone::HostDropped, true) => format!("{name} disconnected ({status})"),
     };
     ext.peer.conn.fail_all(&reason);
     ext.adapter.disconnected();
@@ -1160,12 +1379,14 @@ async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: 
             extension: name.to_owned(),
             reason: reason.clone(),
         });
+        let gone = if ext.is_remote() {
+            "its commands and tools are gone until zot reconnects"
+        } else {
+            "its commands and tools are gone"
+        };
         host.emit(HostEvent::Warning {
             extension: name.to_owned(),
-            message: format!(
-                "{reason}; its commands and tools are gone (log: {})",
-                ext.peer.log.path().display()
-            ),
+            message: format!("{reason}; {gone} (log: {})", ext.peer.log.path().display()),
         });
         if had_commands {
             host.emit(HostEvent::CommandsChanged);
@@ -1174,6 +1395,15 @@ async fn disconnected(ext: &Extension, host: Option<&Inner>, why: Gone, limits: 
             host.emit(HostEvent::ToolsChanged);
         }
     }
+}
+
+/// Whether a remote extension's failed load is tried again: everything but
+/// settings that cannot work as written and local trouble (log, data dir).
+fn retried(kind: &LoadErrorKind) -> bool {
+    matches!(
+        kind,
+        LoadErrorKind::Connect { .. } | LoadErrorKind::Handshake(_)
+    )
 }
 
 /// `command /x` or `tool "x"`, for log lines.
@@ -1231,6 +1461,7 @@ fn report_entry(
     config: &HostConfig,
     found: &Found,
     outcome: Option<&LoadOutcome>,
+    reconnecting: Option<Connectivity>,
 ) -> ExtensionReport {
     let manifest = found.manifest();
     let status = match (&found.status, outcome) {
@@ -1275,6 +1506,13 @@ fn report_entry(
         log: manifest
             .filter(|m| m.is_process())
             .map(|m| config.log_path(&m.name)),
+        url: manifest.and_then(|m| m.remote()).map(|r| r.url.clone()),
+        connection: match (manifest.and_then(|m| m.remote()), reconnecting, outcome) {
+            (None, ..) => None,
+            (Some(_), Some(reconnecting), _) => Some(reconnecting),
+            (Some(_), None, Some(Ok(ext))) if ext.is_alive() => Some(Connectivity::Connected),
+            (Some(_), None, _) => None,
+        },
         status,
         dialect: found.dialect,
     }

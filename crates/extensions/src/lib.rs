@@ -1,6 +1,7 @@
 //! The zot extension host: finds extensions, runs each as a supervised
-//! subprocess speaking newline-delimited JSON over stdio, keeps what they
-//! register, and calls into them for commands, tools, events and intercepts.
+//! subprocess speaking newline-delimited JSON over stdio (or connects to it
+//! over WebSocket or HTTP), keeps what they register, and calls into them
+//! for commands, tools, events and intercepts.
 //!
 //! Start with [`ExtensionHost::start`]; front ends consume the
 //! [`HostEvent`] stream it returns. Unix only (process groups, signals).
@@ -22,6 +23,7 @@ pub mod model;
 pub mod permissions;
 mod reaper;
 mod registry;
+mod remote;
 mod transport;
 pub mod trust;
 
@@ -34,10 +36,11 @@ pub use dispatch::{
 pub use extension::Readiness;
 pub use hooks::CommandHooks;
 pub use host::{
-    ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo, ReloadStats, ReportStatus,
+    Connectivity, ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo,
+    ReloadStats, ReportStatus,
 };
 pub use limits::Limits;
-pub use manifest::{Dialect, Launch, Manifest, ManifestError};
+pub use manifest::{Dialect, Launch, Manifest, ManifestError, OnFailure, Remote};
 pub use model::{CustomSummary, Hook, HookPoint, ToolInfo};
 pub use permissions::Permissions;
 pub use registry::{Conflict, NameKind, Owner};

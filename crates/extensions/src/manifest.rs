@@ -29,6 +29,8 @@ pub struct Manifest {
     /// (`None`: absent, which means full user privileges unless the
     /// user's policy says otherwise).
     pub permissions: Option<zot_sandbox::Scope>,
+    /// What this extension's interceptors decide while it cannot answer.
+    pub on_failure: OnFailure,
     /// Things worth telling the user that do not make the manifest invalid.
     pub warnings: Vec<String>,
 }
@@ -55,6 +57,40 @@ impl Dialect {
     }
 }
 
+/// What an interceptor decides when its extension cannot answer (it is
+/// down, reconnecting, crashed, timed out or replied nonsense): the
+/// manifest's `on_failure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// Go on as if it allowed, with a warning (the default, fail-open).
+    #[default]
+    Allow,
+    /// Refuse what it was asked about (a guard that must never be skipped).
+    Block,
+}
+
+impl OnFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Block => "block",
+        }
+    }
+}
+
+/// An extension served over the network: the manifest's `url` and
+/// `headers` as written (`${VAR}` expanded only when connecting, see
+/// [`crate::remote`]) and the protocol spoken over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub url: String,
+    /// Header names and values, in manifest order.
+    pub headers: Vec<(String, String)>,
+    pub protocol: Dialect,
+    /// nimlet's reply timeout (`None`: wait forever); unused for zot.
+    pub timeout: Option<Duration>,
+}
+
 /// Default nimlet `response_timeout_seconds` (nimlet spec, "The manifest").
 pub const NIMLET_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -70,6 +106,8 @@ pub enum Launch {
     },
     /// An MCP server (stdio or HTTP), configured in an MCP config file.
     Mcp(Box<crate::mcp::config::McpServer>),
+    /// A zot or nimlet extension reached over WebSocket or HTTP.
+    Remote(Remote),
     /// Ships `theme.json` or `themes/theme.json` only; never spawned.
     ThemeBundle,
     /// Ships `skills` only; never spawned.
@@ -77,12 +115,21 @@ pub enum Launch {
 }
 
 impl Manifest {
-    /// Whether this manifest asks for a subprocess.
+    /// Whether this manifest asks for a running extension: a subprocess,
+    /// or a remote one (both have a log and a connection).
     pub fn is_process(&self) -> bool {
         matches!(
             self.launch,
-            Launch::Process { .. } | Launch::Nimlet { .. } | Launch::Mcp(_)
+            Launch::Process { .. } | Launch::Nimlet { .. } | Launch::Mcp(_) | Launch::Remote(_)
         )
+    }
+
+    /// The remote extension's settings, when it has a `url`.
+    pub fn remote(&self) -> Option<&Remote> {
+        match &self.launch {
+            Launch::Remote(remote) => Some(remote),
+            _ => None,
+        }
     }
 
     /// The program to start and its arguments, resolved against `dir` (the
@@ -94,16 +141,17 @@ impl Manifest {
             Launch::Nimlet { command, .. } => command
                 .split_first()
                 .map(|(first, rest)| (resolve_nimlet(dir, first), rest)),
-            Launch::Mcp(_) | Launch::ThemeBundle | Launch::SkillBundle => None,
+            Launch::Mcp(_) | Launch::Remote(_) | Launch::ThemeBundle | Launch::SkillBundle => None,
         }
     }
 
-    /// The protocol of a process manifest.
+    /// The protocol of a process or remote manifest.
     pub fn dialect(&self) -> Option<Dialect> {
-        match self.launch {
+        match &self.launch {
             Launch::Process { .. } => Some(Dialect::Zot),
             Launch::Nimlet { .. } => Some(Dialect::Nimlet),
             Launch::Mcp(_) => Some(Dialect::Mcp),
+            Launch::Remote(remote) => Some(remote.protocol),
             _ => None,
         }
     }
@@ -136,6 +184,8 @@ impl Manifest {
             launch: Launch::Mcp(Box::new(server)),
             // An MCP server's scope is the user's policy's (permissions.json).
             permissions: None,
+            // MCP servers have no intercepts.
+            on_failure: OnFailure::Allow,
             warnings: Vec::new(),
         }
     }
@@ -177,6 +227,17 @@ impl Manifest {
         let mut warnings = Vec::new();
         let has_exec = map.contains_key("exec");
         let has_command = map.contains_key("command");
+        if map.contains_key("url") {
+            return remote_manifest(dir, &fields, root);
+        }
+        for field in ["headers", "protocol"] {
+            if map.contains_key(field) {
+                return Err(
+                    fields.error(field, "is only for a remote extension (one with \"url\")")
+                );
+            }
+        }
+        let on_failure = on_failure(&fields)?;
         let dialect = match (has_exec, has_command) {
             (true, true) => {
                 warnings.push(format!(
@@ -250,8 +311,108 @@ impl Manifest {
             enabled,
             launch,
             permissions,
+            on_failure,
             warnings,
         })
+    }
+}
+
+/// A manifest with `url`: exactly one of `exec`/`command` and `url`; the
+/// protocol is `protocol` or the root's.
+fn remote_manifest(
+    dir: &Path,
+    fields: &Fields<'_>,
+    root: Dialect,
+) -> Result<Manifest, ManifestError> {
+    let map = fields.map;
+    for field in ["exec", "command"] {
+        if map.contains_key(field) {
+            return Err(fields.error(
+                field,
+                "cannot be given with \"url\": an extension is either started here (exec/command) or reached at a url",
+            ));
+        }
+    }
+    if map.contains_key("permissions") {
+        return Err(fields.error(
+            "permissions",
+            "is only for an extension zot starts (exec/command); a remote one runs on its server",
+        ));
+    }
+    let name = fields
+        .string("name")?
+        .ok_or_else(|| fields.error("name", "is required"))?;
+    validate_name(&name).map_err(|why| fields.error("name", why))?;
+    let protocol = match fields.string("protocol")?.as_deref() {
+        None if root == Dialect::Nimlet => Dialect::Nimlet,
+        None => Dialect::Zot,
+        Some("zot") => Dialect::Zot,
+        Some("nimlet") => Dialect::Nimlet,
+        Some(other) => {
+            return Err(fields.error(
+                "protocol",
+                format!("must be \"zot\" or \"nimlet\" (got {other:?})"),
+            ));
+        }
+    };
+    let url = fields
+        .string("url")?
+        .ok_or_else(|| fields.error("url", "must be a string"))?;
+    crate::remote::check_url_text(&url).map_err(|why| fields.error("url", why))?;
+    let headers = match map.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(items)) => items
+            .iter()
+            .map(|(name, value)| match value {
+                Value::String(value) => {
+                    crate::remote::check_header_text(name, value)
+                        .map_err(|why| fields.error("headers", why))?;
+                    Ok((name.clone(), value.clone()))
+                }
+                _ => Err(fields.error("headers", format!("value of {name:?} must be a string"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(fields.error("headers", "must be an object of strings")),
+    };
+    let timeout = match protocol {
+        Dialect::Nimlet => nimlet_timeout(fields)?,
+        Dialect::Zot | Dialect::Mcp => None,
+    };
+    let enabled = match map.get("enabled") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(fields.error("enabled", "must be true or false")),
+    };
+    Ok(Manifest {
+        path: fields.path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        name,
+        version: fields.string("version")?,
+        language: fields.string("language")?,
+        description: fields.string("description")?,
+        skills: fields.strings("skills")?.unwrap_or_default(),
+        enabled,
+        launch: Launch::Remote(Remote {
+            url,
+            headers,
+            protocol,
+            timeout,
+        }),
+        permissions: None,
+        on_failure: on_failure(fields)?,
+        warnings: Vec::new(),
+    })
+}
+
+/// `on_failure`: `"allow"` (default) or `"block"`.
+fn on_failure(fields: &Fields<'_>) -> Result<OnFailure, ManifestError> {
+    match fields.string("on_failure")?.as_deref() {
+        None | Some("allow") => Ok(OnFailure::Allow),
+        Some("block") => Ok(OnFailure::Block),
+        Some(other) => Err(fields.error(
+            "on_failure",
+            format!("must be \"allow\" or \"block\" (got {other:?})"),
+        )),
     }
 }
 
@@ -270,7 +431,13 @@ fn nimlet_launch(fields: &Fields<'_>) -> Result<Launch, ManifestError> {
     if command.is_empty() {
         return Err(fields.error("command", "command must not be empty"));
     }
-    let timeout = match fields.map.get("response_timeout_seconds") {
+    let timeout = nimlet_timeout(fields)?;
+    Ok(Launch::Nimlet { command, timeout })
+}
+
+/// `response_timeout_seconds` with nimlet's exact message (research E2).
+fn nimlet_timeout(fields: &Fields<'_>) -> Result<Option<Duration>, ManifestError> {
+    Ok(match fields.map.get("response_timeout_seconds") {
         None => Some(NIMLET_DEFAULT_TIMEOUT),
         Some(Value::Null) => None,
         Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => {
@@ -282,8 +449,7 @@ fn nimlet_launch(fields: &Fields<'_>) -> Result<Launch, ManifestError> {
                 "response_timeout_seconds must be a positive integer or null",
             ));
         }
-    };
-    Ok(Launch::Nimlet { command, timeout })
+    })
 }
 
 /// The longest manifest name, in characters. The name becomes a file name

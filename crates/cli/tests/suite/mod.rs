@@ -16,6 +16,7 @@ mod mcp;
 mod mcp_cmd;
 mod nimlet;
 mod permissions;
+mod remote;
 mod rpc;
 mod scaffold;
 mod trust;

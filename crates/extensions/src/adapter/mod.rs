@@ -18,7 +18,7 @@ use zot_protocol::ui::CommandOutcome;
 use zot_protocol::zot::{ContentBlock, Key};
 
 use crate::context::HostContext;
-use crate::manifest::{Launch, Manifest};
+use crate::manifest::{Dialect, Launch, Manifest, Remote};
 use crate::model::{Ask, Effect, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
 use crate::transport::{FrameReader, Peer, ReadError, RequestError};
 
@@ -28,6 +28,11 @@ pub(crate) trait Link: Send + Sync {
     fn register(&self, registration: Registration);
     fn effect(&self, effect: Effect);
     fn warn(&self, message: String);
+    /// Whether an intercept this extension cannot answer blocks
+    /// (`on_failure: block`) rather than allows; for the warning's wording.
+    fn fails_closed(&self) -> bool {
+        false
+    }
 }
 
 /// A command's answer: what to do, and an error line to show whatever the outcome.
@@ -101,7 +106,7 @@ pub(crate) trait Adapter: Send + Sync {
 
     /// Asks an interceptor. `None` when it could not answer (timeout,
     /// crash, malformed reply): the adapter has warned, and the chain goes
-    /// on as if it allowed (fail-open).
+    /// on as if it allowed, or blocks when the manifest says `on_failure: block`.
     fn intercept<'a>(
         &'a self,
         peer: &'a Peer,
@@ -144,11 +149,13 @@ pub(crate) trait Adapter: Send + Sync {
 
 pub(crate) use crate::dispatch::ProgressSink;
 
-/// How to reach an extension: a process to start, or a remote connection
-/// its adapter opens itself (an MCP server over HTTP).
+/// How to reach an extension: a process to start, a remote connection
+/// its adapter opens itself (an MCP server over HTTP), or a zot or nimlet
+/// extension served over WebSocket or HTTP that the host connects to.
 pub(crate) enum LaunchSpec {
     Process(ProcessSpec),
     Remote(crate::transport::remote::RemoteSession),
+    Connect(Remote),
 }
 
 /// How to start an extension's process.
@@ -161,9 +168,9 @@ pub(crate) struct ProcessSpec {
     pub(crate) env: Vec<(String, String)>,
 }
 
-/// The adapter for a process manifest, and how to start it. `dir` is the
-/// extension directory (absolute); `data_dir` where it keeps its state (for
-/// protocols that say). An error says why it cannot start.
+/// The adapter for a process or remote manifest, and how to reach it.
+/// `dir` is the extension directory (absolute); `data_dir` where it keeps
+/// its state (for protocols that say). An error says why it cannot start.
 pub(crate) fn for_manifest(
     manifest: &Manifest,
     dir: &Path,
@@ -172,6 +179,18 @@ pub(crate) fn for_manifest(
 ) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
     if let Launch::Mcp(server) = &manifest.launch {
         return Ok(crate::mcp::adapter::launch(server, cx));
+    }
+    if let Launch::Remote(remote) = &manifest.launch {
+        let adapter: Box<dyn Adapter> = match remote.protocol {
+            Dialect::Nimlet => Box::new(nimlet::Nimlet::new(Arc::clone(cx), remote.timeout)),
+            _ => Box::new(zot::Zot::new(
+                Arc::clone(cx),
+                manifest.name.clone(),
+                dir.to_path_buf(),
+                data_dir.to_path_buf(),
+            )),
+        };
+        return Ok((adapter, LaunchSpec::Connect(remote.clone())));
     }
     let Some((program, args)) = manifest.program(dir) else {
         return Err(match manifest.launch {

@@ -73,6 +73,8 @@ impl Zot {
         };
         let keep = if event == "before_agent_start" {
             "keeping the prompt"
+        } else if link.fails_closed() {
+            "blocking (on_failure: block)"
         } else {
             "allowing"
         };
@@ -159,7 +161,7 @@ impl Adapter for Zot {
                 message: n.message,
             }),
             ExtFrame::ClearNotes => link.effect(Effect::ClearNotes),
-            ExtFrame::ShutdownAck => {}
+            ExtFrame::ShutdownAck => peer.conn.shutdown_acknowledged(),
         }
     }
 
@@ -308,6 +310,7 @@ impl Adapter for Zot {
     }
 
     fn shutdown(&self, peer: &Peer) {
+        peer.conn.expect_shutdown_ack();
         peer.conn.send(&HostFrame::Shutdown);
     }
 

@@ -3,11 +3,16 @@
 //! shares: the frame reader (limit enforced while reading), the outgoing
 //! queue (frames never interleave and stay in order), the table of requests
 //! waiting for a reply by id, and the [`Endpoint`] the host stops. Each
-//! transport is a module of its own: `stdio` (a child process) and
-//! `remote` (a network session its adapter owns, like MCP over HTTP).
+//! transport is a module of its own: `stdio` (a child process), `remote`
+//! (a network session its adapter owns, like MCP over HTTP), `ws`
+//! (WebSocket) and `http` (an event stream and POSTs) for zot and nimlet
+//! extensions served remotely; `wire` is the endpoint those two share.
 
+pub(crate) mod http;
 pub(crate) mod remote;
 pub(crate) mod stdio;
+pub(crate) mod wire;
+pub(crate) mod ws;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -34,11 +39,12 @@ pub(crate) struct Peer {
     pub(crate) conn: Connection,
 }
 
-/// The far end of a transport, as the host supervises it: a process today.
-/// Exit descriptions read `exit status: 3` or `signal: 9 (SIGKILL)`.
+/// The far end of a transport, as the host supervises it: a process, or a
+/// network connection. Exit descriptions read `exit status: 3` or
+/// `signal: 9 (SIGKILL)` for a process, `connection closed: …` for a connection.
 pub(crate) trait Endpoint: Send + Sync {
-    /// The process id (the process group leader).
-    fn pid(&self) -> i32;
+    /// The process id (the process group leader); `None` for a connection.
+    fn pid(&self) -> Option<i32>;
     /// How it ended, once it has.
     fn exit(&self) -> Option<String>;
     /// Waits until `deadline` for it to end by itself.
@@ -61,9 +67,15 @@ pub(crate) fn describe(exit: Option<&str>) -> String {
     exit.unwrap_or("still running").to_owned()
 }
 
-/// Reads LF-delimited frames: a trailing CR is dropped, blank lines skipped.
+/// Reads frames: LF-delimited from a byte stream (a trailing CR is dropped,
+/// blank lines skipped), or whole frames a message transport hands over.
 pub(crate) struct FrameReader {
-    inner: FramedRead<Box<dyn AsyncRead + Send + Unpin>, AnyDelimiterCodec>,
+    inner: Source,
+}
+
+enum Source {
+    Lines(FramedRead<Box<dyn AsyncRead + Send + Unpin>, AnyDelimiterCodec>),
+    Frames(mpsc::Receiver<Result<Bytes, ReadError>>),
 }
 
 #[derive(Debug)]
@@ -80,14 +92,31 @@ impl FrameReader {
         let codec =
             AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_frame_bytes);
         Self {
-            inner: FramedRead::new(Box::new(input), codec),
+            inner: Source::Lines(FramedRead::new(Box::new(input), codec)),
+        }
+    }
+
+    /// Frames a message transport's task sends; the end of the stream is
+    /// when that task drops its sender.
+    pub(crate) fn from_frames(frames: mpsc::Receiver<Result<Bytes, ReadError>>) -> Self {
+        Self {
+            inner: Source::Frames(frames),
         }
     }
 
     /// The next non-blank frame; `None` at end of stream. Cancel-safe.
     pub(crate) async fn next(&mut self) -> Option<Result<Bytes, ReadError>> {
+        let lines = match &mut self.inner {
+            Source::Lines(lines) => lines,
+            Source::Frames(frames) => loop {
+                match frames.recv().await? {
+                    Ok(frame) if frame.iter().all(u8::is_ascii_whitespace) => continue,
+                    other => return Some(other),
+                }
+            },
+        };
         loop {
-            let frame = match self.inner.next().await? {
+            let frame = match lines.next().await? {
                 Ok(frame) => frame,
                 Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
                     return Some(Err(ReadError::TooLong));
@@ -167,6 +196,19 @@ pub(crate) struct Connection {
     pending: Mutex<Pending>,
     /// Set to close stdin now, even in the middle of a blocked write.
     abort_input: watch::Sender<bool>,
+    /// Where the protocol's shutdown stands, for transports that close the
+    /// connection themselves once it is acknowledged.
+    shutdown: watch::Sender<Shutdown>,
+}
+
+/// Where a protocol's shutdown stands on one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shutdown {
+    /// Not asked, or asked of a protocol that does not acknowledge it.
+    NotAwaited,
+    /// Asked; the extension is expected to acknowledge.
+    Awaiting,
+    Acknowledged,
 }
 
 #[derive(Default)]
@@ -185,6 +227,7 @@ impl Connection {
             queue,
             pending: Mutex::new(Pending::default()),
             abort_input,
+            shutdown: watch::channel(Shutdown::NotAwaited).0,
         };
         (
             conn,
@@ -209,6 +252,21 @@ impl Connection {
     /// Closes the way out (stdin) after everything queued so far has been written.
     pub(crate) fn close_input(&self) {
         let _ = self.queue.send(Outgoing::Close);
+    }
+
+    /// The protocol asked for a shutdown that the extension acknowledges.
+    pub(crate) fn expect_shutdown_ack(&self) {
+        self.shutdown.send_replace(Shutdown::Awaiting);
+    }
+
+    /// The extension acknowledged the shutdown.
+    pub(crate) fn shutdown_acknowledged(&self) {
+        self.shutdown.send_replace(Shutdown::Acknowledged);
+    }
+
+    /// Follows where the shutdown stands.
+    pub(crate) fn shutdown_state(&self) -> watch::Receiver<Shutdown> {
+        self.shutdown.subscribe()
     }
 
     /// Sends a request and waits for the reply with the same id. The

@@ -93,9 +93,9 @@ impl Remote {
 }
 
 impl Endpoint for Remote {
-    /// No process: 0.
-    fn pid(&self) -> i32 {
-        0
+    /// No process.
+    fn pid(&self) -> Option<i32> {
+        None
     }
 
     fn exit(&self) -> Option<String> {

@@ -243,8 +243,8 @@ fn text(status: Option<ExitStatus>) -> Option<String> {
 }
 
 impl Endpoint for Process {
-    fn pid(&self) -> i32 {
-        self.pgid.as_raw()
+    fn pid(&self) -> Option<i32> {
+        Some(self.pgid.as_raw())
     }
 
     fn exit(&self) -> Option<String> {

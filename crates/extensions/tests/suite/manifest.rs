@@ -193,3 +193,116 @@ async fn host_reports_invalid_manifests_and_loads_the_rest() {
     assert_eq!(host.commands().len(), 1);
     host.shutdown().await;
 }
+
+#[test]
+fn a_remote_manifest_has_a_url_instead_of_a_program() {
+    use std::time::Duration;
+    use zot_extensions::{Dialect, OnFailure, Remote};
+    let env = Env::new();
+    let m = load(
+        &env,
+        r#"{"name":"team-guard","url":"wss://guard.example.com/zot",
+            "headers":{"Authorization":"Bearer ${TEAM_GUARD_TOKEN}"},"on_failure":"block"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        m.launch,
+        Launch::Remote(Remote {
+            url: "wss://guard.example.com/zot".into(),
+            headers: vec![("Authorization".into(), "Bearer ${TEAM_GUARD_TOKEN}".into())],
+            protocol: Dialect::Zot,
+            timeout: None,
+        })
+    );
+    assert_eq!(m.on_failure, OnFailure::Block);
+    assert!(m.is_process());
+    assert_eq!(m.dialect(), Some(Dialect::Zot));
+
+    // The protocol follows the root unless the manifest names one.
+    let dir = env.manifest(Root::Global, "n", r#"{"name":"n","url":"https://h/x"}"#);
+    let nimlet = Manifest::load_in(&dir, Dialect::Nimlet).unwrap();
+    assert_eq!(nimlet.dialect(), Some(Dialect::Nimlet));
+    assert_eq!(
+        nimlet.remote().unwrap().timeout,
+        Some(Duration::from_secs(30))
+    );
+    let dir = env.manifest(
+        Root::Global,
+        "z",
+        r#"{"name":"z","url":"https://h/x","protocol":"zot"}"#,
+    );
+    assert_eq!(
+        Manifest::load_in(&dir, Dialect::Nimlet).unwrap().dialect(),
+        Some(Dialect::Zot)
+    );
+    // on_failure works for local extensions too, and defaults to allow.
+    assert_eq!(
+        load(&env, r#"{"name":"a","exec":"x","on_failure":"block"}"#)
+            .unwrap()
+            .on_failure,
+        OnFailure::Block
+    );
+    assert_eq!(
+        load(&env, r#"{"name":"a","exec":"x"}"#).unwrap().on_failure,
+        OnFailure::Allow
+    );
+}
+
+#[test]
+fn remote_manifest_mistakes_name_the_field() {
+    let env = Env::new();
+    let cases = [
+        (
+            r#"{"name":"a","exec":"x","url":"ws://localhost/"}"#,
+            "exec",
+            "cannot be given with \"url\"",
+        ),
+        (
+            r#"{"name":"a","command":["x"],"url":"ws://localhost/"}"#,
+            "command",
+            "cannot be given with \"url\"",
+        ),
+        (
+            r#"{"name":"a","url":"ftp://h/"}"#,
+            "url",
+            "must start with ws://",
+        ),
+        (r#"{"name":"a","url":7}"#, "url", "must be a string"),
+        (
+            r#"{"name":"a","url":"wss://h/${OOPS"}"#,
+            "url",
+            "without a closing",
+        ),
+        (
+            r#"{"name":"a","url":"wss://h/","protocol":"mcp"}"#,
+            "protocol",
+            "must be \"zot\" or \"nimlet\"",
+        ),
+        (
+            r#"{"name":"a","url":"wss://h/","headers":["x"]}"#,
+            "headers",
+            "must be an object",
+        ),
+        (
+            r#"{"name":"a","url":"wss://h/","headers":{"X":1}}"#,
+            "headers",
+            "must be a string",
+        ),
+        (
+            r#"{"name":"a","url":"wss://h/","on_failure":"maybe"}"#,
+            "on_failure",
+            "must be \"allow\" or \"block\"",
+        ),
+        (
+            r#"{"name":"a","exec":"x","headers":{}}"#,
+            "headers",
+            "only for a remote extension",
+        ),
+    ];
+    for (text, field, message) in cases {
+        let err = load(&env, text).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{text}: {err}");
+        assert!(err.message.contains(message), "{text}: {err}");
+        assert!(err.to_string().contains("extension.json"), "{err}");
+    }
+}

@@ -13,4 +13,5 @@ mod mcp_oauth;
 mod nimlet;
 mod prompt;
 mod registration;
+mod remote;
 mod spawn;
