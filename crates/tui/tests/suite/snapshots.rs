@@ -152,6 +152,17 @@ async fn popup_with_extension_commands() {
     assert_snapshot!("popup_filtered", render(&mut app, 80, 12));
 }
 
+/// The popup shows 16 rows at a time; the Markdown commands' group, past
+/// them, is reached by typing.
+#[tokio::test]
+async fn popup_with_markdown_commands() {
+    let (mut app, _, _) = app();
+    for c in "/git".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    assert_snapshot!(render(&mut app, 80, 8));
+}
+
 #[tokio::test]
 async fn open_panel() {
     let (mut app, _, _) = app();
