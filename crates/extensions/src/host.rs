@@ -517,7 +517,14 @@ fn load_hooks(
         return CommandHooks::none(&project, warn);
     }
     let loaded = crate::hooks::settings::load(&config.hook_sources(trusted));
-    CommandHooks::new(&loaded, &project, &config.session_id, warn)
+    // As for extensions, a policy that cannot be read runs nothing it would confine.
+    let policy = zot_sandbox::Policy::load(&config.zot_home).map_err(|e| e.to_string());
+    CommandHooks::new(&loaded, &project, &config.session_id, warn).with_scope(
+        crate::hooks::ProjectScope {
+            config: config.clone(),
+            policy,
+        },
+    )
 }
 
 /// How an adapter reaches the host about one extension.

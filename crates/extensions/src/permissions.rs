@@ -112,6 +112,32 @@ fn resolve(scope: &Scope, places: &Places, program: &Path, dir: &Path) -> zot_sa
     zot_sandbox::resolve(scope, places, program, Some(dir), path.as_deref())
 }
 
+/// The name project command hooks take in the policy: its `extensions`
+/// entry of this name, else `project_default`, is their scope.
+pub const HOOKS_POLICY_NAME: &str = "hooks";
+
+/// How one project command hook starts: under the policy's scope for
+/// [`HOOKS_POLICY_NAME`] or `project_default`, as a project extension that
+/// declares nothing would (`sh` is its program, the project its directory).
+pub(crate) fn project_hook_confinement(
+    config: &HostConfig,
+    policy: &Policy,
+) -> Result<Confinement, String> {
+    let places = places(config, HOOKS_POLICY_NAME, Found::Project);
+    let grant = policy.effective(HOOKS_POLICY_NAME, None, Origin::Project, |a, b| {
+        places.under(a, b)
+    });
+    confine(
+        config,
+        policy.enforce,
+        &grant,
+        HOOKS_POLICY_NAME,
+        Found::Project,
+        Path::new("/bin/sh"),
+        &places.project,
+    )
+}
+
 /// The confinement of `program`, started for extension `name` (found in
 /// `found`, in directory `dir`) under `grant`: its data and private
 /// temporary directories created, its sandbox built. Errors are for the

@@ -656,3 +656,39 @@ async fn continue_false_ends_the_run_after_the_call_with_its_reason() {
     assert_eq!(end["error"], "enough for today", "{run:?}");
     assert_eq!(model.requests().len(), 1, "the model is not called again");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn project_hooks_run_under_the_policys_project_default_and_user_hooks_do_not() {
+    let w = World::new();
+    let outside = w.scratch.join("outside.txt");
+    let inside = w.project.join("inside.txt");
+    let write_both = format!(
+        "echo x > '{}' 2>/dev/null; echo x > '{}'",
+        outside.display(),
+        inside.display()
+    );
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    std::fs::write(
+        w.project.join(".zot/hooks.json"),
+        settings(&[("UserPromptSubmit", "", command(&write_both))]).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        w.home.join("permissions.json"),
+        json!({"project_default": {"read": ["project"], "write": ["project"], "net": "none"}})
+            .to_string(),
+    )
+    .unwrap();
+    let model = MockModel::start([anthropic::text("1"), anthropic::text("2")]).await;
+    let run = zot(&w, &model, &["-p", "--no-session", "--trust", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(inside.exists(), "the project is writable: {run:?}");
+    assert!(!outside.exists(), "outside the project is not: {run:?}");
+
+    // The same command as the user's own hook runs with the user's rights.
+    std::fs::remove_file(w.project.join(".zot/hooks.json")).unwrap();
+    user_hooks(&w, &[("UserPromptSubmit", "", command(&write_both))]);
+    let run = zot(&w, &model, &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(outside.exists(), "{run:?}");
+}

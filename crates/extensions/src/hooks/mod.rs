@@ -76,9 +76,18 @@ struct Facts {
 /// Every hook zot runs, ready to fire.
 pub struct CommandHooks {
     hooks: Vec<(HookSpec, Matcher)>,
+    /// How project hooks are confined (`None`: they run unrestricted).
+    scope: Option<ProjectScope>,
     project: PathBuf,
     facts: Mutex<Facts>,
     warn: Warn,
+}
+
+/// What the confinement of a project hook is built from.
+pub(crate) struct ProjectScope {
+    pub(crate) config: crate::config::HostConfig,
+    /// The user's permission policy, or why it cannot be read.
+    pub(crate) policy: Result<zot_sandbox::Policy, String>,
 }
 
 /// How one hook answered.
@@ -160,6 +169,7 @@ impl CommandHooks {
             .collect();
         Self {
             hooks,
+            scope: None,
             project: project.to_path_buf(),
             facts: Mutex::new(Facts {
                 session_id: session_id.to_owned(),
@@ -188,6 +198,12 @@ impl CommandHooks {
 
     fn facts(&self) -> std::sync::MutexGuard<'_, Facts> {
         self.facts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Project hooks run under the permission policy's scope for them.
+    pub(crate) fn with_scope(mut self, scope: ProjectScope) -> Self {
+        self.scope = Some(scope);
+        self
     }
 
     /// Takes the session facts of the generation before a reload.
@@ -248,18 +264,37 @@ impl CommandHooks {
             ("CLAUDE_PROJECT_DIR", &self.project),
             ("ZOT_PROJECT_DIR", &self.project),
         ];
+        let (line, env) = (&line, &env);
         let runs = chosen.iter().map(|spec| {
             let mut timeout = spec.timeout.unwrap_or(DEFAULT_TIMEOUT);
             if matches!(event, Event::SessionEnd | Event::Notification) {
                 timeout = timeout.min(QUICK_EVENT_TIMEOUT);
             }
-            run::run(Call {
-                command: &spec.command,
-                cwd: &self.project,
-                env: &env,
-                input: line.as_bytes(),
-                timeout,
-            })
+            let confinement = match (&self.scope, spec.scope) {
+                (Some(scope), HookScope::Project) => scope.policy.clone().and_then(|policy| {
+                    crate::permissions::project_hook_confinement(&scope.config, &policy)
+                }),
+                _ => Ok(run::Confinement::default()),
+            };
+            async move {
+                match confinement {
+                    Ok(confinement) => {
+                        run::run(Call {
+                            command: &spec.command,
+                            cwd: &self.project,
+                            env,
+                            input: line.as_bytes(),
+                            timeout,
+                            confinement,
+                        })
+                        .await
+                    }
+                    Err(why) => Ran::Failed {
+                        why: format!("cannot start under its permission scope: {why}"),
+                        stderr: String::new(),
+                    },
+                }
+            }
         });
         let results = join_all(runs).await;
         chosen

@@ -13,7 +13,8 @@ use tokio::process::Command;
 use tokio::time::Instant;
 
 use crate::reaper;
-use crate::transport::stdio::{Confinement, harden};
+pub(crate) use crate::transport::stdio::Confinement;
+use crate::transport::stdio::harden;
 
 /// Most bytes of a hook's stdout, and of its stderr, that are kept (the
 /// issue: 1 MiB each); the rest is read and dropped so the hook never
@@ -48,6 +49,8 @@ pub struct Call<'a> {
     /// One line of JSON (the newline is added).
     pub input: &'a [u8],
     pub timeout: Duration,
+    /// Its scope and sandbox (none for user hooks); `env` is added to it.
+    pub confinement: Confinement,
 }
 
 /// Runs one hook to its end (or its timeout).
@@ -62,14 +65,12 @@ pub async fn run(call: Call<'_>) -> Ran {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     // The environment every child gets, and the hook's own variables.
-    let confinement = Confinement {
-        env: call
-            .env
+    let mut confinement = call.confinement;
+    confinement.env.extend(
+        call.env
             .iter()
-            .map(|(key, value)| ((*key).to_owned(), value.display().to_string()))
-            .collect(),
-        ..Confinement::default()
-    };
+            .map(|(key, value)| ((*key).to_owned(), value.display().to_string())),
+    );
     harden(&mut command, &confinement);
     let mut child = match command.spawn() {
         Ok(child) => child,
