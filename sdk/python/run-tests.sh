@@ -6,8 +6,9 @@
 #                     (target/ in the repository), built with cargo if missing
 #   PYTHON            the interpreter for the virtualenv (default python3, >= 3.9)
 #
-# The virtualenv lives in target/py-venv and is reused; pytest and jsonschema
-# (the schema checks) come from PyPI, the SDK is installed editable from here.
+# The virtualenv lives in target/py-venv and is reused; pytest, jsonschema (the
+# schema checks) and websockets (serve_websocket) come from PyPI, pinned in
+# tests/requirements.txt; the SDK is installed editable from here.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,8 +44,13 @@ vpy="$venv/bin/python"
 export PYTHONDONTWRITEBYTECODE=1
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-if ! (cd / && "$vpy" -c 'import pytest, jsonschema') 2>/dev/null; then
-  "$vpy" -m pip install --quiet pytest jsonschema
+# Pinned in tests/requirements.txt; installed again only when its hash changes.
+lock="$here/tests/requirements.txt"
+lock_hash=$(sha256sum "$lock" | cut -d' ' -f1)
+stamp="$venv/.requirements-sha256"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ]; then
+  "$vpy" -m pip install --quiet -r "$lock"
+  echo "$lock_hash" > "$stamp"
 fi
 # The SDK, editable, so installed copies of the examples find it like a user's would.
 if ! (cd / && "$vpy" -c "import sys, zot_ext; sys.exit(zot_ext.__file__ != '$here/zot_ext/__init__.py')") 2>/dev/null; then

@@ -143,7 +143,7 @@ def test_eof_before_hello_ack_returns(capsys: pytest.CaptureFixture[str]) -> Non
     host = FakeHost(Extension("early"))
     assert host.recv()["type"] == "hello"
     host.close()
-    assert "closed stdin before hello_ack" in capsys.readouterr().err
+    assert "the host went away before hello_ack" in capsys.readouterr().err
 
 
 def test_tool_calls_run_concurrently_and_events_in_order() -> None:

@@ -10,7 +10,8 @@
 
     ext.run()
 
-Pure standard library; see README.md for the whole surface.
+Pure standard library (`serve_websocket` needs the ``websockets`` extra);
+see README.md for the whole surface.
 """
 
 from .extension import MAX_FRAME_BYTES, PROTOCOL_VERSION, TRACE_ENV, Extension, FrameTooLarge
@@ -40,6 +41,7 @@ from .types import (
     replace_text,
     rewrite,
 )
+from .websocket import serve_websocket
 
 __version__ = "0.1.0"
 
@@ -73,4 +75,5 @@ __all__ = [
     "prompt",
     "replace_text",
     "rewrite",
+    "serve_websocket",
 ]

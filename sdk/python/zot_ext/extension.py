@@ -453,17 +453,36 @@ class Extension:
         ``ready``, then dispatches host frames. With the default streams,
         ``sys.stdout`` is pointed at stderr while running, so a stray
         ``print`` lands in the log instead of corrupting the protocol."""
-        with self._lock:
-            if self._started:
-                raise RuntimeError("run() was already called")
-            self._started = True
+        self._claim_start("run()")
         reader = stdin if stdin is not None else _binary(sys.stdin, 0, "rb")
         saved_stdout = None
         if stdout is None:
             sys.stdout.flush()
             stdout = _binary(sys.stdout, 1, "wb")
             saved_stdout, sys.stdout = sys.stdout, sys.stderr
-        self._wire = _Wire(stdout, self.name, self.log)
+        try:
+            self._session(reader, stdout)
+        finally:
+            if saved_stdout is not None:
+                sys.stdout = saved_stdout
+
+    def _claim_start(self, what: str) -> None:
+        with self._lock:
+            if self._started:
+                raise RuntimeError(f"{what}: this extension is already running")
+            self._started = True
+
+    def _session(self, reader: IO[Any], out: IO[bytes]) -> None:
+        """One connection to a host, whatever carries it: ``reader.readline()``
+        yields one frame (``""`` at the end), ``out.write`` takes one encoded
+        frame. Stdio and the WebSocket server (`zot_ext.websocket`) both run
+        the protocol through here."""
+        with self._lock:
+            self._announced = False
+            self._shutdown_requested = False
+            self._host = HostInfo()
+            self._ordered = queue.Queue()
+            self._wire = _Wire(out, self.name, self.log)
         worker = threading.Thread(target=self._ordered_loop, name=f"{self.name}-events", daemon=True)
         try:
             hello: Dict[str, Any] = {"type": "hello", "name": self.name}
@@ -473,7 +492,7 @@ class Extension:
                 hello["capabilities"] = self.capabilities
             self._send(hello)
             if not self._await_hello_ack(reader):
-                self.log("the host closed stdin before hello_ack")
+                self.log("the host went away before hello_ack")
                 return
             for on_hello in list(self._hello_handlers):
                 try:
@@ -500,8 +519,6 @@ class Extension:
                 except (RuntimeError, ValueError):
                     pass
             self._wire.close()
-            if saved_stdout is not None:
-                sys.stdout = saved_stdout
 
     def _lines(self, reader: IO[Any]) -> Iterator[Dict[str, Any]]:
         """Yields each host frame as a dict; malformed lines are logged and skipped."""
