@@ -10,7 +10,7 @@ pub enum Error {
     Read(#[source] io::Error),
     #[error("writing to the host failed: {0}")]
     Write(#[source] io::Error),
-    #[error("the host closed stdin before hello_ack")]
+    #[error("the host closed the connection before hello_ack")]
     NoHelloAck,
     #[error("cannot subscribe to unknown event \"{name}\" (known: {})", zot_protocol::zot::Event::NAMES.join(", "))]
     UnknownEvent { name: String },
@@ -18,4 +18,7 @@ pub enum Error {
         "tool \"{name}\": its argument schema must be a JSON object with \"type\": \"object\" ({problem})"
     )]
     ToolSchema { name: String, problem: String },
+    #[cfg(feature = "websocket")]
+    #[error("cannot serve over WebSocket: {0}")]
+    Listen(#[source] io::Error),
 }

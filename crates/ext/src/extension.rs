@@ -315,7 +315,7 @@ impl Extension {
         R: std::io::BufRead,
         W: Write + Send + 'static,
     {
-        crate::runtime::run(self, input, Box::new(output))
+        crate::runtime::run(self, crate::runtime::Lines::new(input), Box::new(output))
     }
 
     fn typed_tool<A, F>(self, name: String, description: String, deferred: bool, handler: F) -> Self

@@ -38,6 +38,9 @@
 //! subscribes to exactly the events and intercepts that have handlers,
 //! sends `ready`, and then serves zot until stdin closes or zot sends
 //! `shutdown`. stdout is the protocol: log with [`Host::log`] or stderr.
+//!
+//! With the `websocket` feature, [`WebSocketServer`] serves the same
+//! extension over WebSocket, for zot to load by `url` (a remote extension).
 
 mod error;
 mod extension;
@@ -46,6 +49,8 @@ mod intercept;
 mod response;
 mod runtime;
 mod tool;
+#[cfg(feature = "websocket")]
+mod websocket;
 
 pub use error::Error;
 pub use extension::Extension;
@@ -56,5 +61,7 @@ pub use intercept::{
 pub use response::{Action, Panel, Response};
 pub use runtime::{MAX_CONCURRENT_HANDLERS, MAX_HOST_FRAME_BYTES, SHUTDOWN_DRAIN};
 pub use tool::{Content, ToolResult};
+#[cfg(feature = "websocket")]
+pub use websocket::{MAX_WEBSOCKET_MESSAGE_BYTES, WebSocketServer};
 pub use zot_protocol::zot::{Event, Key, NotifyLevel, PanelKey};
 pub use {schemars, serde_json};

@@ -43,9 +43,16 @@ const LOG_SNIPPET_CHARS: usize = 200;
 /// Announced in `hello`. zot does not act on them; they say what the SDK can do.
 const CAPABILITIES: [&str; 4] = ["commands", "tools", "events", "panels"];
 
-pub(crate) fn run<R: BufRead>(
+/// Where host frames come from: LF-terminated lines on stdin, or one
+/// WebSocket text message each. Everything after reading is shared.
+pub(crate) trait FrameSource {
+    /// The next well-formed frame; `None` once the host is gone.
+    fn next_frame(&mut self, host: &Host) -> Result<Option<HostFrame>, Error>;
+}
+
+pub(crate) fn run(
     mut ext: Extension,
-    input: R,
+    mut lines: impl FrameSource,
     output: Box<dyn Write + Send>,
 ) -> Result<(), Error> {
     validate(&ext)?;
@@ -56,7 +63,6 @@ pub(crate) fn run<R: BufRead>(
         capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
     });
     host.attach(output, &hello).map_err(Error::Write)?;
-    let mut lines = Lines::new(input);
 
     let info = loop {
         match lines.next_frame(&host)? {
@@ -603,52 +609,16 @@ impl PoolShared {
 
 /// Reads LF-terminated host frames, skipping blank, oversized and malformed
 /// lines (logged to stderr, never stdout).
-struct Lines<R> {
+pub(crate) struct Lines<R> {
     input: R,
     buf: Vec<u8>,
 }
 
 impl<R: BufRead> Lines<R> {
-    fn new(input: R) -> Self {
+    pub(crate) fn new(input: R) -> Self {
         Self {
             input,
             buf: Vec::new(),
-        }
-    }
-
-    /// The next well-formed frame; `None` at end of input.
-    fn next_frame(&mut self, host: &Host) -> Result<Option<HostFrame>, Error> {
-        loop {
-            self.buf.clear();
-            let limit = MAX_HOST_FRAME_BYTES as u64 + 1;
-            let n = (&mut self.input)
-                .take(limit)
-                .read_until(b'\n', &mut self.buf)
-                .map_err(Error::Read)?;
-            if n == 0 {
-                return Ok(None);
-            }
-            if self.buf.len() > MAX_HOST_FRAME_BYTES {
-                self.skip_rest_of_line()?;
-                host.log(format_args!(
-                    "skipped a frame from zot over {MAX_HOST_FRAME_BYTES} bytes"
-                ));
-                continue;
-            }
-            let line = self.buf.trim_ascii();
-            if line.is_empty() {
-                continue;
-            }
-            match serde_json::from_slice::<HostFrame>(line) {
-                Ok(frame) => return Ok(Some(frame)),
-                Err(e) => {
-                    let text = String::from_utf8_lossy(line);
-                    let snippet: String = text.chars().take(LOG_SNIPPET_CHARS).collect();
-                    host.log(format_args!(
-                        "skipped a malformed frame from zot ({e}): {snippet}"
-                    ));
-                }
-            }
         }
     }
 
@@ -668,6 +638,52 @@ impl<R: BufRead> Lines<R> {
                     self.input.consume(len);
                 }
             }
+        }
+    }
+}
+
+impl<R: BufRead> FrameSource for Lines<R> {
+    fn next_frame(&mut self, host: &Host) -> Result<Option<HostFrame>, Error> {
+        loop {
+            self.buf.clear();
+            let limit = MAX_HOST_FRAME_BYTES as u64 + 1;
+            let n = (&mut self.input)
+                .take(limit)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(Error::Read)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if self.buf.len() > MAX_HOST_FRAME_BYTES {
+                self.skip_rest_of_line()?;
+                host.log(format_args!(
+                    "skipped a frame from zot over {MAX_HOST_FRAME_BYTES} bytes"
+                ));
+                continue;
+            }
+            if let Some(frame) = parse_frame(&self.buf, host) {
+                return Ok(Some(frame));
+            }
+        }
+    }
+}
+
+/// One host frame from its bytes; blank input is skipped silently, a
+/// malformed frame with a log line.
+pub(crate) fn parse_frame(bytes: &[u8], host: &Host) -> Option<HostFrame> {
+    let line = bytes.trim_ascii();
+    if line.is_empty() {
+        return None;
+    }
+    match serde_json::from_slice::<HostFrame>(line) {
+        Ok(frame) => Some(frame),
+        Err(e) => {
+            let text = String::from_utf8_lossy(line);
+            let snippet: String = text.chars().take(LOG_SNIPPET_CHARS).collect();
+            host.log(format_args!(
+                "skipped a malformed frame from zot ({e}): {snippet}"
+            ));
+            None
         }
     }
 }

@@ -95,6 +95,56 @@ async fn json_mode_with_an_http_guard_blocks_a_dangerous_call() {
     assert_eq!(result["is_error"], true, "{result}");
 }
 
+/// A guard built with the Rust SDK and served by its synchronous WebSocket
+/// server (`zot-ext`, feature `websocket`) on a free loopback port.
+#[tokio::test(flavor = "multi_thread")]
+async fn print_mode_with_a_rust_sdk_websocket_guard_blocks_a_dangerous_call() {
+    use zot_ext::{Extension, ToolCallDecision, WebSocketServer};
+    let server = WebSocketServer::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/guard", server.local_addr().unwrap());
+    // One session: zot -p connects once and shuts the extension down.
+    let session = std::thread::spawn(move || {
+        let guard = Extension::new("sdk-guard", "1.0.0").intercept_tool_call(|call, _host| {
+            match call.args["command"].as_str() {
+                Some(command) if call.name == "bash" && command.contains("rm ") => {
+                    ToolCallDecision::block("sdk guard says no")
+                }
+                _ => ToolCallDecision::Allow,
+            }
+        });
+        server.serve_one(guard)
+    });
+    let w = World::new();
+    std::fs::write(w.project.join("precious.txt"), "keep me").unwrap();
+    let ext = remote_ext(&w, "sdk-guard", json!({"url": url}));
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", r#"{"command":"rm -f precious.txt"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = run(w.against(
+        &model,
+        "anthropic",
+        &[
+            "-p",
+            "--no-session",
+            "--ext",
+            ext.to_str().unwrap(),
+            "clean",
+        ],
+    ))
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "ok\n");
+    assert!(w.project.join("precious.txt").exists(), "not blocked");
+    let second = model.requests()[1].body.to_string();
+    assert!(second.contains("sdk guard says no"), "{second}");
+    let ended = tokio::task::spawn_blocking(move || session.join().unwrap())
+        .await
+        .unwrap();
+    assert!(ended.is_ok(), "{ended:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_blocking_guard_that_is_down_refuses_bash() {
     // A port nothing listens on: bound, then freed.

@@ -7,3 +7,5 @@ mod handshake;
 mod intercepts;
 mod stdio;
 mod tools;
+#[cfg(feature = "websocket")]
+mod websocket;
