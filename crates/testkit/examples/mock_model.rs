@@ -13,6 +13,9 @@
 //! `tool NAME [ARGS_JSON]`: the answer is one call of tool NAME (arguments
 //! `{}` unless given), then "done".
 //! `tools N NAME`: the answer is N calls of tool NAME in one message, then "done".
+//! `turns N NAME [ARGS_JSON]`: N answers of one call of tool NAME each (one
+//! model turn per call), then "done".
+//! `text TEXT`: the answer is TEXT.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
@@ -46,6 +49,16 @@ async fn main() {
             }
             vec![script.build(), anthropic::text("done")]
         }
+        ["turns", count, name, ref rest @ ..] if rest.len() <= 1 => {
+            let count: usize = count.parse().expect("a number of turns");
+            let args = rest.first().copied().unwrap_or("{}");
+            let mut responses: Vec<_> = (0..count)
+                .map(|i| anthropic::tool_call(&format!("t{i}"), name, args))
+                .collect();
+            responses.push(anthropic::text("done"));
+            responses
+        }
+        ["text", text] => vec![anthropic::text(text)],
         ["text-mb", mb] => {
             let mb: usize = mb.parse().expect("a number of MB");
             let line = "0123456789 abcdefghijklmnopqrstuvwxyz \"quoted\" é\n";
@@ -61,7 +74,8 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: mock_model bash CMD | tool NAME [ARGS_JSON] | tools N NAME | text-mb N"
+                "usage: mock_model bash CMD | tool NAME [ARGS_JSON] | tools N NAME \
+                 | turns N NAME [ARGS_JSON] | text TEXT | text-mb N"
             );
             std::process::exit(2);
         }
