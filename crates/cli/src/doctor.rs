@@ -258,7 +258,7 @@ fn endpoint(provider: &ProviderConfig, has_key: bool) -> Value {
             .build()
             .map_err(|e| e.to_string())?;
         runtime.block_on(async {
-            let client = reqwest::Client::builder()
+            let client = zot_core::provider::http_client(&provider.base_url)
                 .timeout(ENDPOINT_TIMEOUT)
                 .connect_timeout(ENDPOINT_TIMEOUT)
                 .build()

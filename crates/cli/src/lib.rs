@@ -37,6 +37,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         logging::init(&zot_home);
     }
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "zot starts");
+    // Before anything builds an HTTP client (reqwest has no provider of its own).
+    zot_core::provider::install_tls_provider();
     let Some(command) = &cli.command else {
         return agent_mode(&cli, cli.agent.mode());
     };
@@ -107,6 +109,18 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
         Mode::Rpc => rpc::run(&args, &ctx),
         Mode::Interactive => interactive::run(&args, &ctx),
     }
+}
+
+/// The async runtime of the print and JSON modes, which run one prompt: a
+/// single thread. Each extra thread costs its stack and, with glibc, a
+/// malloc arena of its own that keeps freed memory (see BENCHMARKS.md,
+/// performance issue); one prompt's work is a chain of awaits that two
+/// threads do not speed up. Blocking work (files, capping outputs) still
+/// goes to tokio's blocking pool.
+pub fn prompt_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }
 
 /// `zot rpc …` is `zot --mode rpc …`, so every agent option works after it.

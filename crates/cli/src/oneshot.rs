@@ -115,7 +115,7 @@ pub fn run(
     if prompt.trim().is_empty() {
         anyhow::bail!("no prompt: pass one as arguments or on stdin");
     }
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = crate::prompt_runtime()?;
     runtime.block_on(async {
         let running = run::start(args, ctx, mode).await?;
         let (lines, writer) = spawn_writer();

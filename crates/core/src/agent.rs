@@ -4,8 +4,9 @@
 //! intercept in call order; consecutive read-only calls then run
 //! concurrently, a call that may write alone), then `turn_end`. A prompt ends with `done`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -164,6 +165,14 @@ pub struct Agent {
     config: AgentConfig,
     hooks: Arc<dyn Hooks>,
     builtin: Vec<Arc<dyn Tool>>,
+    /// `builtin`'s specs, in the same order: made once, since a spec builds
+    /// its JSON Schema and the tools are looked up on every turn.
+    builtin_specs: Vec<ToolSpec>,
+    /// Compiled argument validators by tool name, each with the schema it
+    /// was compiled from: compiling takes far longer than the call it
+    /// checks. An entry is replaced when the tool's schema changes (an
+    /// extension reloaded or re-registered it).
+    validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
     confirm: Option<Arc<dyn Confirm>>,
     /// The assembled base prompt; a send (even of the same text) is a reset.
     base_prompt: watch::Sender<String>,
@@ -196,11 +205,14 @@ impl Agent {
                 tracing::debug!(removed, root = %root.display(), "pruned old tool outputs");
             }
         }
+        let builtin = crate::tools::builtin();
         Self {
             provider,
             config,
             hooks,
-            builtin: crate::tools::builtin(),
+            builtin_specs: builtin.iter().map(|t| t.spec()).collect(),
+            builtin,
+            validators: Mutex::new(HashMap::new()),
             confirm: None,
             base_prompt: watch::channel(base_prompt).0,
             prepared: None,
@@ -223,6 +235,7 @@ impl Agent {
 
     /// Adds a tool beside the built-ins (e.g. `skill`).
     pub fn add_tool(&mut self, tool: Arc<dyn Tool>) {
+        self.builtin_specs.push(tool.spec());
         self.builtin.push(tool);
     }
 
@@ -316,7 +329,7 @@ impl Agent {
     /// The tools the model sees now: allowed built-ins, then allowed
     /// extension tools whose names no built-in takes.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self.builtin.iter().map(|t| t.spec()).collect();
+        let mut specs = self.builtin_specs.clone();
         for spec in self.hooks.tools() {
             if !specs.iter().any(|s| s.name == spec.name) {
                 specs.push(spec);
@@ -661,16 +674,18 @@ impl Agent {
                 transcript.push('\n');
             }
         }
+        let system = match extra {
+            Some(extra) if !extra.is_empty() => format!("{COMPACT_SYSTEM}\n{extra}"),
+            _ => COMPACT_SYSTEM.to_owned(),
+        };
+        let messages = [Message::user(format!(
+            "Summarise this conversation:\n\n{transcript}"
+        ))];
         let request = Request {
-            model: self.config.model.clone(),
-            system: match extra {
-                Some(extra) if !extra.is_empty() => format!("{COMPACT_SYSTEM}\n{extra}"),
-                _ => COMPACT_SYSTEM.to_owned(),
-            },
-            messages: vec![Message::user(format!(
-                "Summarise this conversation:\n\n{transcript}"
-            ))],
-            tools: Vec::new(),
+            model: &self.config.model,
+            system: &system,
+            messages: &messages,
+            tools: &[],
             max_tokens: COMPACT_MAX_TOKENS,
             reasoning: None,
         };
@@ -710,11 +725,12 @@ impl Agent {
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
+        let tools = self.tool_specs();
         let request = Request {
-            model: self.config.model.clone(),
-            system: self.prepared.clone().unwrap_or_default(),
-            messages: self.messages.clone(),
-            tools: self.tool_specs(),
+            model: &self.config.model,
+            system: self.prepared.as_deref().unwrap_or_default(),
+            messages: &self.messages,
+            tools: &tools,
             max_tokens: self.config.max_tokens,
             reasoning: self.config.reasoning,
         };
@@ -952,7 +968,7 @@ impl Agent {
             ToolGate::Allow { args: Some(new) } => new,
             ToolGate::Allow { args: None } => args.clone(),
         };
-        if let Err(problem) = validate(spec, &args) {
+        if let Err(problem) = self.validate(spec, &args) {
             return Gate::Done(ToolOutput::error(problem));
         }
         Gate::Run(args)
@@ -974,7 +990,11 @@ impl Agent {
             "tool call"
         );
         let ran_with = args.clone();
-        let builtin = self.builtin.iter().find(|t| t.spec().name == name);
+        let builtin = self
+            .builtin_specs
+            .iter()
+            .position(|s| s.name == name)
+            .and_then(|i| self.builtin.get(i));
         let (progress, mut reader) = progress_channel();
         let call = async move {
             match builtin {
@@ -1052,11 +1072,44 @@ async fn cap_output(output: ToolOutput, name: &str, dir: Option<PathBuf>) -> Too
         .unwrap_or_else(|e| ToolOutput::error(format!("internal error capping the output: {e}")))
 }
 
-/// Checks tool arguments against the tool's JSON Schema; a violation is
-/// an error result the model sees.
-fn validate(spec: &ToolSpec, args: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(&spec.schema)
-        .map_err(|e| format!("tool \"{}\" has an invalid schema: {e}", spec.name))?;
+impl Agent {
+    /// Checks tool arguments against the tool's JSON Schema; a violation is
+    /// an error result the model sees. The compiled schema is kept for the
+    /// next call of the same tool (see [`Agent::validators`]).
+    fn validate(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
+        let cached = self
+            .validators
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&spec.name)
+            .filter(|(schema, _)| *schema == spec.schema)
+            .map(|(_, validator)| Arc::clone(validator));
+        let validator = match cached {
+            Some(validator) => validator,
+            None => {
+                let validator =
+                    Arc::new(jsonschema::validator_for(&spec.schema).map_err(|e| {
+                        format!("tool \"{}\" has an invalid schema: {e}", spec.name)
+                    })?);
+                self.validators
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(
+                        spec.name.clone(),
+                        (spec.schema.clone(), Arc::clone(&validator)),
+                    );
+                validator
+            }
+        };
+        check(&validator, spec, args)
+    }
+}
+
+/// `args` against `spec`'s compiled schema.
+fn check(validator: &jsonschema::Validator, spec: &ToolSpec, args: &Value) -> Result<(), String> {
+    if validator.is_valid(args) {
+        return Ok(());
+    }
     let problems: Vec<String> = validator.iter_errors(args).map(|e| e.to_string()).collect();
     if problems.is_empty() {
         Ok(())

@@ -744,10 +744,21 @@ impl Hasher<'_> {
     }
 }
 
+/// Bytes read at a time while hashing a file (as `std::io::copy` reads).
+const HASH_BUFFER_BYTES: usize = 8 * 1024;
+
 fn hash_contents(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
+    // sha2 0.11's hasher is no `io::Write`: fed by hand, a buffer at a time.
+    let mut buf = vec![0u8; HASH_BUFFER_BYTES];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
     Ok(format!("sha256:{}", hex(&hasher.finalize())))
 }
 

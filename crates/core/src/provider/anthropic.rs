@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use futures_util::{Stream, StreamExt};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
@@ -37,11 +38,11 @@ fn thinking_budget(reasoning: Reasoning) -> u32 {
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    request: &Request,
+    request: &Request<'_>,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
-    let body = request_body(request).to_string();
+    let body = bytes::Bytes::from(request_body(request));
     let response = retry::send(PROVIDER, &url, || {
         http.post(&url)
             .header("x-api-key", &config.api_key)
@@ -82,133 +83,207 @@ fn stream_error(message: String) -> ProviderError {
     }
 }
 
-/// The JSON body of a streaming Messages API call.
-pub(crate) fn request_body(request: &Request) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
+/// The JSON body of a streaming Messages API call, serialised straight
+/// from the conversation (no intermediate `Value` tree).
+pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
     let mut max_tokens = request.max_tokens;
-    if let Some(reasoning) = request.reasoning {
+    let thinking = request.reasoning.map(|reasoning| {
         let budget = thinking_budget(reasoning);
         max_tokens = max_tokens.max(budget + ANSWER_TOKENS);
-        body.insert(
-            "thinking".into(),
-            json!({"type": "enabled", "budget_tokens": budget}),
-        );
-    }
-    body.insert("max_tokens".into(), json!(max_tokens));
-    if !request.system.is_empty() {
-        body.insert("system".into(), json!(request.system));
-    }
-    body.insert(
-        "messages".into(),
-        Value::Array(wire_messages(&request.messages)),
-    );
-    if !request.tools.is_empty() {
-        let tools = request
+        Thinking {
+            kind: "enabled",
+            budget_tokens: budget,
+        }
+    });
+    let body = Body {
+        model: request.model,
+        thinking,
+        max_tokens,
+        system: request.system,
+        messages: wire_messages(request.messages),
+        tools: request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.schema,
-                })
+            .map(|tool| WireTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.schema,
             })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    body.insert("stream".into(), Value::Bool(true));
-    Value::Object(body)
+            .collect(),
+        stream: true,
+    };
+    // Serialising borrowed strings and `Value`s into a Vec cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// The request body on the wire, field for field.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system: &'a str,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<WireBlock<'a>>,
+}
+
+/// A content block as the API takes it.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Input<'a>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<WireBlock<'a>>,
+        is_error: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// A tool call's `input`: the API takes only an object.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    Args(&'a Value),
+    Empty {},
 }
 
 /// The conversation as the API wants it: strictly alternating user and
 /// assistant turns, tool results inside user turns ahead of anything else.
-fn wire_messages(messages: &[Message]) -> Vec<Value> {
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+fn wire_messages(messages: &[Message]) -> Vec<Turn<'_>> {
+    let mut turns: Vec<Turn<'_>> = Vec::new();
     for message in messages {
         let role = match message.role {
             Role::Assistant => "assistant",
             Role::User | Role::Tool => "user",
         };
-        let blocks: Vec<Value> = message
+        let assistant = message.role == Role::Assistant;
+        let mut blocks = message
             .content
             .iter()
-            .filter_map(|block| wire_block(block, message.role == Role::Assistant))
-            .collect();
+            .filter_map(|block| wire_block(block, assistant))
+            .peekable();
         // The API rejects empty turns; an aborted turn can leave one behind.
-        if blocks.is_empty() {
+        if blocks.peek().is_none() {
             continue;
         }
         match turns.last_mut() {
-            Some((last, last_blocks)) if *last == role => last_blocks.extend(blocks),
-            _ => turns.push((role, blocks)),
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(Turn {
+                role,
+                content: blocks.collect(),
+            }),
+        }
+    }
+    for turn in &mut turns {
+        if turn.role == "user" {
+            // Stable: results keep their order, and so does the rest.
+            turn.content
+                .sort_by_key(|block| !matches!(block, WireBlock::ToolResult { .. }));
         }
     }
     turns
-        .into_iter()
-        .map(|(role, mut blocks)| {
-            if role == "user" {
-                // Stable: results keep their order, and so does the rest.
-                blocks.sort_by_key(|block| block["type"] != "tool_result");
-            }
-            json!({"role": role, "content": blocks})
-        })
-        .collect()
 }
 
 /// One block on the wire, or `None` for what this side of the conversation
 /// cannot carry.
-fn wire_block(block: &Block, assistant: bool) -> Option<Value> {
+fn wire_block(block: &Block, assistant: bool) -> Option<WireBlock<'_>> {
     match block {
         // "text content blocks must be non-empty".
         Block::Text { text } if text.is_empty() => None,
-        Block::Text { text } => Some(json!({"type": "text", "text": text})),
+        Block::Text { text } => Some(WireBlock::Text { text }),
         Block::Image { mime_type, data } if !assistant => Some(image_block(mime_type, data)),
         // Thinking is replayed only with its signature: the API rejects
         // unsigned thinking (say, from another provider's session).
         Block::Thinking {
             thinking,
             signature: Some(signature),
-        } if assistant => {
-            Some(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
-        }
-        Block::ToolCall { id, name, args } if assistant => {
-            let input = if args.is_object() {
-                args.clone()
+        } if assistant => Some(WireBlock::Thinking {
+            thinking,
+            signature,
+        }),
+        Block::ToolCall { id, name, args } if assistant => Some(WireBlock::ToolUse {
+            id,
+            name,
+            input: if args.is_object() {
+                Input::Args(args)
             } else {
-                json!({})
-            };
-            Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
-        }
+                Input::Empty {}
+            },
+        }),
         Block::ToolResult {
             call_id,
             is_error,
             content,
-        } if !assistant => {
-            let content: Vec<Value> = content
+        } if !assistant => Some(WireBlock::ToolResult {
+            tool_use_id: call_id,
+            content: content
                 .iter()
                 .filter_map(|inner| match inner {
-                    Block::Text { text } => Some(json!({"type": "text", "text": text})),
+                    Block::Text { text } => Some(WireBlock::Text { text }),
                     Block::Image { mime_type, data } => Some(image_block(mime_type, data)),
                     _ => None,
                 })
-                .collect();
-            Some(json!({
-                "type": "tool_result",
-                "tool_use_id": call_id,
-                "content": content,
-                "is_error": is_error,
-            }))
-        }
+                .collect(),
+            is_error: *is_error,
+        }),
         _ => None,
     }
 }
 
-fn image_block(mime_type: &str, data: &str) -> Value {
-    json!({
-        "type": "image",
-        "source": {"type": "base64", "media_type": mime_type, "data": data},
-    })
+fn image_block<'a>(mime_type: &'a str, data: &'a str) -> WireBlock<'a> {
+    WireBlock::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: mime_type,
+            data,
+        },
+    }
 }
 
 /// A content block while it streams.
@@ -446,6 +521,12 @@ fn str_field<'a>(value: &'a Value, name: &str) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::ToolSpec;
+    use serde_json::json;
+
+    fn body(request: &Request<'_>) -> Value {
+        serde_json::from_slice(&request_body(request)).unwrap()
+    }
 
     fn msg(role: Role, content: Vec<Block>) -> Message {
         Message {
@@ -488,7 +569,8 @@ mod tests {
                 }],
             ),
         ];
-        let wire = wire_messages(&messages);
+        let wire = serde_json::to_value(wire_messages(&messages)).unwrap();
+        let wire = wire.as_array().unwrap();
         assert_eq!(wire.len(), 3);
         assert_eq!(wire[2]["role"], "user");
         assert_eq!(wire[2]["content"][0]["type"], "tool_result");
@@ -498,23 +580,118 @@ mod tests {
 
     #[test]
     fn thinking_raises_max_tokens() {
+        let messages = [Message::user("hi")];
         let mut request = Request {
-            model: "m".into(),
-            system: String::new(),
-            messages: vec![Message::user("hi")],
-            tools: vec![],
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
             max_tokens: 1000,
             reasoning: Some(Reasoning::Medium),
         };
-        let body = request_body(&request);
-        assert_eq!(body["max_tokens"], 8192 + 4096);
+        let sent = body(&request);
+        assert_eq!(sent["max_tokens"], 8192 + 4096);
         assert_eq!(
-            body["thinking"],
+            sent["thinking"],
             json!({"type": "enabled", "budget_tokens": 8192})
         );
-        assert!(body.get("system").is_none());
-        assert!(body.get("tools").is_none());
+        assert!(sent.get("system").is_none());
+        assert!(sent.get("tools").is_none());
         request.max_tokens = 64000;
-        assert_eq!(request_body(&request)["max_tokens"], 64000);
+        assert_eq!(body(&request)["max_tokens"], 64000);
+    }
+
+    #[test]
+    fn the_body_carries_every_block_in_the_wire_shape() {
+        let image = || Block::Image {
+            mime_type: "image/png".into(),
+            data: "iVBO".into(),
+        };
+        let messages = [
+            msg(
+                Role::User,
+                vec![
+                    Block::Text {
+                        text: "look".into(),
+                    },
+                    image(),
+                ],
+            ),
+            msg(
+                Role::Assistant,
+                vec![
+                    Block::Thinking {
+                        thinking: "unsigned".into(),
+                        signature: None,
+                    },
+                    Block::Thinking {
+                        thinking: "hmm".into(),
+                        signature: Some("sig".into()),
+                    },
+                    Block::ToolCall {
+                        id: "t1".into(),
+                        name: "read".into(),
+                        args: json!({"path": "a"}),
+                    },
+                    Block::ToolCall {
+                        id: "t2".into(),
+                        name: "read".into(),
+                        args: json!("not an object"),
+                    },
+                ],
+            ),
+            msg(
+                Role::Tool,
+                vec![
+                    Block::ToolResult {
+                        call_id: "t1".into(),
+                        is_error: false,
+                        content: vec![Block::Text { text: "x".into() }, image()],
+                    },
+                    Block::ToolResult {
+                        call_id: "t2".into(),
+                        is_error: true,
+                        content: vec![],
+                    },
+                ],
+            ),
+        ];
+        let tools = [ToolSpec {
+            name: "read".into(),
+            description: "Read.".into(),
+            schema: json!({"type": "object"}),
+            read_only: true,
+        }];
+        let request = Request {
+            model: "m",
+            system: "be brief",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 100,
+            reasoning: None,
+        };
+        let png = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}});
+        assert_eq!(
+            body(&request),
+            json!({
+                "model": "m",
+                "max_tokens": 100,
+                "system": "be brief",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "look"}, png]},
+                    {"role": "assistant", "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                        {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a"}},
+                        {"type": "tool_use", "id": "t2", "name": "read", "input": {}},
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "x"}, png], "is_error": false},
+                        {"type": "tool_result", "tool_use_id": "t2", "content": [], "is_error": true},
+                    ]},
+                ],
+                "tools": [{"name": "read", "description": "Read.", "input_schema": {"type": "object"}}],
+                "stream": true,
+            })
+        );
     }
 }

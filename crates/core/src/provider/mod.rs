@@ -7,6 +7,8 @@ pub mod openai;
 mod retry;
 mod sse;
 
+use std::sync::OnceLock;
+
 use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -92,13 +94,14 @@ pub struct ProviderConfig {
     pub api_key: String,
 }
 
-/// One model call.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub model: String,
-    pub system: String,
-    pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+/// One model call. It borrows the conversation: a turn serialises the
+/// agent's messages into the body without copying them first.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub model: &'a str,
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
     pub reasoning: Option<Reasoning>,
 }
@@ -168,19 +171,62 @@ pub enum ProviderError {
     Cancelled,
 }
 
+/// Makes ring the process's TLS crypto provider (reqwest is built without
+/// one: ring is a fraction of aws-lc-rs's size in the binary, and the
+/// performance issue budgets the binary). Idempotent.
+pub fn install_tls_provider() {
+    // `Err` only says a provider is installed already, which is the point.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A client builder for talking to `base_url`. A plain `http://` URL
+/// (ollama, a local proxy, the loopback test server) never makes a TLS
+/// connection, so it gets no root certificates: loading and parsing the
+/// system's roots is most of a bare run's start-up CPU and a good part of
+/// its memory (see BENCHMARKS.md). An `https://` URL gets the platform's.
+pub fn http_client(base_url: &str) -> reqwest::ClientBuilder {
+    install_tls_provider();
+    let builder = reqwest::Client::builder();
+    let plain = base_url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    if plain {
+        builder.tls_certs_only(std::iter::empty())
+    } else {
+        builder
+    }
+}
+
 /// A configured provider client.
 #[derive(Debug, Clone)]
 pub struct Provider {
     config: ProviderConfig,
-    http: reqwest::Client,
+    /// Made at the first model call (see [`http_client`]): a run that never
+    /// calls the model never loads TLS roots.
+    http: OnceLock<reqwest::Client>,
 }
 
 impl Provider {
     pub fn new(config: ProviderConfig) -> Self {
         Self {
             config,
-            http: reqwest::Client::new(),
+            http: OnceLock::new(),
         }
+    }
+
+    fn http(&self) -> Result<&reqwest::Client, ProviderError> {
+        if let Some(client) = self.http.get() {
+            return Ok(client);
+        }
+        let client =
+            http_client(&self.config.base_url)
+                .build()
+                .map_err(|e| ProviderError::Connect {
+                    provider: self.config.kind.name(),
+                    url: self.config.base_url.clone(),
+                    message: retry::error_chain(&e),
+                })?;
+        Ok(self.http.get_or_init(|| client))
     }
 
     pub fn kind(&self) -> ProviderKind {
@@ -194,17 +240,18 @@ impl Provider {
     /// Runs one model call, sending stream events to `events` as they arrive.
     pub async fn complete(
         &self,
-        request: &Request,
+        request: &Request<'_>,
         events: &mpsc::UnboundedSender<StreamEvent>,
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
         let call = async {
+            let http = self.http()?;
             match self.config.kind {
                 ProviderKind::Anthropic => {
-                    anthropic::complete(&self.http, &self.config, request, events).await
+                    anthropic::complete(http, &self.config, request, events).await
                 }
                 ProviderKind::OpenAi | ProviderKind::Ollama => {
-                    openai::complete(&self.http, &self.config, request, events).await
+                    openai::complete(http, &self.config, request, events).await
                 }
             }
         };

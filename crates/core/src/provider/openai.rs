@@ -2,10 +2,12 @@
 //! server): translating a `Request` into its wire format and its streamed
 //! chunks back into stream events and an assistant message.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use futures_util::{Stream, StreamExt};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
@@ -17,13 +19,13 @@ use crate::message::{Block, Message, Role};
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    request: &Request,
+    request: &Request<'_>,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     // Errors name what the user configured: "ollama" says more than "openai".
     let provider = config.kind.name();
     let url = endpoint(&config.base_url);
-    let body = request_body(request).to_string();
+    let body = bytes::Bytes::from(request_body(request));
     let response = retry::send(provider, &url, || {
         let builder = http
             .post(&url)
@@ -87,86 +89,171 @@ pub(crate) fn endpoint(base_url: &str) -> String {
     }
 }
 
-/// The JSON body of a streaming chat completions call.
-pub(crate) fn request_body(request: &Request) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert(
-        "messages".into(),
-        Value::Array(wire_messages(&request.system, &request.messages)),
-    );
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.schema,
-                    },
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), json!("auto"));
-    }
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    match request.reasoning {
+/// The JSON body of a streaming chat completions call, serialised straight
+/// from the conversation (no intermediate `Value` tree).
+pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
+    let (reasoning_effort, max_tokens, max_completion_tokens) = match request.reasoning {
         // Reasoning models reject `max_tokens`; their limit includes the
         // hidden reasoning.
-        Some(reasoning) => {
-            body.insert("reasoning_effort".into(), json!(reasoning.as_str()));
-            body.insert("max_completion_tokens".into(), json!(request.max_tokens));
-        }
-        None => {
-            body.insert("max_tokens".into(), json!(request.max_tokens));
-        }
-    }
-    Value::Object(body)
+        Some(reasoning) => (Some(reasoning.as_str()), None, Some(request.max_tokens)),
+        None => (None, Some(request.max_tokens), None),
+    };
+    let body = Body {
+        model: request.model,
+        messages: wire_messages(request.system, request.messages),
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                kind: "function",
+                function: WireFunctionSpec {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.schema,
+                },
+            })
+            .collect(),
+        tool_choice: (!request.tools.is_empty()).then_some("auto"),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        reasoning_effort,
+        max_completion_tokens,
+        max_tokens,
+    };
+    // Serialising borrowed strings and `Value`s into a Vec cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// The request body on the wire, field for field.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionSpec<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// One chat message as the API takes it.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: Cow<'a, str>,
 }
 
 /// The conversation in chat completions form: one `tool` message per tool
 /// result, right after the assistant message that asked for it.
-fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
+fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessage<'a>> {
     let mut wire = Vec::new();
     if !system.is_empty() {
-        wire.push(json!({"role": "system", "content": system}));
+        wire.push(WireMessage::System { content: system });
     }
     // Tool messages carry text only, so images from tool results follow in a
     // user message, after the whole run of tool messages: anything between
     // them and their assistant message is rejected.
-    let mut pending_images: Vec<Value> = Vec::new();
+    let mut pending_images: Vec<Part<'a>> = Vec::new();
     for message in messages {
-        let results: Vec<&Block> = message
+        let mut results = message
             .content
             .iter()
-            .filter(|b| matches!(b, Block::ToolResult { .. }))
-            .collect();
-        if results.is_empty() {
+            .filter_map(|b| match b {
+                Block::ToolResult {
+                    call_id, content, ..
+                } => Some((call_id, content)),
+                _ => None,
+            })
+            .peekable();
+        if results.peek().is_none() {
             flush_images(&mut wire, &mut pending_images);
         }
-        for result in results {
-            if let Block::ToolResult {
-                call_id, content, ..
-            } = result
-            {
-                wire.push(json!({
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": joined_text(content),
-                }));
-                let images: Vec<Value> = content.iter().filter_map(image_part).collect();
-                if !images.is_empty() {
-                    pending_images.push(json!({
-                        "type": "text",
-                        "text": format!("Images from tool call {call_id}:"),
-                    }));
-                    pending_images.extend(images);
-                }
+        for (call_id, content) in results {
+            wire.push(WireMessage::Tool {
+                tool_call_id: call_id,
+                content: joined_text(content),
+            });
+            let mut images = content.iter().filter_map(image_part).peekable();
+            if images.peek().is_some() {
+                pending_images.push(Part::Text {
+                    text: Cow::Owned(format!("Images from tool call {call_id}:")),
+                });
+                pending_images.extend(images);
             }
         }
         match message.role {
@@ -187,82 +274,96 @@ fn wire_messages(system: &str, messages: &[Message]) -> Vec<Value> {
     wire
 }
 
-fn flush_images(wire: &mut Vec<Value>, pending: &mut Vec<Value>) {
+fn flush_images<'a>(wire: &mut Vec<WireMessage<'a>>, pending: &mut Vec<Part<'a>>) {
     if !pending.is_empty() {
-        wire.push(json!({"role": "user", "content": std::mem::take(pending)}));
+        wire.push(WireMessage::User {
+            content: UserContent::Parts(std::mem::take(pending)),
+        });
     }
 }
 
 /// Text and images of a user message (tool results are sent separately);
 /// `None` when nothing is left.
-fn user_message(content: &[Block]) -> Option<Value> {
+fn user_message(content: &[Block]) -> Option<WireMessage<'_>> {
     let has_images = content.iter().any(|b| matches!(b, Block::Image { .. }));
     if has_images {
-        let parts: Vec<Value> = content
+        let parts = content
             .iter()
             .filter_map(|block| match block {
-                Block::Text { text } => Some(json!({"type": "text", "text": text})),
+                Block::Text { text } => Some(Part::Text {
+                    text: Cow::Borrowed(text),
+                }),
                 image @ Block::Image { .. } => image_part(image),
                 _ => None,
             })
             .collect();
-        return Some(json!({"role": "user", "content": parts}));
+        return Some(WireMessage::User {
+            content: UserContent::Parts(parts),
+        });
     }
     let has_text = content.iter().any(|b| matches!(b, Block::Text { .. }));
-    has_text.then(|| json!({"role": "user", "content": joined_text(content)}))
+    has_text.then(|| WireMessage::User {
+        content: UserContent::Text(joined_text(content)),
+    })
 }
 
 /// `None` for a message with neither text nor tool calls (only thinking, or
 /// an aborted turn): the API rejects an assistant message without both.
-fn assistant_message(message: &Message) -> Option<Value> {
+fn assistant_message(message: &Message) -> Option<WireMessage<'_>> {
     let text = joined_text(&message.content);
-    let calls: Vec<Value> = message
+    let tool_calls: Vec<WireCall<'_>> = message
         .tool_calls()
-        .map(|(id, name, args)| {
-            // A model's unparsable arguments were kept as a string: send them back as they came.
-            let arguments = match args {
-                Value::String(raw) => raw.clone(),
-                other => other.to_string(),
-            };
-            json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        .map(|(id, name, args)| WireCall {
+            id,
+            kind: "function",
+            function: WireFunction {
+                name,
+                // A model's unparsable arguments were kept as a string: send them back as they came.
+                arguments: match args {
+                    Value::String(raw) => Cow::Borrowed(raw.as_str()),
+                    other => Cow::Owned(other.to_string()),
+                },
+            },
         })
         .collect();
-    if text.is_empty() && calls.is_empty() {
+    if text.is_empty() && tool_calls.is_empty() {
         return None;
     }
-    let mut wire = Map::new();
-    wire.insert("role".into(), json!("assistant"));
-    wire.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        },
-    );
-    if !calls.is_empty() {
-        wire.insert("tool_calls".into(), Value::Array(calls));
+    Some(WireMessage::Assistant {
+        content: (!text.is_empty()).then_some(text),
+        tool_calls,
+    })
+}
+
+/// The text blocks joined with "\n" (borrowed when there is just one).
+fn joined_text(content: &[Block]) -> Cow<'_, str> {
+    let mut texts = content.iter().filter_map(|block| match block {
+        Block::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let Some(first) = texts.next() else {
+        return Cow::Borrowed("");
+    };
+    match texts.next() {
+        None => Cow::Borrowed(first),
+        Some(second) => {
+            let mut joined = format!("{first}\n{second}");
+            for text in texts {
+                joined.push('\n');
+                joined.push_str(text);
+            }
+            Cow::Owned(joined)
+        }
     }
-    Some(Value::Object(wire))
 }
 
-fn joined_text(content: &[Block]) -> String {
-    let texts: Vec<&str> = content
-        .iter()
-        .filter_map(|block| match block {
-            Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
-}
-
-fn image_part(block: &Block) -> Option<Value> {
+fn image_part<'a>(block: &Block) -> Option<Part<'a>> {
     match block {
-        Block::Image { mime_type, data } => Some(json!({
-            "type": "image_url",
-            "image_url": {"url": format!("data:{mime_type};base64,{data}")},
-        })),
+        Block::Image { mime_type, data } => Some(Part::ImageUrl {
+            image_url: ImageUrl {
+                url: format!("data:{mime_type};base64,{data}"),
+            },
+        }),
         _ => None,
     }
 }
@@ -447,6 +548,7 @@ fn start_call(call: &mut PartialCall, emit: &impl Fn(StreamEvent)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn endpoint_handles_v1() {
@@ -509,7 +611,8 @@ mod tests {
                 time: None,
             },
         ];
-        let wire = wire_messages("", &messages);
+        let wire = serde_json::to_value(wire_messages("", &messages)).unwrap();
+        let wire = wire.as_array().unwrap();
         let roles: Vec<&str> = wire.iter().filter_map(|m| m["role"].as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "tool", "user"]);
         assert_eq!(
@@ -517,5 +620,104 @@ mod tests {
             "data:image/png;base64,AAAA"
         );
         assert_eq!(wire[1]["content"], Value::Null);
+    }
+
+    #[test]
+    fn the_body_carries_every_message_in_the_wire_shape() {
+        let messages = [
+            Message::user("one"),
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::Text { text: "two".into() },
+                    Block::Text {
+                        text: "three".into(),
+                    },
+                ],
+                time: None,
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Text {
+                        text: "reading".into(),
+                    },
+                    Block::ToolCall {
+                        id: "a".into(),
+                        name: "read".into(),
+                        args: json!({"path": "x"}),
+                    },
+                    Block::ToolCall {
+                        id: "b".into(),
+                        name: "read".into(),
+                        args: json!("{broken"),
+                    },
+                ],
+                time: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![
+                    Block::ToolResult {
+                        call_id: "a".into(),
+                        is_error: false,
+                        content: vec![Block::Text { text: "x".into() }],
+                    },
+                    Block::ToolResult {
+                        call_id: "b".into(),
+                        is_error: true,
+                        content: vec![],
+                    },
+                ],
+                time: None,
+            },
+        ];
+        let tools = [crate::tool::ToolSpec {
+            name: "read".into(),
+            description: "Read.".into(),
+            schema: json!({"type": "object"}),
+            read_only: true,
+        }];
+        let request = Request {
+            model: "m",
+            system: "be brief",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 100,
+            reasoning: Some(crate::provider::Reasoning::High),
+        };
+        let body: Value = serde_json::from_slice(&request_body(&request)).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "one"},
+                    {"role": "user", "content": "two\nthree"},
+                    {"role": "assistant", "content": "reading", "tool_calls": [
+                        {"id": "a", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"x\"}"}},
+                        {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{broken"}},
+                    ]},
+                    {"role": "tool", "tool_call_id": "a", "content": "x"},
+                    {"role": "tool", "tool_call_id": "b", "content": ""},
+                ],
+                "tools": [{"type": "function", "function": {"name": "read", "description": "Read.", "parameters": {"type": "object"}}}],
+                "tool_choice": "auto",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "reasoning_effort": "high",
+                "max_completion_tokens": 100,
+            })
+        );
+        let plain = Request {
+            tools: &[],
+            reasoning: None,
+            ..request
+        };
+        let body: Value = serde_json::from_slice(&request_body(&plain)).unwrap();
+        assert_eq!(body["max_tokens"], 100);
+        assert!(body.get("max_completion_tokens").is_none());
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 }

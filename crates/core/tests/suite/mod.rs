@@ -4,3 +4,4 @@ mod providers;
 mod sse_props;
 mod tool_output;
 mod tools;
+mod validation;

@@ -22,12 +22,14 @@ fn provider(kind: ProviderKind, base_url: String, api_key: &str) -> Provider {
     })
 }
 
-fn request(messages: Vec<Message>) -> Request {
+/// A request that owns nothing (a request borrows the agent's
+/// conversation; here the test's messages live to the end of the test).
+fn request(messages: Vec<Message>) -> Request<'static> {
     Request {
-        model: "test-model".into(),
-        system: "Be brief.".into(),
-        messages,
-        tools: Vec::new(),
+        model: "test-model",
+        system: "Be brief.",
+        messages: messages.leak(),
+        tools: &[],
         max_tokens: 1024,
         reasoning: None,
     }
@@ -36,7 +38,7 @@ fn request(messages: Vec<Message>) -> Request {
 /// Runs one call; the events are those sent before it returned.
 async fn run(
     provider: &Provider,
-    request: &Request,
+    request: &Request<'_>,
 ) -> (Result<Completion, ProviderError>, Vec<StreamEvent>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let result = provider
@@ -491,7 +493,8 @@ mod anthropic {
     async fn sends_the_documented_request() {
         let mock = MockModel::start([sse::text("fine")]).await;
         let mut req = request(round_trip());
-        req.tools = vec![read_tool()];
+        let tools = [read_tool()];
+        req.tools = &tools;
         let (result, _) = run(&anthropic(&mock), &req).await;
         result.unwrap();
         let requests = mock.requests();
@@ -542,7 +545,7 @@ mod anthropic {
     async fn omits_empty_system_and_tools() {
         let mock = MockModel::start([sse::text("fine")]).await;
         let mut req = request(vec![Message::user("hi")]);
-        req.system.clear();
+        req.system = "";
         run(&anthropic(&mock), &req).await.0.unwrap();
         let body = &mock.requests()[0].body;
         assert!(
@@ -841,7 +844,8 @@ mod openai {
             ],
         ));
         let mut req = request(messages);
-        req.tools = vec![read_tool()];
+        let tools = [read_tool()];
+        req.tools = &tools;
         let (result, _) = run(&openai(&mock), &req).await;
         result.unwrap();
         let requests = mock.requests();
@@ -895,7 +899,7 @@ mod openai {
         let mock = MockModel::start([sse::text("fine")]).await;
         let mut req = request(vec![Message::user("hi")]);
         req.reasoning = Some(Reasoning::Low);
-        req.system.clear();
+        req.system = "";
         run(&openai(&mock), &req).await.0.unwrap();
         let body = &mock.requests()[0].body;
         assert_eq!(body["reasoning_effort"], "low");

@@ -179,7 +179,7 @@ impl LegacySseTransport {
             url: shown(&stream_url),
             message,
         };
-        let client = reqwest::Client::builder()
+        let client = zot_core::provider::http_client(url)
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| request_error(format!("cannot build the HTTP client: {e}")))?;

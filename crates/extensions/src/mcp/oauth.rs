@@ -171,6 +171,8 @@ pub async fn authorized(
     if !has_login(zot_home, server, url) {
         return Ok(None);
     }
+    // rmcp builds its own reqwest clients, which need the TLS provider.
+    zot_core::provider::install_tls_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(auth_error(server))?;
@@ -225,6 +227,8 @@ pub async fn login(
         .port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
 
+    // rmcp builds its own reqwest clients, which need the TLS provider.
+    zot_core::provider::install_tls_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(auth_error(server))?;

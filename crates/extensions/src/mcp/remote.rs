@@ -36,7 +36,7 @@ pub(crate) async fn open_streamable_http(
     if let Some(token) = bearer_token(server, remote).map_err(HandshakeError::Mcp)? {
         config = config.auth_header(token);
     }
-    let client = reqwest::Client::builder()
+    let client = zot_core::provider::http_client(remote.url.as_str())
         .build()
         .map_err(|e| HandshakeError::Mcp(format!("cannot build the HTTP client: {e}")))?;
     match auth {

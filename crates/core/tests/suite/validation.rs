@@ -1,0 +1,109 @@
+//! Tool arguments are checked against the tool's JSON Schema before it
+//! runs. The agent keeps each compiled schema for the next call; an
+//! extension that registers the tool again with another schema is checked
+//! against the new one.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use zot_core::CancellationToken;
+use zot_core::agent::{Agent, AgentConfig};
+use zot_core::hooks::Hooks;
+use zot_core::message::Block;
+use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
+use zot_core::tool::{BoxFuture, ToolOutput, ToolSpec};
+use zot_testkit::{MockModel, anthropic};
+
+/// An extension-like tool `pick` whose schema the test changes, counting its runs.
+struct Pick {
+    schema: Mutex<Value>,
+    runs: Mutex<usize>,
+}
+
+impl Hooks for Pick {
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "pick".into(),
+            description: "Picks.".into(),
+            schema: self.schema.lock().unwrap().clone(),
+            read_only: true,
+        }]
+    }
+    fn call_tool<'a>(&'a self, _name: &'a str, _args: Value) -> BoxFuture<'a, ToolOutput> {
+        *self.runs.lock().unwrap() += 1;
+        Box::pin(async { ToolOutput::text("picked") })
+    }
+}
+
+fn requiring(field: &str) -> Value {
+    json!({"type": "object", "properties": {field: {"type": "integer"}}, "required": [field]})
+}
+
+/// The text of the last tool result in request `n`.
+fn result_sent(model: &MockModel, n: usize) -> String {
+    let body = &model.requests()[n].body;
+    let messages = body["messages"].as_array().unwrap();
+    let result = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .rfind(|b| b["type"] == "tool_result")
+        .expect("a tool result");
+    result["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+async fn prompt(agent: &mut Agent) {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let go = vec![Block::Text { text: "go".into() }];
+    agent
+        .prompt(go, &tx, &CancellationToken::new())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_schema_is_checked_instead_of_the_compiled_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "pick", r#"{"x":1}"#),
+        anthropic::tool_call("t2", "pick", r#"{"x":"one"}"#),
+        anthropic::tool_call("t3", "pick", r#"{"x":2}"#),
+        anthropic::text("first done"),
+        anthropic::tool_call("t4", "pick", r#"{"x":3}"#),
+        anthropic::tool_call("t5", "pick", r#"{"y":3}"#),
+        anthropic::text("second done"),
+    ])
+    .await;
+    let hooks = Arc::new(Pick {
+        schema: Mutex::new(requiring("x")),
+        runs: Mutex::new(0),
+    });
+    let provider = Provider::new(ProviderConfig {
+        kind: ProviderKind::Anthropic,
+        base_url: model.url(),
+        api_key: "k".into(),
+    });
+    let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
+    let mut agent = Agent::new(provider, config, hooks.clone(), "system".into());
+
+    prompt(&mut agent).await;
+    assert_eq!(result_sent(&model, 1), "picked");
+    let wrong_type = result_sent(&model, 2);
+    assert!(
+        wrong_type.starts_with("invalid arguments for pick"),
+        "{wrong_type}"
+    );
+    assert_eq!(result_sent(&model, 3), "picked");
+    assert_eq!(*hooks.runs.lock().unwrap(), 2);
+
+    // The extension registers `pick` again, now requiring `y`.
+    *hooks.schema.lock().unwrap() = requiring("y");
+    prompt(&mut agent).await;
+    let old_shape = result_sent(&model, 5);
+    assert!(
+        old_shape.starts_with("invalid arguments for pick") && old_shape.contains("\"y\""),
+        "{old_shape}"
+    );
+    assert_eq!(result_sent(&model, 6), "picked");
+    assert_eq!(*hooks.runs.lock().unwrap(), 3);
+}
