@@ -180,12 +180,12 @@ pub(crate) fn is_loopback(host: &str) -> bool {
 }
 
 /// The TLS client configuration of both remote transports: rustls with
-/// aws-lc-rs and the platform verifier (the system's roots; on Linux
+/// ring and the platform verifier (the system's roots; on Linux
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` replace them), as reqwest uses for
 /// the model APIs. Built per connection attempt, so a changed certificate
 /// store is picked up on reconnect.
 pub(crate) fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider))
         .map_err(|e| format!("cannot load the system's certificates: {e}"))?;
     let config = rustls::ClientConfig::builder_with_provider(provider)

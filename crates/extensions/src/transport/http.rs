@@ -47,6 +47,8 @@ pub(crate) async fn connect(
     log: &Arc<ExtLog>,
     max_frame_bytes: usize,
 ) -> Result<Connected, String> {
+    // reqwest needs the process's crypto provider even for plain http.
+    zot_core::provider::install_tls_provider();
     let mut builder = Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("zot/", env!("CARGO_PKG_VERSION")));
