@@ -71,8 +71,19 @@ impl World {
     /// `ZOT_TEST_OUTSIDE_TMP` overrides the place (the unprivileged run in
     /// `scripts/test` cannot write the target directory).
     pub fn outside_tmp() -> Self {
-        let parent = std::env::var_os("ZOT_TEST_OUTSIDE_TMP")
-            .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+        let parent = std::env::var_os("ZOT_TEST_OUTSIDE_TMP").map_or_else(
+            || {
+                // A target dir under /tmp (CARGO_TARGET_DIR=/tmp/...) is
+                // writable in every sandbox mode; /var/tmp is not.
+                let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+                if target.starts_with("/tmp") || target.starts_with(std::env::temp_dir()) {
+                    PathBuf::from("/var/tmp")
+                } else {
+                    target
+                }
+            },
+            PathBuf::from,
+        );
         Self::in_dir(tempfile::tempdir_in(parent).unwrap())
     }
 
