@@ -247,12 +247,13 @@ pub struct HookSources {
     pub project_trusted: bool,
 }
 
+/// Claude Code's settings file, under the user's home or a project.
+pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
+/// Claude Code's per-machine settings file of a project.
+pub const CLAUDE_LOCAL_SETTINGS: &str = ".claude/settings.local.json";
+
 /// The project's hook files, relative to it, in configuration order.
-pub const PROJECT_FILES: &[&str] = &[
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".zot/hooks.json",
-];
+pub const PROJECT_FILES: &[&str] = &[CLAUDE_SETTINGS, CLAUDE_LOCAL_SETTINGS, ".zot/hooks.json"];
 
 impl HookSources {
     /// Every file hooks may come from, in configuration order: the user's
@@ -260,7 +261,7 @@ impl HookSources {
     pub fn files(&self) -> Vec<(PathBuf, HookScope)> {
         let mut files = Vec::new();
         if let Some(home) = &self.user_home {
-            files.push((home.join(".claude/settings.json"), HookScope::User));
+            files.push((home.join(CLAUDE_SETTINGS), HookScope::User));
         }
         files.push((self.zot_home.join("hooks.json"), HookScope::User));
         for rel in PROJECT_FILES {
