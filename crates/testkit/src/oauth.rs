@@ -5,6 +5,12 @@ use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long [`OAuthServer::saw`] waits for a line: the server flushes each
+/// line as it handles the request, but the thread that reads them may be
+/// scheduled late on a loaded machine; this only bounds a real absence.
+const LOG_WAIT: Duration = Duration::from_secs(30);
 
 /// The running server; killed on drop.
 pub struct OAuthServer {
@@ -53,9 +59,26 @@ impl OAuthServer {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 
-    /// Whether it logged a line containing `needle` so far.
+    /// Whether it logged a line containing `needle` so far. Lines reach the
+    /// test through a reader thread, so a line the server just wrote may not
+    /// be here yet: to check that something happened, use [`Self::saw`].
     pub fn logged(&self, needle: &str) -> bool {
         self.log.lock().unwrap().iter().any(|l| l.contains(needle))
+    }
+
+    /// Whether it logs a line containing `needle` within [`LOG_WAIT`]
+    /// (earlier lines count).
+    pub fn saw(&self, needle: &str) -> bool {
+        let deadline = Instant::now() + LOG_WAIT;
+        loop {
+            if self.logged(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn log(&self) -> Vec<String> {

@@ -450,7 +450,7 @@ fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
         "no token printed: {run:?}"
     );
     assert!(
-        server.logged("REGISTERED") && server.logged("PKCE-OK"),
+        server.saw("REGISTERED") && server.saw("PKCE-OK"),
         "{:?}",
         server.log()
     );
@@ -501,5 +501,5 @@ fn a_server_answering_401_needs_a_login_and_works_after_it() {
 
     let doctor = w.zot(&["ext", "doctor", "--json"]);
     assert!(doctor.stdout.contains("mcp__secure__whoami"), "{doctor:?}");
-    assert!(server.logged("POST /mcp"), "{:?}", server.log());
+    assert!(server.saw("POST /mcp"), "{:?}", server.log());
 }

@@ -98,8 +98,18 @@ impl Rpc {
     }
 
     /// The next output line matching `pred`, skipping others, within 10 s.
-    pub(super) fn until(&self, mut pred: impl FnMut(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
+    pub(super) fn until(&self, pred: impl FnMut(&Value) -> bool) -> Value {
+        self.until_within(Duration::from_secs(10), pred)
+    }
+
+    /// The next output line matching `pred`, skipping others (each seen by
+    /// `pred`), within `limit`.
+    pub(super) fn until_within(
+        &self,
+        limit: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + limit;
         loop {
             self.assert_valid();
             let left = deadline.saturating_duration_since(Instant::now());

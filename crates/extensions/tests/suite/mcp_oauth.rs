@@ -10,7 +10,10 @@ use zot_extensions::mcp::legacy_sse::{LegacySseError, LegacySseTransport};
 use zot_extensions::mcp::oauth;
 use zot_testkit::oauth::OAuthServer;
 
-const STEP: Duration = Duration::from_secs(30);
+/// The backstop for the whole login (discovery, registration, a `curl`
+/// "browser", the code exchange): seconds normally, much more on a machine
+/// shared by parallel builds; it only turns a hang into a failure.
+const STEP: Duration = Duration::from_secs(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_then_the_transport_uses_and_refreshes_the_token() {
@@ -54,12 +57,8 @@ async fn login_then_the_transport_uses_and_refreshes_the_token() {
     .unwrap();
     let status = browser.lock().unwrap().take().unwrap().wait().unwrap();
     assert!(status.success(), "the redirect page answered 200");
-    assert!(
-        server.logged("REGISTERED client-1 zot"),
-        "{:?}",
-        server.log()
-    );
-    assert!(server.logged("PKCE-OK"), "{:?}", server.log());
+    assert!(server.saw("REGISTERED client-1 zot"), "{:?}", server.log());
+    assert!(server.saw("PKCE-OK"), "{:?}", server.log());
 
     let path = oauth::token_path(home.path(), "secure");
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
@@ -85,7 +84,7 @@ async fn login_then_the_transport_uses_and_refreshes_the_token() {
     )
     .await
     .unwrap();
-    assert!(server.logged("REFRESHED"), "{:?}", server.log());
+    assert!(server.saw("REFRESHED"), "{:?}", server.log());
     let reply = super::mcp_legacy_sse::ping_round_trip(&mut transport, 1).await;
     assert_eq!(reply["id"], 1);
 
