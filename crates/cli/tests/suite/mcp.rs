@@ -3,13 +3,41 @@
 //! (`@modelcontextprotocol/server-everything`, pinned in
 //! `crates/testkit/fixtures/mcp-everything`) over stdio and Streamable HTTP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use zot_testkit::npm::EverythingServer;
 use zot_testkit::{MockModel, anthropic, openai};
 
+use super::rpc::Rpc;
 use super::support::{Run, World, events};
+
+/// How long one step of an RPC conversation with MCP servers may take: a
+/// cold `node` start of the reference server on a loaded machine takes
+/// seconds; this is the backstop that turns a hang into a failure.
+const STEP: Duration = Duration::from_secs(90);
+
+/// Polls `check` until it gives a value or [`STEP`] runs out.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + STEP;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The JSON-RPC messages zot sent to a server, from the transcript `tee` kept.
+fn sent_to_server(transcript: &Path) -> Vec<Value> {
+    std::fs::read_to_string(transcript)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
 
 /// `dist/index.js` of the pinned reference server (installed once per
 /// lockfile hash by the testkit).
@@ -412,4 +440,71 @@ async fn tools_over_streamable_http_and_legacy_sse() {
     assert!(log.contains("initialized: MCP 2025-11-25"), "{log}");
     let log = w.log("mcp:old");
     assert!(log.contains("initialized: MCP"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborted_call_sends_cancelled_to_the_server_and_zot_goes_on() {
+    let w = World::new();
+    // The reference server, unmodified, behind `tee`: what zot writes to its
+    // stdin is kept in a transcript the test reads.
+    let transcript = w.scratch.join("to-server.jsonl");
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"everything": {
+            "command": "sh",
+            "args": ["-c", "tee -a \"$0\" | exec node \"$1\" stdio", transcript, everything()],
+        }}}),
+    );
+    let model = MockModel::start([
+        anthropic::tool_call(
+            "long",
+            "mcp__everything__trigger-long-running-operation",
+            r#"{"duration":600,"steps":600}"#,
+        ),
+        anthropic::tool_call("e1", "mcp__everything__echo", r#"{"message":"still here"}"#),
+        anthropic::text("done"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"run the slow one"}"#);
+    let progress = rpc.until_within(STEP, |v| v["type"] == "tool_progress" && v["id"] == "long");
+    assert!(
+        progress["text"].as_str().unwrap().contains("/600"),
+        "{progress}"
+    );
+    rpc.send(r#"{"type":"abort"}"#);
+    let end = rpc.until_within(STEP, |v| v["type"] == "turn_end");
+    assert_eq!(end["stop"], "aborted", "{end}");
+    rpc.until_within(STEP, |v| v["type"] == "done");
+
+    // The server was told, naming the request it was working on.
+    let call_id = eventually("the tools/call in the transcript", || {
+        sent_to_server(&transcript)
+            .into_iter()
+            .find(|m| {
+                m["method"] == "tools/call"
+                    && m["params"]["name"] == "trigger-long-running-operation"
+            })
+            .map(|m| m["id"].clone())
+    });
+    let cancelled = eventually("notifications/cancelled in the transcript", || {
+        sent_to_server(&transcript)
+            .into_iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+    });
+    assert_eq!(cancelled["params"]["requestId"], call_id, "{cancelled}");
+    assert!(
+        cancelled["params"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("aborted")),
+        "{cancelled}"
+    );
+
+    // zot goes on, with the same server.
+    rpc.send(r#"{"type":"prompt","message":"again"}"#);
+    let result = rpc.until_within(STEP, |v| v["type"] == "tool_result" && v["id"] == "e1");
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(result.to_string().contains("Echo: still here"), "{result}");
+    rpc.until_within(STEP, |v| v["type"] == "done");
+    assert_eq!(rpc.close(), 0);
 }
