@@ -83,11 +83,8 @@ impl Out {
                     .and_then(|v| v.as_str().map(str::to_owned));
                 eprintln!("[{extension}] {}: {message}", level.unwrap_or_default());
             }
-            HostEvent::Warning { extension, message }
-            | HostEvent::Exited {
-                extension,
-                reason: message,
-            } => {
+            // An exit is reported by the warning that comes with it.
+            HostEvent::Warning { extension, message } => {
                 eprintln!("zot: warning: extension {extension}: {message}");
             }
             _ => {}

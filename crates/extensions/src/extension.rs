@@ -91,7 +91,7 @@ impl Extension {
     /// Takes what the manifest says about failures and where it is served.
     pub(crate) fn with_manifest(mut self, manifest: &crate::manifest::Manifest) -> Self {
         self.on_failure = manifest.on_failure;
-        self.url = manifest.remote().map(|r| r.url.clone());
+        self.url = manifest.network_url().map(str::to_owned);
         self
     }
 

@@ -781,7 +781,7 @@ impl Inner {
     ) -> Result<Arc<Extension>, LoadError> {
         let outcome = self.load_attempt(order, scope, manifest).await;
         if let Err(e) = &outcome
-            && manifest.remote().is_some()
+            && manifest.network_url().is_some()
             && retried(&e.kind)
         {
             self.reconnect_later(order, scope, manifest.clone());
@@ -974,7 +974,7 @@ impl Inner {
                 let err = error(e.into(), Some(describe(status.as_deref())));
                 tracing::warn!(extension = %name, error = %err, "extension failed to load");
                 log.line(format_args!("failed to load: {}", err.kind));
-                let what = if manifest.remote().is_some() {
+                let what = if manifest.network_url().is_some() {
                     "connection"
                 } else {
                     "process"
@@ -984,7 +984,7 @@ impl Inner {
             }
         };
         let mut ext = Extension::new(peer, order, adapter, process).with_manifest(manifest);
-        if manifest.remote().is_some() {
+        if manifest.network_url().is_some() {
             ext.origin = Some((scope, manifest.clone()));
         }
         let ext = Arc::new(ext);
@@ -1410,6 +1410,10 @@ fn retried(kind: &LoadErrorKind) -> bool {
     matches!(
         kind,
         LoadErrorKind::Connect { .. } | LoadErrorKind::Handshake(_)
+    ) && !matches!(
+        kind,
+        // Trying again cannot sign in: that takes `zot mcp login`.
+        LoadErrorKind::Handshake(HandshakeError::LoginNeeded(_))
     )
 }
 

@@ -132,6 +132,17 @@ impl Manifest {
         }
     }
 
+    /// The URL of an extension reached over the network (a remote zot or
+    /// nimlet extension, an MCP server over HTTP): the host reconnects
+    /// these when they drop, where a lost process waits for a reload.
+    pub fn network_url(&self) -> Option<&str> {
+        match &self.launch {
+            Launch::Remote(remote) => Some(&remote.url),
+            Launch::Mcp(server) => server.transport.url(),
+            _ => None,
+        }
+    }
+
     /// The program to start and its arguments, resolved against `dir` (the
     /// extension directory) as the manifest's protocol says; `None` for
     /// bundles and for an empty `command`.

@@ -317,14 +317,13 @@ impl Event {
                 message,
             },
             HostEvent::ClearNotes { extension } => Event::ExtClearNotes { extension },
-            HostEvent::Warning { extension, message }
-            | HostEvent::Exited {
-                extension,
-                reason: message,
-            } => Event::ExtWarning {
+            HostEvent::Warning { extension, message } => Event::ExtWarning {
                 extension: Some(extension),
                 message,
             },
+            // The host reports an exit once, as the warning that comes with
+            // it (the reason, what is lost, the log).
+            HostEvent::Exited { .. } => return None,
             HostEvent::Status {
                 extension,
                 key,

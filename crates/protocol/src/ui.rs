@@ -133,7 +133,9 @@ pub enum HostEvent {
         extension: String,
         message: String,
     },
-    /// An extension went away on its own.
+    /// An extension went away on its own. Front ends show the
+    /// [`HostEvent::Warning`] the host sends with it (the reason, what is
+    /// lost, the log), so an exit is reported once.
     Exited {
         extension: String,
         reason: String,

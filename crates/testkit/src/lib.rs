@@ -8,6 +8,7 @@ mod http;
 pub mod npm;
 pub mod oauth;
 pub mod openai;
+pub mod proxy;
 pub mod remote;
 pub mod wait;
 

@@ -938,11 +938,7 @@ impl App {
                     self.modal.take_panel();
                 }
             }
-            HostEvent::Warning { extension, message }
-            | HostEvent::Exited {
-                extension,
-                reason: message,
-            } => {
+            HostEvent::Warning { extension, message } => {
                 self.notes.push(Note {
                     extension,
                     level: NotifyLevel::Warn,
@@ -956,8 +952,9 @@ impl App {
             HostEvent::Widget { key, lines, .. } => {
                 upsert(&mut self.widgets, key, lines, Vec::is_empty)
             }
-            // The agent's tool list and session file take these through its hooks.
-            HostEvent::ToolsChanged | HostEvent::Entry { .. } => {}
+            // The agent's tool list and session file take these through its
+            // hooks; an exit is shown as the warning that comes with it.
+            HostEvent::ToolsChanged | HostEvent::Entry { .. } | HostEvent::Exited { .. } => {}
             HostEvent::Question {
                 extension,
                 prompt,

@@ -508,3 +508,193 @@ async fn an_aborted_call_sends_cancelled_to_the_server_and_zot_goes_on() {
     rpc.until_within(STEP, |v| v["type"] == "done");
     assert_eq!(rpc.close(), 0);
 }
+
+/// Waits for an RPC line matching `pred`, keeping the message of every
+/// `ext_warning` about extension `ext` that passes by.
+fn wait_noting(
+    rpc: &Rpc,
+    ext: &str,
+    warnings: &mut Vec<String>,
+    mut pred: impl FnMut(&Value) -> bool,
+) -> Value {
+    rpc.until_within(STEP, |v| {
+        if v["type"] == "ext_warning" && v["extension"] == ext {
+            warnings.push(v["message"].as_str().unwrap_or_default().to_owned());
+        }
+        pred(v)
+    })
+}
+
+/// Asks for the commands until `name` is among them (a server's prompts are
+/// its commands, so they show it connected), noting warnings meanwhile.
+fn wait_for_command(rpc: &mut Rpc, ext: &str, warnings: &mut Vec<String>, name: &str) {
+    let deadline = Instant::now() + STEP;
+    loop {
+        rpc.send(r#"{"type":"get_commands"}"#);
+        let listed = wait_noting(rpc, ext, warnings, |v| {
+            v["type"] == "response" && v["command"] == "get_commands"
+        });
+        let commands = listed["data"]["commands"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if commands.iter().any(|c| c["name"] == name) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no /{name} again: {commands:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_server_that_drops_is_reported_once_and_reconnected() {
+    let first = EverythingServer::start("streamableHttp").unwrap();
+    // zot keeps one URL; the servers behind it change.
+    let proxy = zot_testkit::proxy::TcpProxy::start(first.port).await;
+    let w = World::new();
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"web": {"type": "http", "url": proxy.url("/mcp")}}}),
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("a", "mcp__web__echo", r#"{"message":"before"}"#),
+        anthropic::text("one"),
+        anthropic::tool_call("b", "mcp__web__echo", r#"{"message":"after"}"#),
+        anthropic::text("two"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    let mut warnings = Vec::new();
+    rpc.send(r#"{"type":"prompt","message":"first"}"#);
+    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
+        v["type"] == "tool_result" && v["id"] == "a"
+    });
+    assert!(result.to_string().contains("Echo: before"), "{result}");
+    wait_noting(&rpc, "mcp:web", &mut warnings, |v| v["type"] == "done");
+
+    // The server dies; zot notices by itself (its event stream cannot be
+    // resumed) and says so.
+    drop(first);
+    let warning = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
+        v["type"] == "ext_warning" && v["extension"] == "mcp:web"
+    });
+    let message = warning["message"].as_str().unwrap();
+    assert!(
+        message.contains("mcp:web disconnected") && message.contains("until zot reconnects"),
+        "{message}"
+    );
+
+    // Another server comes up behind the same URL: zot reconnects on its own.
+    let second = EverythingServer::start("streamableHttp").unwrap();
+    proxy.set_target(second.port);
+    wait_for_command(
+        &mut rpc,
+        "mcp:web",
+        &mut warnings,
+        "mcp__web__simple-prompt",
+    );
+    rpc.send(r#"{"type":"prompt","message":"second"}"#);
+    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
+        v["type"] == "tool_result" && v["id"] == "b"
+    });
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(result.to_string().contains("Echo: after"), "{result}");
+    wait_noting(&rpc, "mcp:web", &mut warnings, |v| v["type"] == "done");
+    assert_eq!(warnings.len(), 1, "reported once: {warnings:?}");
+    let log = w.log("mcp:web");
+    assert!(log.contains("the server dropped"), "{log}");
+    assert_eq!(
+        log.matches("initialized: MCP").count(),
+        2,
+        "one session per server: {log}"
+    );
+    assert_eq!(rpc.close(), 0);
+}
+
+/// A stdio MCP server that answers its first tool call and then exits;
+/// each start appends a line to `$STARTS`.
+const ONCE_SERVER: &str = r#"
+import json, os, sys
+with open(os.environ["STARTS"], "a") as f:
+    f.write("start\n")
+def send(id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, id = msg.get("method"), msg.get("id")
+    if id is None:
+        continue
+    if method == "initialize":
+        send(id, {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "once", "version": "1.0.0"}})
+    elif method == "tools/list":
+        send(id, {"tools": [{"name": "once", "description": "Answers, then the server exits",
+                             "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call":
+        send(id, {"content": [{"type": "text", "text": "answered"}]})
+        sys.exit(3)
+    else:
+        send(id, {})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stdio_server_that_crashes_is_reported_once_and_restarted_on_reload() {
+    let w = World::new();
+    let script = w.scratch.join("once.py");
+    std::fs::write(&script, ONCE_SERVER).unwrap();
+    let starts = w.scratch.join("starts");
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"once": {"command": "python3", "args": [script], "env": {"STARTS": starts}}}}),
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("c1", "mcp__once__once", "{}"),
+        anthropic::text("first"),
+        anthropic::text("without it"),
+        anthropic::tool_call("c2", "mcp__once__once", "{}"),
+        anthropic::text("again"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    let mut warnings = Vec::new();
+    rpc.send(r#"{"type":"prompt","message":"call it"}"#);
+    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
+        v["type"] == "tool_result" && v["id"] == "c1"
+    });
+    assert!(result.to_string().contains("answered"), "{result}");
+    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    if warnings.is_empty() {
+        wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
+            v["type"] == "ext_warning" && v["extension"] == "mcp:once"
+        });
+    }
+    assert!(
+        warnings[0].contains("mcp:once exited (exit status: 3)")
+            && warnings[0].contains("its commands and tools are gone"),
+        "{warnings:?}"
+    );
+
+    // Not restarted behind the user's back: the next request goes without it.
+    rpc.send(r#"{"type":"prompt","message":"and now?"}"#);
+    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    let tools = tool_names(&model.requests()[2].body);
+    assert!(!tools.contains(&"mcp__once__once".to_owned()), "{tools:?}");
+    assert_eq!(warnings.len(), 1, "reported once: {warnings:?}");
+
+    // /reload-ext starts it again.
+    rpc.send(r#"{"type":"reload_extensions"}"#);
+    wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
+        v["type"] == "response" && v["command"] == "reload_extensions"
+    });
+    rpc.send(r#"{"type":"prompt","message":"call it again"}"#);
+    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
+        v["type"] == "tool_result" && v["id"] == "c2"
+    });
+    assert!(result.to_string().contains("answered"), "{result}");
+    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    let started = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(started.lines().count(), 2, "{started}");
+    assert_eq!(rpc.close(), 0);
+}

@@ -240,6 +240,10 @@ pub enum HandshakeError {
     /// The MCP session could not be opened (its own message).
     #[error("{0}")]
     Mcp(String),
+    /// A remote MCP server answered 401: it needs `zot mcp login` (the
+    /// message says so), which no retry can do.
+    #[error("{0}")]
+    LoginNeeded(String),
     #[error("first frame is not valid JSON: {0}")]
     BadJson(String),
     #[error("first frame must be hello (got {0})")]

@@ -119,6 +119,44 @@ impl Directory {
     }
 }
 
+/// Ends a remote server's session once it is found dropped (its event
+/// stream cannot be resumed, a request cannot reach it), keeping the first
+/// reason: the host then sees the session's end, reports it once and
+/// reconnects with backoff.
+#[derive(Clone)]
+pub(crate) struct DropSignal {
+    shared: std::sync::Weak<Shared>,
+    cancel: CancellationToken,
+}
+
+impl DropSignal {
+    pub(crate) fn fire(&self, why: &str) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        if let Some(shared) = self.shared.upgrade() {
+            let first = {
+                let mut dropped = lock(&shared.dropped);
+                let first = dropped.is_none();
+                if first {
+                    *dropped = Some(why.to_owned());
+                }
+                first
+            };
+            if first {
+                shared.log(format_args!("the server dropped: {why}"));
+            }
+        }
+        self.cancel.cancel();
+    }
+}
+
+impl std::fmt::Debug for DropSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DropSignal").finish_non_exhaustive()
+    }
+}
+
 /// The adapter and launch of one configured server.
 pub(crate) fn launch(server: &McpServer, cx: &Arc<HostContext>) -> (Box<dyn Adapter>, LaunchSpec) {
     let shared = Arc::new(Shared {
@@ -134,6 +172,7 @@ pub(crate) fn launch(server: &McpServer, cx: &Arc<HostContext>) -> (Box<dyn Adap
         version: Mutex::new(None),
         resources: Mutex::new(Vec::new()),
         gone: AtomicBool::new(false),
+        dropped: Mutex::new(None),
     });
     let (spec, remote) = match &server.transport {
         McpTransport::Stdio {
@@ -187,6 +226,8 @@ struct Shared {
     /// Resource URIs as listed at start (for reports).
     resources: Mutex<Vec<String>>,
     gone: AtomicBool,
+    /// Why a remote server counts as dropped, once it does.
+    dropped: Mutex<Option<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -558,7 +599,7 @@ impl Mcp {
             .await
             .map_err(|e| match &self.shared.server.transport {
                 McpTransport::Http(remote) | McpTransport::Sse(remote) if needs_login(&e) => {
-                    HandshakeError::Mcp(super::oauth::login_needed(
+                    HandshakeError::LoginNeeded(super::oauth::login_needed(
                         &self.shared.server.name,
                         &remote.url,
                     ))
@@ -603,9 +644,11 @@ impl Mcp {
             shared.gone.store(true, Ordering::Release);
             shared.cx.mcp.lock().remove(&shared.server.name);
             lock(&shared.peer).take();
-            let why = match quit {
-                Ok(reason) => format!("session ended ({reason:?})"),
-                Err(e) => format!("session task failed: {e}"),
+            let dropped = lock(&shared.dropped).clone();
+            let why = match (dropped, quit) {
+                (Some(why), _) => format!("the server dropped: {why}"),
+                (None, Ok(reason)) => format!("session ended ({reason:?})"),
+                (None, Err(e)) => format!("session task failed: {e}"),
             };
             shared.log(&why);
             if let Some(remote) = remote {
@@ -680,6 +723,30 @@ impl Mcp {
         }
     }
 
+    /// What ends this session when the server is found dropped.
+    pub(crate) fn on_drop(&self) -> DropSignal {
+        DropSignal {
+            shared: Arc::downgrade(&self.shared),
+            cancel: self.cancel.clone(),
+        }
+    }
+
+    /// A request that failed in the transport: for a remote server, the
+    /// session is gone (the server stopped or lost it), so it is ended and
+    /// reconnected; a stdio server's exit is seen by the host already.
+    fn failed(&self, error: rmcp::ServiceError) -> RequestError {
+        if self.remote.is_some()
+            && matches!(
+                error,
+                rmcp::ServiceError::TransportSend(_) | rmcp::ServiceError::TransportClosed
+            )
+        {
+            self.on_drop()
+                .fire(&format!("a request could not reach it: {error}"));
+        }
+        RequestError::Disconnected(error.to_string())
+    }
+
     async fn call(
         &self,
         name: &str,
@@ -707,7 +774,7 @@ impl Mcp {
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| RequestError::Disconnected(e.to_string()))?;
+            .map_err(|e| self.failed(e))?;
         let token = token_key(&handle.progress_token);
         if let Some(progress) = progress {
             lock(&self.shared.progress).insert(token.clone(), progress);
@@ -750,7 +817,7 @@ impl Mcp {
                 "{} tool {own} failed: {}",
                 self.shared.ext, e.message
             ))),
-            Err(e) => Err(RequestError::Disconnected(e.to_string())),
+            Err(e) => Err(self.failed(e)),
         }
     }
 
@@ -814,7 +881,7 @@ impl Mcp {
             Ok(Err(rmcp::ServiceError::McpError(e))) => {
                 return Ok((CommandOutcome::Noop, Some(e.message.to_string())));
             }
-            Ok(Err(e)) => return Err(RequestError::Disconnected(e.to_string())),
+            Ok(Err(e)) => return Err(self.failed(e)),
         };
         let value = serde_json::to_value(&result).unwrap_or_default();
         let text = prompt_text(&value);

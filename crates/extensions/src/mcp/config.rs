@@ -181,6 +181,14 @@ impl McpTransport {
             Self::Sse(_) => TransportKind::Sse,
         }
     }
+
+    /// The server's URL when it is reached over HTTP.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            Self::Stdio { .. } => None,
+            Self::Http(remote) | Self::Sse(remote) => Some(&remote.url),
+        }
+    }
 }
 
 /// An HTTP server (Streamable HTTP or legacy SSE).
