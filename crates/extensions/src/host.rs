@@ -698,25 +698,47 @@ impl Inner {
                 ext.registrations().hooks.insert((point, mode));
             }
             Registration::Ready => ext.set_readiness(Readiness::Ready),
-            Registration::ClearTools => {
-                let had = {
+            Registration::ReplaceTools(tools) => {
+                let max = self.cx.config.limits.max_tools;
+                let outcomes = {
                     let mut regs = ext.registrations();
-                    regs.refused_tools = 0;
-                    !std::mem::take(&mut regs.tools).is_empty()
+                    let regs = &mut *regs;
+                    replace_capped(
+                        &mut regs.tools,
+                        &mut regs.refused_tools,
+                        max,
+                        tools,
+                        |t| (t.name.clone(), !t.deferred),
+                        |t, name| t.name == name,
+                    )
                 };
                 self.forget_conflicts(ext, NameKind::Tool);
-                if had && ext.is_ready() {
+                for (name, visible, added) in outcomes {
+                    self.settle(ext, NameKind::Tool, &name, max, visible, added);
+                }
+                if ext.is_ready() {
                     self.emit(HostEvent::ToolsChanged);
                 }
             }
-            Registration::ClearCommands => {
-                let had = {
+            Registration::ReplaceCommands(commands) => {
+                let max = self.cx.config.limits.max_commands;
+                let outcomes = {
                     let mut regs = ext.registrations();
-                    regs.refused_commands = 0;
-                    !std::mem::take(&mut regs.commands).is_empty()
+                    let regs = &mut *regs;
+                    replace_capped(
+                        &mut regs.commands,
+                        &mut regs.refused_commands,
+                        max,
+                        commands,
+                        |c| (c.name.clone(), true),
+                        |c, name| c.name.eq_ignore_ascii_case(name),
+                    )
                 };
                 self.forget_conflicts(ext, NameKind::Command);
-                if had && ext.is_ready() {
+                for (name, visible, added) in outcomes {
+                    self.settle(ext, NameKind::Command, &name, max, visible, added);
+                }
+                if ext.is_ready() {
                     self.emit(HostEvent::CommandsChanged);
                 }
             }
@@ -1110,11 +1132,7 @@ impl Inner {
                 |c| c.name.eq_ignore_ascii_case(&name),
             )
         };
-        match added {
-            Added::OverCap { first } => self.over_cap(ext, NameKind::Command, &name, max, first),
-            Added::Yes => self.registered(ext, NameKind::Command, &name, true, true),
-            Added::Twice => self.registered(ext, NameKind::Command, &name, false, true),
-        }
+        self.settle(ext, NameKind::Command, &name, max, true, added);
     }
 
     /// Records a tool; logs and records any shadowing it causes.
@@ -1128,10 +1146,24 @@ impl Inner {
                 t.name == name
             })
         };
+        self.settle(ext, NameKind::Tool, &name, max, visible, added);
+    }
+
+    /// What follows a registration's outcome: a warning past the cap, or
+    /// conflicts and a change event.
+    fn settle(
+        &self,
+        ext: &Extension,
+        kind: NameKind,
+        name: &str,
+        max: usize,
+        visible: bool,
+        added: Added,
+    ) {
         match added {
-            Added::OverCap { first } => self.over_cap(ext, NameKind::Tool, &name, max, first),
-            Added::Yes => self.registered(ext, NameKind::Tool, &name, true, visible),
-            Added::Twice => self.registered(ext, NameKind::Tool, &name, false, visible),
+            Added::OverCap { first } => self.over_cap(ext, kind, name, max, first),
+            Added::Yes => self.registered(ext, kind, name, true, visible),
+            Added::Twice => self.registered(ext, kind, name, false, visible),
         }
     }
 
@@ -1456,6 +1488,28 @@ fn capped<T>(
     }
     items.push(item);
     Added::Yes
+}
+
+/// Replaces `items` with `new`, each added as [`capped`] adds one, in one
+/// step under the caller's lock; returns each item's name, whether it is
+/// visible, and what became of it.
+fn replace_capped<T>(
+    items: &mut Vec<T>,
+    refused: &mut usize,
+    max: usize,
+    new: Vec<T>,
+    key: impl Fn(&T) -> (String, bool),
+    same: impl Fn(&T, &str) -> bool,
+) -> Vec<(String, bool, Added)> {
+    items.clear();
+    *refused = 0;
+    new.into_iter()
+        .map(|item| {
+            let (name, visible) = key(&item);
+            let added = capped(items, refused, max, item, |t| same(t, &name));
+            (name, visible, added)
+        })
+        .collect()
 }
 
 /// Creates `dir` (and missing parents) readable by the user alone.

@@ -201,10 +201,11 @@ pub enum Registration {
     Subscribe(HookPoint, Mode),
     /// The registration window is over.
     Ready,
-    /// Forget every tool registered so far (a new list follows).
-    ClearTools,
-    /// Forget every command registered so far (a new list follows).
-    ClearCommands,
+    /// These tools replace every tool registered so far, in one step (an
+    /// MCP server's list after `list_changed`).
+    ReplaceTools(Vec<ToolInfo>),
+    /// These commands replace every command registered so far, in one step.
+    ReplaceCommands(Vec<CommandInfo>),
 }
 
 /// What an extension makes the user see, before the host attributes it.

@@ -173,6 +173,7 @@ pub(crate) fn launch(server: &McpServer, cx: &Arc<HostContext>) -> (Box<dyn Adap
         resources: Mutex::new(Vec::new()),
         gone: AtomicBool::new(false),
         dropped: Mutex::new(None),
+        stale: AtomicBool::new(false),
     });
     let (spec, remote) = match &server.transport {
         McpTransport::Stdio {
@@ -228,6 +229,8 @@ struct Shared {
     gone: AtomicBool,
     /// Why a remote server counts as dropped, once it does.
     dropped: Mutex<Option<String>>,
+    /// A `list_changed` came that no refresh has answered yet.
+    stale: AtomicBool,
 }
 
 #[derive(Debug, Clone)]
@@ -424,31 +427,48 @@ impl Shared {
         commands
     }
 
-    /// Lists again after a `list_changed` and replaces what the host has.
-    async fn refresh(self: Arc<Self>, what: Refresh) {
+    /// A list changed on the server: fetch them again, now when the host
+    /// has this server, else as soon as it does (a `list_changed` sent
+    /// during the handshake, like the reference server's right after
+    /// `initialized`, must not be lost).
+    fn changed(self: &Arc<Self>) {
+        self.stale.store(true, Ordering::SeqCst);
+        if self.attached.get().is_some() {
+            self.refresh_if_stale();
+        }
+    }
+
+    fn refresh_if_stale(self: &Arc<Self>) {
+        if self.stale.swap(false, Ordering::SeqCst) {
+            tokio::spawn(Arc::clone(self).refresh());
+        }
+    }
+
+    /// Lists again and replaces the host's tools and commands of this server,
+    /// each in one step, so no model request or call sees half a list.
+    async fn refresh(self: Arc<Self>) {
         let Ok(peer) = self.peer() else {
             return;
         };
-        let warn = |m: String| self.warn(m);
+        // A session that ends meanwhile is reported by the host, not as list failures.
+        let warn = |m: String| {
+            if !self.gone.load(Ordering::Acquire) {
+                self.warn(m);
+            }
+        };
         let listing = self.list(&peer, &warn).await;
+        if self.gone.load(Ordering::Acquire) {
+            return;
+        }
         self.publish_resources(&peer, listing.resources);
         let sent = self.attached.get().and_then(|host| {
             host.with(|link| {
-                if what == Refresh::Tools {
-                    link.register(Registration::ClearTools);
-                    for tool in listing.tools {
-                        link.register(Registration::Tool(tool));
-                    }
-                } else {
-                    link.register(Registration::ClearCommands);
-                    for command in listing.commands {
-                        link.register(Registration::Command(command));
-                    }
-                }
+                link.register(Registration::ReplaceTools(listing.tools));
+                link.register(Registration::ReplaceCommands(listing.commands));
             })
         });
         if sent.is_some() {
-            self.log(format_args!("{what:?} list refreshed after list_changed"));
+            self.log("lists refreshed after list_changed");
         }
     }
 
@@ -460,12 +480,6 @@ impl Shared {
             directory.remove(&self.server.name);
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refresh {
-    Tools,
-    Prompts,
 }
 
 #[derive(Default)]
@@ -1285,6 +1299,7 @@ impl Adapter for Mcp {
 
     fn attach(&self, host: Attached) {
         let _ = self.shared.attached.set(host);
+        self.shared.refresh_if_stale();
     }
 
     fn disconnected(&self) {
@@ -1606,7 +1621,7 @@ impl rmcp::ClientHandler for Client {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        tokio::spawn(Arc::clone(&self.shared).refresh(Refresh::Tools));
+        self.shared.changed();
         std::future::ready(())
     }
 
@@ -1614,7 +1629,7 @@ impl rmcp::ClientHandler for Client {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        tokio::spawn(Arc::clone(&self.shared).refresh(Refresh::Prompts));
+        self.shared.changed();
         std::future::ready(())
     }
 }
