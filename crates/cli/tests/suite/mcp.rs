@@ -157,7 +157,16 @@ async fn tools_resources_and_an_image_over_stdio_reach_the_model() {
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_becomes_tool_progress_and_the_tool_timeout_cancels_the_call() {
     let w = World::new();
-    stdio_server(&w, json!({"tool_timeout_sec": 4}));
+    // The same server twice: one with the default budget, which the short
+    // operation never nears however loaded the machine, and one whose
+    // budget the endless operation must run out of.
+    let entry = json!({"command": "node", "args": [everything(), "stdio"]});
+    let mut strict = entry.clone();
+    strict["tool_timeout_sec"] = json!(2);
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"everything": entry, "strict": strict}}),
+    );
     let model = MockModel::start([
         openai::tool_call(
             "p1",
@@ -166,7 +175,7 @@ async fn progress_becomes_tool_progress_and_the_tool_timeout_cancels_the_call() 
         ),
         openai::tool_call(
             "p2",
-            "mcp__everything__trigger-long-running-operation",
+            "mcp__strict__trigger-long-running-operation",
             r#"{"duration":600,"steps":600}"#,
         ),
         openai::text("ok"),
@@ -193,7 +202,7 @@ async fn progress_becomes_tool_progress_and_the_tool_timeout_cancels_the_call() 
     );
     let third = requests[2].body.to_string();
     assert!(
-        third.contains("timed out after 4 s (tool_timeout_sec)"),
+        third.contains("timed out after 2 s (tool_timeout_sec)"),
         "{third}"
     );
     // The server was told to stop working on it.
@@ -290,6 +299,25 @@ async fn a_guard_extension_blocks_an_mcp_tool_and_plan_mode_offers_only_read_onl
         planned.contains(&"mcp__everything__echo".to_owned()),
         "{planned:?}"
     );
+    // Only the tools the pinned server annotates `readOnlyHint: true`.
+    const READ_ONLY: &[&str] = &[
+        "echo",
+        "get-annotated-message",
+        "get-env",
+        "get-resource-links",
+        "get-resource-reference",
+        "get-roots-list",
+        "get-structured-content",
+        "get-sum",
+        "get-tiny-image",
+        "trigger-long-running-operation",
+    ];
+    for tool in planned
+        .iter()
+        .filter_map(|t| t.strip_prefix("mcp__everything__"))
+    {
+        assert!(READ_ONLY.contains(&tool), "{tool} offered in plan mode");
+    }
     for acting in [
         "mcp__everything__toggle-simulated-logging",
         "mcp__everything__gzip-file-as-resource",
@@ -696,5 +724,47 @@ async fn a_stdio_server_that_crashes_is_reported_once_and_restarted_on_reload() 
     wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
     let started = std::fs::read_to_string(&starts).unwrap();
     assert_eq!(started.lines().count(), 2, "{started}");
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_that_come_after_initialized_join_and_roots_are_the_project() {
+    // The reference server registers its roots tool only after
+    // `initialized`, for a client that declared roots, and says so with
+    // `list_changed`; over legacy SSE that comes after zot has listed.
+    let sse = EverythingServer::start("sse").unwrap();
+    let w = World::new();
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"old": {"type": "sse", "url": sse.url("/sse")}}}),
+    );
+    let model = MockModel::start([]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    // Each model request shows the tools as they are then.
+    let deadline = Instant::now() + STEP;
+    loop {
+        model.push(anthropic::text("noted"));
+        rpc.send(r#"{"type":"prompt","message":"which tools now?"}"#);
+        rpc.until_within(STEP, |v| v["type"] == "done");
+        let requests = model.requests();
+        let tools = tool_names(&requests.last().unwrap().body);
+        if tools.contains(&"mcp__old__get-roots-list".to_owned()) {
+            assert!(tools.contains(&"mcp__old__echo".to_owned()), "{tools:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the roots tool never joined: {tools:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    model.push(anthropic::tool_call("r1", "mcp__old__get-roots-list", "{}"));
+    model.push(anthropic::text("done"));
+    rpc.send(r#"{"type":"prompt","message":"what are my roots?"}"#);
+    let result = rpc.until_within(STEP, |v| v["type"] == "tool_result" && v["id"] == "r1");
+    let project = std::fs::canonicalize(&w.project).unwrap();
+    let uri = format!("URI: file://{}", project.display());
+    assert!(result.to_string().contains(&uri), "{uri} not in {result}");
+    rpc.until_within(STEP, |v| v["type"] == "done");
     assert_eq!(rpc.close(), 0);
 }
