@@ -1572,7 +1572,11 @@ fn report_entry(
             .filter(|m| m.is_process())
             .map(|m| config.log_path(&m.name)),
         url: manifest.and_then(|m| m.remote()).map(|r| r.url.clone()),
-        connection: match (manifest.and_then(|m| m.remote()), reconnecting, outcome) {
+        connection: match (
+            manifest.and_then(|m| m.network_url()),
+            reconnecting,
+            outcome,
+        ) {
             (None, ..) => None,
             (Some(_), Some(reconnecting), _) => Some(reconnecting),
             (Some(_), None, Some(Ok(ext))) if ext.is_alive() => Some(Connectivity::Connected),

@@ -3,7 +3,7 @@
 //! installed with `npm ci` once per lockfile hash, under a file lock so
 //! parallel tests (and test binaries) share one install.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -128,7 +128,7 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<std::process::Exit
 pub struct EverythingServer {
     child: Child,
     pub port: u16,
-    /// What it printed on stderr so far (its log), line by line.
+    /// What it printed so far (its log, on stdout and stderr), line by line.
     lines: mpsc::Receiver<String>,
     log: Vec<String>,
 }
@@ -155,20 +155,31 @@ impl EverythingServer {
                 .arg(mode)
                 .env("PORT", port.to_string())
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot run node: {e}"))?;
+            // It logs on both: requests on stdout, its start on stderr.
             let (tx, lines) = mpsc::channel();
-            if let Some(stderr) = child.stderr.take() {
+            let out = child
+                .stdout
+                .take()
+                .map(|o| Box::new(o) as Box<dyn Read + Send>);
+            let err = child
+                .stderr
+                .take()
+                .map(|e| Box::new(e) as Box<dyn Read + Send>);
+            for stream in [out, err].into_iter().flatten() {
+                let tx = tx.clone();
                 std::thread::spawn(move || {
-                    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    for line in BufReader::new(stream).lines().map_while(Result::ok) {
                         if tx.send(line).is_err() {
                             break;
                         }
                     }
                 });
             }
+            drop(tx);
             let mut server = Self {
                 child,
                 port,
@@ -186,7 +197,7 @@ impl EverythingServer {
         ))
     }
 
-    /// Waits up to `limit` for a stderr line matching `pred` (earlier lines count).
+    /// Waits up to `limit` for a log line matching `pred` (earlier lines count).
     pub fn wait_for_line(&mut self, limit: Duration, pred: impl Fn(&str) -> bool) -> bool {
         if self.log.iter().any(|l| pred(l)) {
             return true;
@@ -207,7 +218,7 @@ impl EverythingServer {
         false
     }
 
-    /// Its stderr so far.
+    /// Its log so far.
     pub fn log(&mut self) -> &[String] {
         while let Ok(line) = self.lines.try_recv() {
             self.log.push(line);

@@ -438,7 +438,7 @@ async fn ext_commands_take_mcp_names() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_over_streamable_http_and_legacy_sse() {
-    let http = EverythingServer::start("streamableHttp").unwrap();
+    let mut http = EverythingServer::start("streamableHttp").unwrap();
     let sse = EverythingServer::start("sse").unwrap();
     let w = World::new();
     write_user_config(
@@ -468,6 +468,12 @@ async fn tools_over_streamable_http_and_legacy_sse() {
     assert!(log.contains("initialized: MCP 2025-11-25"), "{log}");
     let log = w.log("mcp:old");
     assert!(log.contains("initialized: MCP"), "{log}");
+    // zot ended its Streamable HTTP session with a DELETE on the way out.
+    assert!(
+        http.wait_for_line(STEP, |l| l.contains("Received session termination request")),
+        "{:?}",
+        http.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
