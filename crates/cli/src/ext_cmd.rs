@@ -62,6 +62,8 @@ struct Row {
     permissions: Option<zot_extensions::Permissions>,
     /// A remote extension's url as written (its headers are never shown).
     url: Option<String>,
+    /// A remote extension's connection as zot just tried it.
+    connection: Option<String>,
 }
 
 fn row(ctx: &Context, policy: &zot_sandbox::Policy, found: &Found) -> Row {
@@ -89,14 +91,48 @@ fn row(ctx: &Context, policy: &zot_sandbox::Policy, found: &Found) -> Row {
         protocol: found.dialect.as_str(),
         permissions: crate::permissions_cmd::of(ctx, policy, found),
         url: manifest.and_then(|m| m.remote()).map(|r| r.url.clone()),
+        connection: None,
     }
+}
+
+/// Connects to every remote extension that would load (as zot does at
+/// start: connect, hello, registration, then shutdown) and returns each
+/// one's connection by directory. Nothing else is started: listing runs
+/// no local extension.
+fn connections(ctx: &Context, found: &[Found]) -> anyhow::Result<Vec<(PathBuf, String)>> {
+    let remote: Vec<Found> = found
+        .iter()
+        .filter(|f| matches!(&f.status, FoundStatus::Load(m) if m.remote().is_some()))
+        .cloned()
+        .collect();
+    if remote.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    Ok(runtime.block_on(async {
+        let (host, _events) = ExtensionHost::start_with(ctx.config.clone(), remote).await;
+        let reports = host.report();
+        host.shutdown().await;
+        reports
+            .into_iter()
+            .filter_map(|r| Some((r.dir, r.connection?.to_string())))
+            .collect()
+    }))
 }
 
 fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let found = discover(&ctx.config);
     ctx.warn_untrusted(&found);
     let policy = crate::permissions_cmd::policy(ctx)?;
-    let rows: Vec<Row> = found.iter().map(|f| row(ctx, &policy, f)).collect();
+    let mut rows: Vec<Row> = found.iter().map(|f| row(ctx, &policy, f)).collect();
+    for (dir, connection) in connections(ctx, &found)? {
+        if let Some(row) = rows.iter_mut().find(|r| r.dir == dir) {
+            if let Some(reason) = &mut row.reason {
+                reason.push_str(&format!(", {connection}"));
+            }
+            row.connection = Some(connection);
+        }
+    }
     if as_json {
         let doc: Vec<Value> = rows
             .iter()
@@ -105,6 +141,7 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                     "scope": r.scope, "name": r.name, "version": r.version, "enabled": r.enabled,
                     "language": r.language, "protocol": r.protocol, "state": r.state,
                     "reason": r.reason, "dir": display(&r.dir), "url": r.url,
+                    "connection": r.connection,
                     "permissions": r.permissions.as_ref().map(zot_extensions::Permissions::to_json),
                 })
             })

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::{CommandInfo, HostEvent, ReloadSummary};
+use zot_protocol::zot::NotifyLevel;
 
 use crate::adapter::{self, HandshakeError, LaunchSpec, Link};
 use crate::config::HostConfig;
@@ -109,6 +110,9 @@ pub enum Connectivity {
         attempt: u32,
         next_in: Duration,
     },
+    /// Cannot work as written (a missing variable, plain text to another
+    /// machine): not tried again until a reload; the load error says why.
+    Failed,
 }
 
 impl std::fmt::Display for Connectivity {
@@ -120,6 +124,7 @@ impl std::fmt::Display for Connectivity {
                 "reconnecting (attempt {attempt}, next in {:.1} s)",
                 next_in.as_secs_f64()
             ),
+            Self::Failed => f.write_str("failed"),
         }
     }
 }
@@ -942,9 +947,7 @@ impl Inner {
                     error(kind, None)
                 })?;
                 let connected = match target.wire {
-                    Wire::WebSocket => {
-                        ws::connect(&name, &target, &log, limits.max_frame_bytes).await
-                    }
+                    Wire::WebSocket => ws::connect(&name, &target, &log, &limits).await,
                     Wire::Http => http::connect(&name, &target, &log, limits.max_frame_bytes).await,
                 }
                 .map_err(|e| {
@@ -1086,6 +1089,15 @@ impl Inner {
                 drop(state);
                 if reconnected {
                     tracing::info!(extension = %manifest.name, attempt, "extension reconnected");
+                    // The loss was one warning; its end is one note, so the
+                    // user knows the commands and tools are back.
+                    if let Some(url) = manifest.network_url() {
+                        inner.emit(HostEvent::Notify {
+                            extension: manifest.name.clone(),
+                            level: NotifyLevel::Info,
+                            message: format!("reconnected to {url}"),
+                        });
+                    }
                     inner.emit(HostEvent::ToolsChanged);
                     inner.emit(HostEvent::CommandsChanged);
                 }
@@ -1580,6 +1592,7 @@ fn report_entry(
             (None, ..) => None,
             (Some(_), Some(reconnecting), _) => Some(reconnecting),
             (Some(_), None, Some(Ok(ext))) if ext.is_alive() => Some(Connectivity::Connected),
+            (Some(_), None, Some(Err(e))) if !retried(&e.kind) => Some(Connectivity::Failed),
             (Some(_), None, _) => None,
         },
         status,

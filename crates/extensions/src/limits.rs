@@ -56,6 +56,12 @@ pub const MAX_COMMANDS: usize = 256;
 /// request size one extension can cause.
 pub const MAX_TOOLS: usize = 256;
 
+/// How often the host pings a WebSocket extension, and how long each ping
+/// may wait for its pong: a ping still unanswered when the next one is due
+/// ends the connection (remote extensions issue: "Pings every 20 s; no pong
+/// within 20 s is a disconnect").
+pub const PING_INTERVAL: Duration = Duration::from_secs(20);
+
 /// The host's timeouts and limits. `Default` gives the constants above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -68,6 +74,8 @@ pub struct Limits {
     pub shutdown_grace: Duration,
     pub term_grace: Duration,
     pub exit_reap_grace: Duration,
+    /// [`PING_INTERVAL`]: the ping period and pong deadline of WebSocket extensions.
+    pub ping_interval: Duration,
     pub max_frame_bytes: usize,
     pub max_system_prompt_bytes: usize,
     pub max_log_bytes: u64,
@@ -87,6 +95,7 @@ impl Default for Limits {
             shutdown_grace: SHUTDOWN_GRACE,
             term_grace: TERM_GRACE,
             exit_reap_grace: EXIT_REAP_GRACE,
+            ping_interval: PING_INTERVAL,
             max_frame_bytes: MAX_FRAME_BYTES,
             max_system_prompt_bytes: MAX_SYSTEM_PROMPT_BYTES,
             max_log_bytes: MAX_LOG_BYTES,

@@ -39,6 +39,8 @@ where
 enum Out {
     Text(String),
     Binary(Vec<u8>),
+    /// WebSocket: stop reading and writing, keeping the socket open.
+    Freeze,
 }
 
 struct Incoming {
@@ -70,6 +72,15 @@ impl Conn {
     /// Sends a binary WebSocket message (a protocol error the host skips).
     pub fn send_binary(&self, data: Vec<u8>) {
         let _ = self.out.send(Out::Binary(data));
+    }
+
+    /// WebSocket: after the frames sent so far, the server stops reading
+    /// and writing but keeps the connection open, like a server that hangs
+    /// or a network path that silently died: pings go unanswered. Waits
+    /// forever (the connection lives until the test's runtime ends).
+    pub async fn freeze(self) {
+        let _ = self.out.send(Out::Freeze);
+        std::future::pending::<()>().await;
     }
 
     /// Answers in the response to the POST being handled (HTTP); over
@@ -191,8 +202,12 @@ pub struct WsServer {
     tls: bool,
     connections: Arc<AtomicUsize>,
     seen: Seen,
+    closes: Closes,
     task: JoinHandle<()>,
 }
+
+/// The close code of each close frame the server received, in order.
+type Closes = Arc<Mutex<Vec<Option<u16>>>>;
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
@@ -214,15 +229,18 @@ impl WsServer {
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let seen: Seen = Arc::default();
+        let closes: Closes = Arc::default();
         let is_tls = tls.is_some();
         let task = {
             let connections = Arc::clone(&connections);
             let seen = Arc::clone(&seen);
+            let closes = Arc::clone(&closes);
             tokio::spawn(async move {
                 while let Ok((socket, _)) = listener.accept().await {
                     let handler = Arc::clone(&handler);
                     let connections = Arc::clone(&connections);
                     let seen = Arc::clone(&seen);
+                    let closes = Arc::clone(&closes);
                     let tls = tls.clone();
                     tokio::spawn(async move {
                         let stream: Box<dyn Io> = match tls {
@@ -240,7 +258,7 @@ impl WsServer {
                             return;
                         };
                         connections.fetch_add(1, Ordering::SeqCst);
-                        serve_ws(ws, handler).await;
+                        serve_ws(ws, handler, closes).await;
                     });
                 }
             })
@@ -250,6 +268,7 @@ impl WsServer {
             tls: is_tls,
             connections,
             seen,
+            closes,
             task,
         }
     }
@@ -271,6 +290,12 @@ impl WsServer {
     /// The request headers of each handshake, names lowercased.
     pub fn handshake_headers(&self) -> Vec<Vec<(String, String)>> {
         self.seen.lock().unwrap().clone()
+    }
+
+    /// The code of each close frame received from the host so far (`None`
+    /// for a close frame without a code).
+    pub fn close_codes(&self) -> Vec<Option<u16>> {
+        self.closes.lock().unwrap().clone()
     }
 }
 
@@ -296,7 +321,11 @@ fn record_headers(
     Ok(response)
 }
 
-async fn serve_ws(mut ws: tokio_tungstenite::WebSocketStream<Box<dyn Io>>, handler: Handler) {
+async fn serve_ws(
+    mut ws: tokio_tungstenite::WebSocketStream<Box<dyn Io>>,
+    handler: Handler,
+    closes: Closes,
+) {
     let (conn, mut out, incoming) = conn();
     let mut run = handler(conn);
     loop {
@@ -308,7 +337,11 @@ async fn serve_ws(mut ws: tokio_tungstenite::WebSocketStream<Box<dyn Io>>, handl
                         let _ = incoming.send(Incoming { frame, post: None });
                     }
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(Message::Close(frame))) => {
+                    closes.lock().unwrap().push(frame.map(|f| u16::from(f.code)));
+                    break;
+                }
+                None | Some(Err(_)) => break,
                 Some(Ok(_)) => {}
             },
             next = out.recv() => match next {
@@ -321,6 +354,11 @@ async fn serve_ws(mut ws: tokio_tungstenite::WebSocketStream<Box<dyn Io>>, handl
                     if ws.send(Message::binary(data)).await.is_err() {
                         break;
                     }
+                }
+                Some(Out::Freeze) => {
+                    let _ = ws.flush().await;
+                    // Holds the socket unread: no pong, no close, no EOF.
+                    std::future::pending::<()>().await;
                 }
                 None => break,
             },
@@ -553,7 +591,8 @@ fn start_session(state: &Arc<HttpState>, id: &str, handler: Handler) -> Arc<Sess
                             session.events.lock().unwrap().push(text);
                             session.grew.notify_waiters();
                         }
-                        Some(Out::Binary(_)) => {}
+                        // No WebSocket here: nothing to send or to freeze.
+                        Some(Out::Binary(_) | Out::Freeze) => {}
                         None => break,
                     },
                 }

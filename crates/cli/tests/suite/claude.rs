@@ -322,21 +322,11 @@ async fn claude_skills_context_files_and_the_permissions_warning() {
 async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     let w = commands_world();
     let model = MockModel::start([anthropic::text("Committed it.")]).await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-    ];
     write(
         &w.project.join(".claude/skills/pdf/SKILL.md"),
         "---\nname: pdf\n---\n",
     );
-    let tmux = Tmux::start(&w, "claude", &args, &[]);
+    let tmux = Tmux::against(&w, "claude", &model, &[]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     // What start-up left out is said on the screen, not behind it.
     tmux.wait_for("skills in .claude/skills are not loaded");

@@ -60,6 +60,23 @@ impl Tmux {
         }
     }
 
+    /// [`Tmux::start`] with zot talking to the loopback `model` (Anthropic,
+    /// no session) and `extra` arguments after.
+    pub(super) fn against(w: &World, name: &str, model: &MockModel, extra: &[&str]) -> Self {
+        let url = model.url();
+        let mut args = vec![
+            "--provider",
+            "anthropic",
+            "--api-key",
+            "k",
+            "--base-url",
+            &url,
+            "--no-session",
+        ];
+        args.extend(extra);
+        Self::start(w, name, &args, &[])
+    }
+
     pub(super) fn screen(&self) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p"])
@@ -182,19 +199,7 @@ async fn commands_notes_panels_and_a_clean_exit() {
     let w = World::new();
     let ext = w.py_ext("hello", HELLO);
     let model = MockModel::start([anthropic::text("Hello, TUI user!")]).await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-        "--ext",
-        ext.to_str().unwrap(),
-    ];
-    let tmux = Tmux::start(&w, "main", &args, &[]);
+    let tmux = Tmux::against(&w, "main", &model, &["--ext", ext.to_str().unwrap()]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
 
     // The popup lists the extension's commands under the divider.
@@ -300,18 +305,7 @@ async fn no_yolo_asks_before_each_tool_call() {
         anthropic::text("all done"),
     ])
     .await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-        "--no-yolo",
-    ];
-    let tmux = Tmux::start(&w, "confirm", &args, &[]);
+    let tmux = Tmux::against(&w, "confirm", &model, &["--no-yolo"]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("make two files");
     tmux.keys(&["Enter"]);
@@ -466,17 +460,7 @@ async fn a_hooks_ask_forces_the_confirmation_under_yolo_and_hooks_lists_them() {
         anthropic::text("all done"),
     ])
     .await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-    ];
-    let tmux = Tmux::start(&w, "hook-ask", &args, &[]);
+    let tmux = Tmux::against(&w, "hook-ask", &model, &[]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("/hooks");
     tmux.keys(&["Enter"]);
@@ -522,18 +506,7 @@ async fn a_hooks_allow_skips_the_no_yolo_confirmation() {
         anthropic::text("all done"),
     ])
     .await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-        "--no-yolo",
-    ];
-    let tmux = Tmux::start(&w, "hook-allow", &args, &[]);
+    let tmux = Tmux::against(&w, "hook-allow", &model, &["--no-yolo"]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("make files");
     tmux.keys(&["Enter"]);

@@ -1,7 +1,8 @@
 //! The WebSocket transport: one frame per text message (no newline
 //! framing), the frame size limit as the message limit, binary messages
-//! logged and skipped, a ping every [`PING_INTERVAL`] and a disconnect when
-//! the previous one got no pong, close code 1000 when the host closes.
+//! logged and skipped, a ping every `Limits::ping_interval` (20 s) and a
+//! disconnect when the previous one got no pong, close code 1000 when the
+//! host closes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,12 +22,8 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::wire::{self, Connected, Task};
 use super::{Outbox, Outgoing, ReadError, preview};
 use crate::ext_log::ExtLog;
+use crate::limits::Limits;
 use crate::remote::{self, CONNECT_TIMEOUT, Target};
-
-/// How often the host pings a WebSocket extension; a ping still without a
-/// pong when the next one is due ends the connection (remote extensions
-/// issue: "Pings every 20 s; no pong within 20 s is a disconnect").
-pub(crate) const PING_INTERVAL: Duration = Duration::from_secs(20);
 
 /// Any byte stream a WebSocket can run over: TCP, or TLS over TCP.
 pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -34,19 +31,20 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Opens a TCP connection to `target`'s host (and TLS for `wss`), then
 /// the WebSocket handshake with the manifest's headers; all within
-/// [`CONNECT_TIMEOUT`].
+/// [`CONNECT_TIMEOUT`]. The connection is then pinged every
+/// `ping_interval` (`Limits::ping_interval`).
 pub(crate) async fn connect(
     name: &str,
     target: &Target,
     log: &Arc<ExtLog>,
-    max_frame_bytes: usize,
+    limits: &Limits,
 ) -> Result<Connected, String> {
-    let opened = tokio::time::timeout(CONNECT_TIMEOUT, open(target, max_frame_bytes))
+    let opened = tokio::time::timeout(CONNECT_TIMEOUT, open(target, limits.max_frame_bytes))
         .await
         .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))??;
     tracing::info!(extension = %name, "websocket connected");
     let (connected, task) = wire::connection();
-    tokio::spawn(run(opened, task, Arc::clone(log)));
+    tokio::spawn(run(opened, task, Arc::clone(log), limits.ping_interval));
     Ok(connected)
 }
 
@@ -112,7 +110,12 @@ enum End {
 }
 
 /// Moves frames both ways until the connection ends, then reports how.
-async fn run(mut ws: WebSocketStream<Box<dyn Io>>, task: Task, log: Arc<ExtLog>) {
+async fn run(
+    mut ws: WebSocketStream<Box<dyn Io>>,
+    task: Task,
+    log: Arc<ExtLog>,
+    ping_interval: Duration,
+) {
     let Task {
         outbox: Outbox {
             queue: mut rx,
@@ -121,7 +124,7 @@ async fn run(mut ws: WebSocketStream<Box<dyn Io>>, task: Task, log: Arc<ExtLog>)
         frames,
         mut side,
     } = task;
-    let mut ping = tokio::time::interval(PING_INTERVAL);
+    let mut ping = tokio::time::interval(ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ping.tick().await;
     let mut awaiting_pong = false;
@@ -185,7 +188,7 @@ async fn run(mut ws: WebSocketStream<Box<dyn Io>>, task: Task, log: Arc<ExtLog>)
             },
             _ = ping.tick() => {
                 if awaiting_pong {
-                    break End::Gone(format!("no pong within {PING_INTERVAL:?}"));
+                    break End::Gone(format!("no pong within {ping_interval:?}"));
                 }
                 if let Err(e) = ws.send(Message::Ping(Bytes::new())).await {
                     break End::Gone(format!("ping failed: {e}"));

@@ -141,6 +141,12 @@ async fn a_zot_extension_over_websocket_works_like_a_local_one() {
     let (host, mut rx) = env.start(&[&dir]).await;
     round_trip(&env, &dir, &host, &mut rx).await;
     assert_eq!(host.shutdown().await, 1);
+    // Shut down (the guard acknowledged), then closed with 1000.
+    assert!(
+        eventually(SECS5, || server.close_codes() == [Some(1000)]).await,
+        "{:?}",
+        server.close_codes()
+    );
     assert!(
         env.log("remote").contains("connected to ws://127.0.0.1:"),
         "{}",
@@ -192,14 +198,20 @@ async fn a_zot_extension_over_http_works_and_resumes_a_cut_stream() {
     host.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_server_that_drops_mid_call_fails_the_call_and_is_reconnected() {
-    // The first connection dies on its first tool call; later ones answer.
+/// A server whose first connection registers `echo` and, at its first
+/// call, does `fail` with the connection; later connections are `guard`s.
+fn first_fails_at_a_tool_call<F, Fut>(fail: F) -> zot_testkit::remote::Handler
+where
+    F: Fn(Conn) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let server = WsServer::start(handler(move |mut conn: Conn| {
-        let crash = first.swap(false, std::sync::atomic::Ordering::SeqCst);
+    let fail = Arc::new(fail);
+    handler(move |mut conn: Conn| {
+        let failing = first.swap(false, std::sync::atomic::Ordering::SeqCst);
+        let fail = Arc::clone(&fail);
         async move {
-            if !crash {
+            if !failing {
                 return guard(conn, "remote").await;
             }
             conn.send(json!({"type": "hello", "name": "remote"}));
@@ -209,9 +221,15 @@ async fn a_server_that_drops_mid_call_fails_the_call_and_is_reconnected() {
             );
             conn.send(json!({"type": "ready"}));
             conn.recv_type("tool_call").await;
+            fail(conn).await;
         }
-    }))
-    .await;
+    })
+}
+
+#[tokio::test]
+async fn a_server_that_drops_mid_call_fails_the_call_and_is_reconnected() {
+    // The first connection dies on its first tool call; later ones answer.
+    let server = WsServer::start(first_fails_at_a_tool_call(|_conn| async {})).await;
     let env = Env::new();
     let dir = remote_manifest(&env, "remote", json!({"url": server.url()}));
     let (host, mut rx) = env.start(&[&dir]).await;
@@ -428,7 +446,7 @@ async fn url_and_headers_expand_variables_when_connecting() {
         "{why}"
     );
     // Not retried: it cannot work until the user sets it.
-    assert_eq!(host.report()[0].connection, None);
+    assert_eq!(host.report()[0].connection, Some(Connectivity::Failed));
     host.shutdown().await;
 }
 
@@ -442,5 +460,140 @@ async fn plain_websocket_to_another_machine_is_refused_before_connecting() {
     let message = errors[0].to_string();
     assert!(message.contains("needs wss://"), "{message}");
     assert!(matches!(host.report()[0].status, ReportStatus::Failed(_)));
+    assert_eq!(host.report()[0].connection, Some(Connectivity::Failed));
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_stops_answering_pings_is_disconnected_and_reconnected() {
+    // The first connection hangs on its first tool call: the socket stays
+    // open but nothing is read, so the host's pings get no pong. Later
+    // connections answer.
+    let server = WsServer::start(first_fails_at_a_tool_call(Conn::freeze)).await;
+    let env = Env::new();
+    let dir = remote_manifest(&env, "remote", json!({"url": server.url()}));
+    let mut config = env.config(&[&dir]);
+    // Pings every 20 s by default (and 20 s for the pong); shortened here
+    // so the suite does not wait for them.
+    config.limits.ping_interval = Duration::from_millis(200);
+    let (host, mut rx) = ExtensionHost::start(config).await;
+    assert!(host.errors().is_empty(), "{:?}", host.errors());
+
+    // The call fails when the missing pong ends the connection, long
+    // before its own deadline; the outer deadline only keeps a broken host
+    // from hanging the suite.
+    let err = tokio::time::timeout(RECONNECT, host.call_tool("echo", json!({})))
+        .await
+        .expect("the call was not failed by the lost connection")
+        .unwrap_err();
+    assert_disconnected(&err);
+    let message = first_warning(&mut rx).await;
+    assert!(
+        message.contains("remote disconnected") && message.contains("no pong within"),
+        "{message}"
+    );
+    assert!(
+        env.log("remote").contains("no pong within"),
+        "{}",
+        env.log("remote")
+    );
+
+    assert!(
+        eventually(RECONNECT, || host.tools().len() == 1).await,
+        "not reconnected"
+    );
+    let note = event_matching(&mut rx, SECS5, |e| {
+        matches!(e, HostEvent::Notify { message, .. } if message.starts_with("reconnected to ws://127.0.0.1:"))
+    })
+    .await;
+    assert!(note.is_some(), "no note that it is back");
+    let reply = host
+        .call_tool("echo", json!({"after": "pong"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&reply.content), r#"echo {"after":"pong"}"#);
+    assert_eq!(server.connections(), 2);
+    host.shutdown().await;
+}
+
+/// A nimlet extension as a team server would run it: a command, a tool and
+/// a `tool_call` guard that refuses `rm`. nimlet's host speaks first.
+async fn nimlet_guard(mut conn: Conn) {
+    if conn.recv_type("initialize").await.is_none() {
+        return;
+    }
+    conn.answer(json!({"type": "register",
+        "commands": [{"name": "note", "description": "Append a note"}],
+        "tools": [{"name": "save_note", "description": "Save a note.",
+                   "input_schema": {"type": "object"}}],
+        "events": ["tool_call"]}));
+    while let Some(msg) = conn.recv().await {
+        let id = msg["id"].clone();
+        match msg["type"].as_str().unwrap_or("") {
+            "command" => conn.answer(json!({"type": "response", "id": id,
+                "message": format!("Noted: {}", msg["arguments"].as_str().unwrap_or(""))})),
+            "tool" => conn.answer(json!({"type": "response", "id": id,
+                "content": format!("Saved {}", msg["arguments"])})),
+            "event" => {
+                let command = msg["payload"]["arguments"]["command"]
+                    .as_str()
+                    .unwrap_or("");
+                if command.contains("rm") {
+                    conn.answer(json!({"type": "response", "id": id, "allow": false,
+                        "reason": "nimlet guard says no"}));
+                } else {
+                    conn.answer(json!({"type": "response", "id": id}));
+                }
+            }
+            "shutdown" => break,
+            _ => {}
+        }
+    }
+}
+
+async fn nimlet_round_trip(url: String) {
+    let env = Env::new();
+    let dir = remote_manifest(&env, "nim", json!({"url": url, "protocol": "nimlet"}));
+    let (host, _rx) = env.start(&[&dir]).await;
+    assert!(host.errors().is_empty(), "{:?}", host.errors());
+    let reply = host
+        .call_tool("save_note", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&reply.content), r#"Saved {"text":"x"}"#);
+    assert_eq!(reply.extension, "nim");
+    let answer = host.invoke_command("note", "milk").await.unwrap();
+    assert_eq!(
+        answer.outcome,
+        CommandOutcome::Display("Noted: milk".into())
+    );
+    assert_eq!(
+        host.intercept_tool_call("t1", "bash", &json!({"command": "rm -rf /"}))
+            .await,
+        Outcome::Block {
+            extension: "nim".into(),
+            reason: "nimlet guard says no".into()
+        }
+    );
+    assert_eq!(
+        host.intercept_tool_call("t2", "bash", &json!({"command": "ls"}))
+            .await,
+        Outcome::Allow(None)
+    );
+    assert_eq!(host.report()[0].connection, Some(Connectivity::Connected));
+    assert_eq!(host.shutdown().await, 1);
+}
+
+#[tokio::test]
+async fn a_nimlet_extension_over_websocket_works_like_a_local_one() {
+    let server = WsServer::start(handler(nimlet_guard)).await;
+    nimlet_round_trip(server.url()).await;
+    assert_eq!(server.connections(), 1);
+}
+
+#[tokio::test]
+async fn a_nimlet_extension_over_http_works_like_a_local_one() {
+    let server = HttpServer::start(handler(nimlet_guard)).await;
+    nimlet_round_trip(server.url()).await;
+    assert_eq!(server.sessions_started(), 1);
 }
