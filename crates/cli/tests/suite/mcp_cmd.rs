@@ -479,9 +479,24 @@ fn login_runs_the_oauth_flow_through_browser_and_logout_forgets_it() {
     assert!(!tokens.exists());
 }
 
-#[test]
-fn a_server_answering_401_needs_a_login_and_works_after_it() {
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_answering_401_needs_a_login_and_works_after_it() {
     let (w, server) = protected("http");
+    // A run goes on without it, saying once what to do.
+    let model = zot_testkit::MockModel::start([zot_testkit::anthropic::text("no server")]).await;
+    let run: Run = w
+        .against(&model, "anthropic", &["-p", "--no-session", "hi"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "no server\n", "{run:?}");
+    assert_eq!(
+        run.stderr.matches("run `zot mcp login secure`").count(),
+        1,
+        "{run:?}"
+    );
+
     let doctor = w.zot(&["ext", "doctor", "--json"]);
     let entry = json(&doctor)["extensions"]
         .as_array()
