@@ -597,3 +597,40 @@ async fn a_nimlet_extension_over_http_works_like_a_local_one() {
     nimlet_round_trip(server.url()).await;
     assert_eq!(server.sessions_started(), 1);
 }
+
+#[tokio::test]
+async fn over_http_a_reply_may_come_down_the_event_stream() {
+    // Every reply goes through the stream (each POST is answered 202), as
+    // a server does with slow work; the host matches them by id.
+    let server = HttpServer::start(handler(|mut conn: Conn| async move {
+        conn.send(json!({"type": "hello", "name": "remote"}));
+        conn.recv_type("hello_ack").await;
+        conn.send(json!({"type": "register_tool", "name": "later", "schema": {"type": "object"}}));
+        conn.send(json!({"type": "register_command", "name": "later"}));
+        conn.send(json!({"type": "ready"}));
+        while let Some(frame) = conn.recv().await {
+            let id = frame["id"].clone();
+            match frame["type"].as_str().unwrap_or("") {
+                "tool_call" => conn.send(json!({"type": "tool_result", "id": id,
+                    "content": [{"type": "text", "text": "by the stream"}]})),
+                "command_invoked" => conn.send(json!({"type": "command_response", "id": id,
+                    "action": "display", "display": "also by the stream"})),
+                "shutdown" => conn.send(json!({"type": "shutdown_ack"})),
+                _ => {}
+            }
+        }
+    }))
+    .await;
+    let env = Env::new();
+    let dir = remote_manifest(&env, "remote", json!({"url": server.url()}));
+    let (host, _rx) = env.start(&[&dir]).await;
+    assert!(host.errors().is_empty(), "{:?}", host.errors());
+    let reply = host.call_tool("later", json!({})).await.unwrap();
+    assert_eq!(text(&reply.content), "by the stream");
+    let answer = host.invoke_command("later", "").await.unwrap();
+    assert_eq!(
+        answer.outcome,
+        CommandOutcome::Display("also by the stream".into())
+    );
+    assert_eq!(host.shutdown().await, 1);
+}
