@@ -345,6 +345,7 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
         .collect();
     let (state, error) = match &r.status {
         ReportStatus::Starting => ("starting", None),
+        ReportStatus::Off => ("off", None),
         ReportStatus::Disabled => ("disabled", None),
         ReportStatus::Untrusted => ("untrusted", None),
         ReportStatus::Bundle => ("bundle", None),

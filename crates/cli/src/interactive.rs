@@ -22,6 +22,8 @@ use crate::run as setup;
 
 struct Bridge {
     host: ExtensionHost,
+    /// The provider's name, for telling the host about `/model`.
+    provider: String,
     commands: Commands,
     zot_home: std::path::PathBuf,
     project: std::path::PathBuf,
@@ -60,6 +62,8 @@ impl Extensions for Bridge {
     }
 
     fn save_model(&self, model: &str) -> Result<String, String> {
+        // Sampling requests go to the model the session uses now.
+        self.host.set_model(&self.provider, model);
         crate::config::save_model(&self.zot_home, model)
             .map(|path| path.display().to_string())
             .map_err(|e| format!("{e:#}"))
@@ -71,6 +75,18 @@ impl Extensions for Bridge {
             .iter()
             .map(zot_extensions::hooks::Listed::line)
             .collect()
+    }
+
+    fn starting(&self) -> Vec<String> {
+        self.host.starting()
+    }
+
+    fn wait_started(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.host.wait_started())
+    }
+
+    fn mcp<'a>(&'a self, args: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(crate::mcp_view::run(&self.host, args))
     }
 
     fn trust_project(&self) -> Result<(), String> {
@@ -105,7 +121,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             Some(_) => None,
         };
         let id = setup::session_id(session.as_ref());
-        let loaded = setup::load(args, ctx, &provider_name, &model, &id).await;
+        let loaded = setup::load(args, ctx, &provider_name, &model, &id, Mode::Interactive).await;
         let untrusted_found: Vec<_> = loaded
             .found
             .iter()
@@ -155,6 +171,12 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 }
             })
             .unwrap_or_default();
+        if let (Some(choice), None) = (&choice, &problem) {
+            let provider = zot_core::provider::Provider::new(choice.provider.clone());
+            loaded
+                .host
+                .set_sampler(Arc::new(crate::sampling::ModelSampler { provider }));
+        }
         let agent = match (choice, &problem) {
             (Some(choice), None) => Some(setup::agent(
                 args,
@@ -201,6 +223,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         let host = loaded.host.clone();
         let bridge = Arc::new(Bridge {
             host: host.clone(),
+            provider: config.provider.clone(),
             commands: loaded.commands.clone(),
             zot_home: ctx.zot_home.clone(),
             project: ctx.project.clone(),

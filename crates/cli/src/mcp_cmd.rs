@@ -829,34 +829,13 @@ fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// Shows the authorization URL and opens it with `$BROWSER` when that is
-/// set (the first of a `:`-separated list; `%s` stands for the URL, else
-/// the URL is its last argument). The browser runs on its own; the login
-/// waits for the redirect, not for it.
+/// set. The browser runs on its own; the login waits for the redirect, not
+/// for it.
 fn open_browser(url: &str) {
     eprintln!("to sign in, open this URL in a browser:\n\n  {url}\n");
-    let Some(browser) = std::env::var("BROWSER")
-        .ok()
-        .and_then(|b| b.split(':').next().map(str::to_owned))
-        .filter(|b| !b.trim().is_empty())
-    else {
-        return;
-    };
-    // The URL is passed as "$1", never spliced into the shell text.
-    let script = if browser.contains("%s") {
-        browser.replace("%s", "\"$1\"")
-    } else {
-        format!("{browser} \"$1\"")
-    };
-    match std::process::Command::new("sh")
-        .args(["-c", &script, "sh", url])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-    {
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-            eprintln!("(opened with $BROWSER; waiting for the sign-in to finish)");
-        }
-        Err(e) => eprintln!("zot: warning: cannot run $BROWSER ({browser}): {e}"),
+    match zot_extensions::mcp::oauth::open_with_browser(url) {
+        Ok(Some(_)) => eprintln!("(opened with $BROWSER; waiting for the sign-in to finish)"),
+        Ok(None) => {}
+        Err(e) => eprintln!("zot: warning: {e}"),
     }
 }

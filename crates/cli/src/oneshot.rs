@@ -84,7 +84,11 @@ impl Out {
                 eprintln!("[{extension}] {}: {message}", level.unwrap_or_default());
             }
             // An exit is reported by the warning that comes with it.
-            HostEvent::Warning { extension, message } => {
+            HostEvent::Warning { extension, message }
+            | HostEvent::LoadFailed {
+                extension,
+                error: message,
+            } => {
                 eprintln!("zot: warning: extension {extension}: {message}");
             }
             _ => {}

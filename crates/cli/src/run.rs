@@ -96,8 +96,11 @@ pub async fn load(
     provider: &str,
     model: &str,
     session_id: &str,
+    mode: Mode,
 ) -> Loaded {
     let mut host_config = ctx.config.clone();
+    // The TUI opens at once; MCP servers join as they come up.
+    host_config.mcp_in_background = mode == Mode::Interactive;
     host_config.provider = provider.to_owned();
     host_config.model = model.to_owned();
     host_config.session_id = session_id.to_owned();
@@ -225,7 +228,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
         Some(_) => None,
     };
     let id = session_id(session.as_ref());
-    let loaded = load(args, ctx, provider.kind.name(), &model, &id).await;
+    let loaded = load(args, ctx, provider.kind.name(), &model, &id, mode).await;
     for warning in &loaded.warnings {
         eprintln!("zot: warning: {warning}");
     }

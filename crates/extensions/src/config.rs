@@ -36,6 +36,10 @@ pub struct HostConfig {
     pub limits: Limits,
     /// Command hooks run (`false` with `--no-hooks` or the config key `hooks: false`).
     pub hooks: bool,
+    /// MCP servers start in the background: [`start`](crate::ExtensionHost::start)
+    /// returns without waiting for their handshakes (the TUI opens at once and
+    /// a prompt waits through [`wait_started`](crate::ExtensionHost::wait_started)).
+    pub mcp_in_background: bool,
 }
 
 impl HostConfig {
@@ -54,6 +58,7 @@ impl HostConfig {
             builtin_tools: BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
             hooks: true,
+            mcp_in_background: false,
         }
     }
 

@@ -18,6 +18,8 @@ pub(crate) struct HostContext {
     pub(crate) questions: QuestionClock,
     /// MCP servers with resources, for the shared resource tools.
     pub(crate) mcp: crate::mcp::adapter::Directory,
+    /// Runs model calls for extensions (MCP sampling); only the TUI sets one.
+    pub(crate) sampler: Mutex<Option<std::sync::Arc<dyn crate::sampling::Sampler>>>,
 }
 
 /// Session facts that change while the host runs.
@@ -41,11 +43,20 @@ impl HostContext {
             next_id: AtomicU64::new(1),
             questions: QuestionClock::new(),
             mcp: crate::mcp::adapter::Directory::default(),
+            sampler: Mutex::new(None),
         }
     }
 
     pub(crate) fn facts(&self) -> MutexGuard<'_, Facts> {
         self.facts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The sampler the binary set, if any.
+    pub(crate) fn sampler(&self) -> Option<std::sync::Arc<dyn crate::sampling::Sampler>> {
+        self.sampler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// A request id unique across every extension of this host.

@@ -131,8 +131,11 @@ impl std::fmt::Display for Connectivity {
 
 #[derive(Debug, Clone)]
 pub enum ReportStatus {
-    /// Being spawned or in its handshake right now (a reload is under way).
+    /// Being spawned or in its handshake right now (a reload is under way,
+    /// or an MCP server starts in the background).
     Starting,
+    /// Turned off by the user for this session (`/mcp off`).
+    Off,
     Loaded(LoadedInfo),
     Failed(LoadError),
     Disabled,
@@ -210,6 +213,8 @@ pub(crate) struct Inner {
     reaper: Option<tokio::task::AbortHandle>,
     /// Command hooks of this generation (read again on reload).
     command_hooks: Mutex<Arc<CommandHooks>>,
+    /// How many extensions are starting in the background (waiters watch it).
+    starting_count: tokio::sync::watch::Sender<usize>,
 }
 
 pub(crate) type LoadOutcome = Result<Arc<Extension>, LoadError>;
@@ -225,7 +230,28 @@ pub(crate) struct HostState {
     pub(crate) activated: HashSet<String>,
     /// Remote extensions being reconnected, by load order.
     reconnecting: HashMap<usize, Arc<Reconnect>>,
+    /// MCP servers starting in the background (`mcp_in_background`).
+    starting: Vec<Starting>,
+    /// Extensions the user turned off for this session (`/mcp off`), by
+    /// name: stopped, and not started again by a reload.
+    off: HashSet<String>,
 }
+
+/// One extension loading in the background, as the host sees it.
+struct Starting {
+    order: usize,
+    name: String,
+    /// When its start-up must be over (its `startup_timeout_sec`, and
+    /// [`STARTING_GRACE`]).
+    deadline: Instant,
+    cancel: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Beyond an MCP server's `startup_timeout_sec` (which bounds its
+/// handshake), what a background start may take for the spawn before it
+/// and the registration after it: local work, well under a second.
+const STARTING_GRACE: Duration = Duration::from_secs(2);
 
 /// One remote extension's reconnect loop, as the host sees it.
 struct Reconnect {
@@ -273,6 +299,7 @@ impl ExtensionHost {
             entries: Mutex::new(Vec::new()),
             reaper: reaper::spawn_reaper(),
             command_hooks,
+            starting_count: tokio::sync::watch::Sender::new(0),
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -294,7 +321,15 @@ impl ExtensionHost {
             .enumerate()
             .map(|(order, (found, outcome))| {
                 let reconnecting = state.reconnecting.get(&order).map(|r| r.connectivity());
-                report_entry(&self.inner.cx.config, found, outcome.as_ref(), reconnecting)
+                let mut entry =
+                    report_entry(&self.inner.cx.config, found, outcome.as_ref(), reconnecting);
+                if outcome.is_none()
+                    && matches!(found.status, FoundStatus::Load(_))
+                    && entry.name.as_ref().is_some_and(|n| state.off.contains(n))
+                {
+                    entry.status = ReportStatus::Off;
+                }
+                entry
             })
             .collect()
     }
@@ -380,6 +415,17 @@ impl ExtensionHost {
         self.inner.project_trusted.store(trusted, Ordering::SeqCst);
     }
 
+    /// Lets extensions (MCP servers with `"sampling": true`) have model
+    /// calls run by `sampler`, after the user agrees to each.
+    pub fn set_sampler(&self, sampler: Arc<dyn crate::sampling::Sampler>) {
+        *self
+            .inner
+            .cx
+            .sampler
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(sampler);
+    }
+
     /// Tells extensions loaded from now on (and prompt preparation) about a model change.
     pub fn set_model(&self, provider: &str, model: &str) {
         let mut facts = self.inner.cx.facts();
@@ -391,6 +437,7 @@ impl ExtensionHost {
     /// same `--no-ext`), and starts them again.
     pub async fn reload(&self) -> ReloadStats {
         let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_starting().await;
         self.inner.stop_reconnecting(|_| true);
         let stopped = self.inner.stop(&self.inner.extensions()).await;
         {
@@ -496,12 +543,99 @@ impl ExtensionHost {
     /// group. Returns how many were running.
     pub async fn shutdown(&self) -> usize {
         let _guard = self.inner.lifecycle.lock().await;
+        self.inner.stop_starting().await;
         self.inner.stop_reconnecting(|_| true);
         let stopped = self.inner.stop(&self.inner.extensions()).await;
         // What left its process group (a daemon that called setsid) was
         // adopted by zot (a subreaper on Linux): kill and reap it too.
         let _ = tokio::task::spawn_blocking(reaper::sweep).await;
         stopped
+    }
+
+    /// Extensions still starting in the background (MCP servers with
+    /// `mcp_in_background`), by name, in load order.
+    pub fn starting(&self) -> Vec<String> {
+        let state = self.inner.state();
+        let mut starting: Vec<(usize, String)> = state
+            .starting
+            .iter()
+            .map(|s| (s.order, s.name.clone()))
+            .collect();
+        starting.sort();
+        starting.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// Waits until no extension is starting in the background, or until
+    /// the last of their start-up deadlines has passed.
+    pub async fn wait_started(&self) {
+        let deadline = self.inner.state().starting.iter().map(|s| s.deadline).max();
+        let Some(deadline) = deadline else {
+            return;
+        };
+        let mut count = self.inner.starting_count.subscribe();
+        let _ = tokio::time::timeout_at(deadline, count.wait_for(|n| *n == 0)).await;
+    }
+
+    /// Turns the extension `name` off or on for this session: off stops it
+    /// (its tools and commands leave) and keeps it out of reloads; on starts
+    /// it again. `Ok` says what happened.
+    pub async fn set_enabled(&self, name: &str, on: bool) -> Result<String, String> {
+        let _guard = self.inner.lifecycle.lock().await;
+        let slot = {
+            let state = self.inner.state();
+            state
+                .found
+                .iter()
+                .enumerate()
+                .find_map(|(order, (found, _))| match &found.status {
+                    FoundStatus::Load(m) if m.name == name => Some((order, found.scope, m.clone())),
+                    _ => None,
+                })
+        };
+        let Some((order, scope, manifest)) = slot else {
+            return Err(format!("{name} is not an extension zot would run here"));
+        };
+        if !on {
+            if !self.inner.state().off.insert(name.to_owned()) {
+                return Ok(format!("{name} is already off"));
+            }
+            self.inner.stop_starting_where(|s| s.order == order).await;
+            let running: Vec<Arc<Extension>> = self
+                .inner
+                .extensions()
+                .into_iter()
+                .filter(|e| e.order == order)
+                .collect();
+            self.inner.stop(&running).await;
+            {
+                let mut state = self.inner.state();
+                state.extensions.retain(|e| e.order != order);
+                state
+                    .conflicts
+                    .retain(|c| c.loser != name && c.winner != Owner::Extension(name.to_owned()));
+                if let Some(slot) = state.found.get_mut(order) {
+                    slot.1 = None;
+                }
+            }
+            self.inner.emit(HostEvent::ToolsChanged);
+            self.inner.emit(HostEvent::CommandsChanged);
+            return Ok(format!("{name} is off for this session"));
+        }
+        if !self.inner.state().off.remove(name) {
+            let running = self.inner.extensions().iter().any(|e| e.order == order);
+            let starting = self.inner.state().starting.iter().any(|s| s.order == order);
+            if running || starting {
+                return Ok(format!("{name} is already on"));
+            }
+        }
+        let outcome = self.inner.load_one(order, scope, &manifest).await;
+        let stats = self.inner.record_outcomes(vec![outcome]);
+        self.inner.emit(HostEvent::ToolsChanged);
+        self.inner.emit(HostEvent::CommandsChanged);
+        match stats.errors.first() {
+            Some(e) => Err(e.to_string()),
+            None => Ok(format!("{name} is on")),
+        }
     }
 }
 
@@ -690,6 +824,11 @@ impl Inner {
                 options,
                 reply,
             },
+            Effect::Form { form, reply } => HostEvent::Form {
+                extension,
+                form,
+                reply,
+            },
         };
         self.emit(event);
     }
@@ -751,16 +890,105 @@ impl Inner {
     }
 
     async fn load_found(self: &Arc<Self>, found: Vec<Found>) -> ReloadStats {
-        self.state().found = found.iter().map(|f| (f.clone(), None)).collect();
-        let loads = found
-            .iter()
-            .enumerate()
-            .filter_map(|(order, f)| match &f.status {
-                FoundStatus::Load(manifest) => Some(self.load_one(order, f.scope, manifest)),
-                _ => None,
-            });
+        let off = {
+            let mut state = self.state();
+            state.found = found.iter().map(|f| (f.clone(), None)).collect();
+            state.off.clone()
+        };
+        let background = self.cx.config.mcp_in_background;
+        let mut loads = Vec::new();
+        for (order, f) in found.iter().enumerate() {
+            let FoundStatus::Load(manifest) = &f.status else {
+                continue;
+            };
+            if off.contains(&manifest.name) {
+                continue;
+            }
+            match manifest.mcp() {
+                Some(server) if background => {
+                    self.start_in_background(order, f.scope, manifest, server.startup_timeout);
+                }
+                _ => loads.push(self.load_one(order, f.scope, manifest)),
+            }
+        }
         let outcomes = join_all(loads).await;
         self.record_outcomes(outcomes)
+    }
+
+    /// Loads one extension in a task of its own; when it is done, its
+    /// tools and commands join and a failure is reported
+    /// (`HostEvent::LoadFailed`).
+    fn start_in_background(
+        self: &Arc<Self>,
+        order: usize,
+        scope: Scope,
+        manifest: &Manifest,
+        startup_timeout: Duration,
+    ) {
+        let cancel = CancellationToken::new();
+        {
+            let mut state = self.state();
+            state.starting.push(Starting {
+                order,
+                name: manifest.name.clone(),
+                deadline: Instant::now() + startup_timeout + STARTING_GRACE,
+                cancel: cancel.clone(),
+                task: None,
+            });
+            self.starting_count.send_replace(state.starting.len());
+        }
+        let inner = Arc::clone(self);
+        let manifest = manifest.clone();
+        let task = tokio::spawn(async move {
+            let outcome = tokio::select! {
+                () = cancel.cancelled() => return,
+                (_, outcome) = inner.load_one(order, scope, &manifest) => outcome,
+            };
+            let failed = outcome.as_ref().err().map(ToString::to_string);
+            inner.record_outcomes(vec![(order, outcome)]);
+            {
+                let mut state = inner.state();
+                state.starting.retain(|s| s.order != order);
+                inner.starting_count.send_replace(state.starting.len());
+            }
+            if let Some(error) = failed {
+                inner.emit(HostEvent::LoadFailed {
+                    extension: manifest.name.clone(),
+                    error,
+                });
+            }
+            inner.emit(HostEvent::ToolsChanged);
+            inner.emit(HostEvent::CommandsChanged);
+        });
+        if let Some(entry) = self.state().starting.iter_mut().find(|s| s.order == order) {
+            entry.task = Some(task);
+        }
+    }
+
+    /// Ends every background start (a reload or shutdown is next).
+    async fn stop_starting(&self) {
+        self.stop_starting_where(|_| true).await;
+    }
+
+    /// Ends the background starts `which` picks and waits for their tasks,
+    /// so that none of them joins the live set afterwards. A start cut
+    /// short kills what it spawned (dropping a process record kills it).
+    async fn stop_starting_where(&self, which: impl Fn(&Starting) -> bool) {
+        let stopped: Vec<Starting> = {
+            let mut state = self.state();
+            let (stopped, kept) = std::mem::take(&mut state.starting)
+                .into_iter()
+                .partition(|s| which(s));
+            state.starting = kept;
+            self.starting_count.send_replace(state.starting.len());
+            stopped
+        };
+        for entry in &stopped {
+            entry.cancel.cancel();
+        }
+        for task in stopped.into_iter().filter_map(|s| s.task) {
+            let _ = task.await;
+        }
     }
 
     /// Stores load outcomes in their discovery slots and counts them.

@@ -24,6 +24,7 @@ pub mod permissions;
 mod reaper;
 mod registry;
 mod remote;
+pub mod sampling;
 mod transport;
 pub mod trust;
 

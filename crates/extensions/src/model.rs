@@ -237,6 +237,11 @@ pub enum Effect {
         options: Vec<String>,
         reply: QuestionReply,
     },
+    /// A form to fill in (an MCP elicitation).
+    Form {
+        form: zot_protocol::ui::Form,
+        reply: zot_protocol::ui::FormReply,
+    },
 }
 
 /// How a protocol's extensions take part in the model, where protocols

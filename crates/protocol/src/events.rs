@@ -317,7 +317,11 @@ impl Event {
                 message,
             },
             HostEvent::ClearNotes { extension } => Event::ExtClearNotes { extension },
-            HostEvent::Warning { extension, message } => Event::ExtWarning {
+            HostEvent::Warning { extension, message }
+            | HostEvent::LoadFailed {
+                extension,
+                error: message,
+            } => Event::ExtWarning {
                 extension: Some(extension),
                 message,
             },
@@ -344,6 +348,7 @@ impl Event {
             },
             HostEvent::Entry { extension, data } => Event::ExtEntry { extension, data },
             HostEvent::Question { .. }
+            | HostEvent::Form { .. }
             | HostEvent::Submit { .. }
             | HostEvent::PanelRender { .. }
             | HostEvent::PanelClose { .. }

@@ -19,6 +19,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("sessions", "resume an earlier session of this directory"),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),
+    ("mcp", "MCP servers and their tools: /mcp off|on <server>"),
     ("reload-ext", "restart every extension"),
     ("yolo", "stop asking before tool calls"),
     ("plan", "plan mode: only read-only tools"),
@@ -133,6 +134,12 @@ pub enum HostEvent {
         extension: String,
         message: String,
     },
+    /// An extension that started in the background (an MCP server while
+    /// the TUI runs) failed to load; `error` says why.
+    LoadFailed {
+        extension: String,
+        error: String,
+    },
     /// An extension went away on its own. Front ends show the
     /// [`HostEvent::Warning`] the host sends with it (the reason, what is
     /// lost, the log), so an exit is reported once.
@@ -164,6 +171,13 @@ pub enum HostEvent {
         prompt: String,
         options: Vec<String>,
         reply: QuestionReply,
+    },
+    /// A form to fill in. Answer through `reply`; dropping every copy
+    /// unanswered means nobody could be asked.
+    Form {
+        extension: String,
+        form: Form,
+        reply: FormReply,
     },
 }
 
@@ -199,6 +213,10 @@ impl HostEvent {
             Self::Exited { extension, reason } => Self::Exited {
                 extension,
                 reason: clean(reason),
+            },
+            Self::LoadFailed { extension, error } => Self::LoadFailed {
+                extension,
+                error: clean(error),
             },
             Self::PanelRender { extension, panel } => Self::PanelRender {
                 extension,
@@ -238,6 +256,39 @@ impl HostEvent {
                 options: clean_all(options),
                 reply,
             },
+            Self::Form {
+                extension,
+                form,
+                reply,
+            } => Self::Form {
+                extension,
+                form: Form {
+                    message: clean(form.message),
+                    fields: form
+                        .fields
+                        .into_iter()
+                        .map(|f| FormField {
+                            title: clean(f.title),
+                            description: f.description.map(clean),
+                            kind: match f.kind {
+                                FieldKind::Choice { values, labels } => FieldKind::Choice {
+                                    values,
+                                    labels: clean_all(labels),
+                                },
+                                FieldKind::MultiChoice { values, labels } => {
+                                    FieldKind::MultiChoice {
+                                        values,
+                                        labels: clean_all(labels),
+                                    }
+                                }
+                                other => other,
+                            },
+                            ..f
+                        })
+                        .collect(),
+                },
+                reply,
+            },
             other => other,
         }
     }
@@ -266,12 +317,12 @@ impl CommandReply {
 }
 
 /// Delivers an answer once.
-type Respond = Box<dyn FnOnce(Option<String>) + Send>;
+type Respond<T> = Box<dyn FnOnce(Option<T>) + Send>;
 
 /// Holds the answer's way back; dropped unanswered, it answers `None`.
-struct Responder(Option<Respond>);
+struct Responder<T>(Option<Respond<T>>);
 
-impl Drop for Responder {
+impl<T> Drop for Responder<T> {
     fn drop(&mut self) {
         if let Some(respond) = self.0.take() {
             respond(None);
@@ -279,15 +330,50 @@ impl Drop for Responder {
     }
 }
 
+/// One answer's way back, shared by every copy: the first answer goes
+/// through, later ones (and drops) do nothing; when every copy is dropped
+/// unanswered, the asker hears `None`.
+struct Once<T>(Arc<Mutex<Responder<T>>>);
+
+impl<T> Once<T> {
+    fn new(respond: impl FnOnce(Option<T>) + Send + 'static) -> Self {
+        Self(Arc::new(Mutex::new(Responder(Some(Box::new(respond))))))
+    }
+
+    fn send(&self, answer: Option<T>) {
+        let respond = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .take();
+        if let Some(respond) = respond {
+            respond(answer);
+        }
+    }
+}
+
+impl<T> Clone for Once<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> PartialEq for Once<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 /// The way back for a question's answer: `Some(option)`, or `None` when
 /// dismissed. Answering twice, or from a second copy, does nothing; when
 /// every copy is dropped unanswered, the question counts as dismissed.
-#[derive(Clone)]
-pub struct QuestionReply(Arc<Mutex<Responder>>);
+#[derive(Clone, PartialEq)]
+pub struct QuestionReply(Once<String>);
 
 impl QuestionReply {
     pub fn new(respond: impl FnOnce(Option<String>) + Send + 'static) -> Self {
-        Self(Arc::new(Mutex::new(Responder(Some(Box::new(respond))))))
+        Self(Once::new(respond))
     }
 
     /// Answers with one of the options.
@@ -301,15 +387,7 @@ impl QuestionReply {
     }
 
     pub fn send(&self, answer: Option<String>) {
-        let respond = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .take();
-        if let Some(respond) = respond {
-            respond(answer);
-        }
+        self.0.send(answer);
     }
 }
 
@@ -319,9 +397,76 @@ impl std::fmt::Debug for QuestionReply {
     }
 }
 
-impl PartialEq for QuestionReply {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+/// A form an extension asks the user to fill in (an MCP server's
+/// `elicitation/create`): a message, then one field per value it wants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Form {
+    pub message: String,
+    pub fields: Vec<FormField>,
+}
+
+/// One field of a [`Form`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormField {
+    /// The key of its value in the answer.
+    pub name: String,
+    /// What the user sees (the schema's `title`, else the name).
+    pub title: String,
+    pub description: Option<String>,
+    pub kind: FieldKind,
+    pub required: bool,
+    /// The value the field starts with (the schema's `default`).
+    pub default: Option<Value>,
+}
+
+/// What a [`FormField`] holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldKind {
+    Text,
+    Number,
+    Integer,
+    Boolean,
+    /// One of `values`, shown as `labels` (same length).
+    Choice {
+        values: Vec<String>,
+        labels: Vec<String>,
+    },
+    /// Any number of `values`, shown as `labels` (same length).
+    MultiChoice {
+        values: Vec<String>,
+        labels: Vec<String>,
+    },
+}
+
+/// The user's answer to a [`Form`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormAnswer {
+    /// Submitted, with a value per filled-in field (by name).
+    Accept(serde_json::Map<String, Value>),
+    /// Refused on purpose.
+    Decline,
+    /// Dismissed without choosing.
+    Cancel,
+}
+
+/// The way back for a form's answer; `None` when nobody could be asked
+/// (every copy dropped unanswered: print, JSON and RPC modes).
+#[derive(Clone, PartialEq)]
+pub struct FormReply(Once<FormAnswer>);
+
+impl FormReply {
+    pub fn new(respond: impl FnOnce(Option<FormAnswer>) + Send + 'static) -> Self {
+        Self(Once::new(respond))
+    }
+
+    pub fn send(&self, answer: FormAnswer) {
+        self.0.send(Some(answer));
+    }
+}
+
+impl std::fmt::Debug for FormReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FormReply")
     }
 }
 

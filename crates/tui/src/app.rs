@@ -16,7 +16,7 @@ use zot_protocol::zot::{NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
     BUILTIN_COMMANDS as BUILTINS, CommandInfo, CommandOrigin, CommandOutcome, CommandReply,
-    HostEvent, ReloadSummary, is_builtin_command,
+    FormAnswer, HostEvent, ReloadSummary, is_builtin_command,
 };
 
 use crate::bridge::Extensions;
@@ -24,7 +24,9 @@ use crate::command::Builtin;
 // Where the CLI finds it (`zot_tui::app::parse_command`).
 pub use crate::command::parse_command;
 use crate::editor::Editor;
-use crate::modal::{Confirmation, Dialog, Modal, Panel, PanelStep, Question, SessionPicker, Step};
+use crate::modal::{
+    Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, Question, SessionPicker, Step,
+};
 use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
@@ -109,6 +111,10 @@ pub enum AppMsg {
         result: Result<CommandReply, String>,
     },
     Reloaded(ReloadSummary),
+    /// Background starts (MCP servers) are over, or their time is up.
+    Started,
+    /// `/mcp`'s answer.
+    Mcp(Result<String, String>),
 }
 
 /// The whole state. Its fields are private: changes go through the event
@@ -121,6 +127,9 @@ pub struct App {
     status: Option<Status>,
     /// Prompts typed while the agent works, sent in order when it is idle.
     queue: VecDeque<String>,
+    /// A prompt held back while extensions start in the background, and
+    /// their names (shown until they are up; Esc sends it at once).
+    waiting: Option<(String, Vec<String>)>,
     editor: Editor,
     modal: Modal,
     /// The agent is working on a prompt or a command.
@@ -167,6 +176,7 @@ impl App {
             notes: Vec::new(),
             status: None,
             queue: VecDeque::new(),
+            waiting: None,
             editor: Editor::new(),
             modal: Modal::default(),
             busy: false,
@@ -235,6 +245,11 @@ impl App {
 
     pub fn queue(&self) -> &VecDeque<String> {
         &self.queue
+    }
+
+    /// The extensions a held-back prompt waits for, while it waits.
+    pub fn waiting_for(&self) -> Option<&[String]> {
+        self.waiting.as_ref().map(|(_, names)| names.as_slice())
     }
 
     pub fn editor(&self) -> &Editor {
@@ -479,6 +494,11 @@ impl App {
             self.editor.clear();
             return;
         }
+        // Esc skips the wait for starting extensions: the prompt goes now.
+        if let Some((text, _)) = self.waiting.take() {
+            self.send_prompt(text);
+            return;
+        }
         if self.busy {
             self.abort();
         }
@@ -487,6 +507,10 @@ impl App {
     }
 
     fn abort(&mut self) {
+        if self.waiting.take().is_some() {
+            self.busy = false;
+            self.transcript.push(Entry::Info("aborted".into()));
+        }
         if let Some(worker) = &self.worker {
             worker.abort();
         }
@@ -639,6 +663,23 @@ impl App {
     fn start(&mut self, text: String) {
         self.notes.clear();
         self.transcript.push(Entry::User(text.clone()));
+        let starting = self.ext.starting();
+        if starting.is_empty() || self.worker.is_none() {
+            return self.send_prompt(text);
+        }
+        // Held back until the extensions starting in the background (MCP
+        // servers) are up, so their tools are in the first request.
+        self.waiting = Some((text, starting));
+        self.busy = true;
+        let ext = Arc::clone(&self.ext);
+        let msgs = self.msgs.clone();
+        tokio::spawn(async move {
+            ext.wait_started().await;
+            let _ = msgs.send(AppMsg::Started);
+        });
+    }
+
+    fn send_prompt(&mut self, text: String) {
         if let Some(worker) = &self.worker {
             worker.send(Work::Prompt(text));
             self.busy = true;
@@ -707,6 +748,15 @@ impl App {
                     lines.join("\n")
                 };
                 self.transcript.push(Entry::Info(text));
+            }
+            Builtin::Mcp => {
+                let ext = Arc::clone(&self.ext);
+                let msgs = self.msgs.clone();
+                let args = args.to_owned();
+                tokio::spawn(async move {
+                    let result = ext.mcp(&args).await;
+                    let _ = msgs.send(AppMsg::Mcp(result));
+                });
             }
             Builtin::ReloadExt => {
                 self.abort();
@@ -840,6 +890,13 @@ impl App {
                 Err(e) => self.set_status(format!("extension /{name}: {e}"), StatusKind::Error),
                 Ok(reply) => self.command_reply(reply),
             },
+            AppMsg::Started => {
+                if let Some((text, _)) = self.waiting.take() {
+                    self.send_prompt(text);
+                }
+            }
+            AppMsg::Mcp(Ok(text)) => self.transcript.push(Entry::Info(text)),
+            AppMsg::Mcp(Err(e)) => self.set_status(format!("/mcp: {e}"), StatusKind::Error),
             AppMsg::Reloaded(summary) => {
                 self.refresh_commands();
                 let mut text = format!(
@@ -945,7 +1002,15 @@ impl App {
                     text: message,
                 });
             }
-            HostEvent::CommandsChanged => self.refresh_commands(),
+            HostEvent::LoadFailed { error, .. } => self.transcript.push(Entry::ExtFailure(error)),
+            HostEvent::CommandsChanged => {
+                self.refresh_commands();
+                // A server that came up no longer holds the prompt back.
+                if let Some((_, names)) = &mut self.waiting {
+                    let starting = self.ext.starting();
+                    names.retain(|n| starting.contains(n));
+                }
+            }
             HostEvent::Status { key, text, .. } => {
                 upsert(&mut self.statuses, key, text, String::is_empty)
             }
@@ -967,6 +1032,18 @@ impl App {
                 } else {
                     let question = Question::new(extension, prompt, options, answer);
                     self.modal.open_dialog(Dialog::Question(question));
+                }
+            }
+            HostEvent::Form {
+                extension,
+                form,
+                reply,
+            } => {
+                if self.modal.dialog().is_some() {
+                    reply.send(FormAnswer::Cancel);
+                } else {
+                    let form = FormDialog::new(extension, form, reply);
+                    self.modal.open_dialog(Dialog::Form(form));
                 }
             }
         }

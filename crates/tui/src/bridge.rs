@@ -28,6 +28,20 @@ pub trait Extensions: Send + Sync {
     fn hooks(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Extensions still starting in the background (MCP servers), by name.
+    fn starting(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Resolves once nothing starts in the background any more, or when
+    /// the last start-up deadline has passed.
+    fn wait_started(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    /// `/mcp [on|off <server>]`: the MCP servers with their state and
+    /// tools, or one turned on or off for this session; the text to show.
+    fn mcp<'a>(&'a self, _args: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async { Ok("no MCP servers".to_owned()) })
+    }
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

@@ -30,6 +30,7 @@ pub enum Builtin {
     Sessions,
     Skills,
     Hooks,
+    Mcp,
     ReloadExt,
     Yolo,
     Plan,
@@ -39,7 +40,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 13] = [
+    const ALL: [Self; 14] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -47,6 +48,7 @@ impl Builtin {
         Self::Sessions,
         Self::Skills,
         Self::Hooks,
+        Self::Mcp,
         Self::ReloadExt,
         Self::Yolo,
         Self::Plan,
@@ -65,6 +67,7 @@ impl Builtin {
             Self::Sessions => "sessions",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
+            Self::Mcp => "mcp",
             Self::ReloadExt => "reload-ext",
             Self::Yolo => "yolo",
             Self::Plan => "plan",

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::{Map, Value};
 use tokio::sync::oneshot;
-use zot_protocol::ui::QuestionReply;
+use zot_protocol::ui::{FieldKind, Form, FormAnswer, FormReply, QuestionReply};
 use zot_protocol::zot::Key;
 
 use crate::worker::{ConfirmRequest, Decision};
@@ -174,6 +175,8 @@ impl Panel {
 pub enum Dialog {
     /// An extension asks the user to pick one of its options.
     Question(Question),
+    /// An extension asks the user to fill in a form (an MCP elicitation).
+    Form(FormDialog),
     /// May this tool call run? (`--no-yolo`)
     Confirm(Confirmation),
     /// `/sessions`: an earlier session of this directory to resume.
@@ -201,6 +204,7 @@ impl Dialog {
     pub(crate) fn key(&mut self, key: KeyEvent) -> Step {
         match self {
             Self::Question(question) => question.key(key),
+            Self::Form(form) => form.key(key),
             Self::Confirm(confirmation) => confirmation.key(key),
             Self::Sessions(picker) => picker.key(key),
             Self::Trust { .. } => match key.code {
@@ -265,6 +269,233 @@ impl Question {
         };
         self.reply.send(answer);
         Step::Close
+    }
+}
+
+/// A form's field value as the user has it so far.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue {
+    /// Text, number and integer fields: what was typed.
+    Text(String),
+    /// A choice field: the index of the chosen value, if any.
+    Choice(Option<usize>),
+    Bool(Option<bool>),
+    /// A multiple-choice field: which values are chosen, and the one ←/→
+    /// points at (Space toggles it).
+    Many {
+        chosen: Vec<bool>,
+        at: usize,
+    },
+}
+
+/// The buttons under a form's fields, in order.
+pub(crate) const FORM_BUTTONS: [&str; 3] = ["Accept", "Decline", "Cancel"];
+
+pub struct FormDialog {
+    pub(crate) extension: String,
+    pub(crate) form: Form,
+    /// One per field, in the form's order.
+    pub(crate) values: Vec<FieldValue>,
+    /// The fields come first, then the buttons.
+    pub(crate) focus: usize,
+    /// Why the last Accept was refused.
+    pub(crate) error: Option<String>,
+    reply: FormReply,
+}
+
+impl FormDialog {
+    /// The form with every field at its default.
+    pub(crate) fn new(extension: String, form: Form, reply: FormReply) -> Self {
+        let values = form
+            .fields
+            .iter()
+            .map(|field| {
+                let default = field.default.as_ref();
+                match &field.kind {
+                    FieldKind::Boolean => FieldValue::Bool(default.and_then(Value::as_bool)),
+                    FieldKind::Choice { values, .. } => FieldValue::Choice(
+                        default
+                            .and_then(Value::as_str)
+                            .and_then(|d| values.iter().position(|v| v == d)),
+                    ),
+                    FieldKind::MultiChoice { values, .. } => {
+                        let defaults: Vec<&str> = default
+                            .and_then(Value::as_array)
+                            .map(|d| d.iter().filter_map(Value::as_str).collect())
+                            .unwrap_or_default();
+                        FieldValue::Many {
+                            chosen: values
+                                .iter()
+                                .map(|v| defaults.contains(&v.as_str()))
+                                .collect(),
+                            at: 0,
+                        }
+                    }
+                    FieldKind::Text | FieldKind::Number | FieldKind::Integer => {
+                        FieldValue::Text(match default {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        })
+                    }
+                }
+            })
+            .collect();
+        Self {
+            extension,
+            form,
+            values,
+            focus: 0,
+            error: None,
+            reply,
+        }
+    }
+
+    fn stops(&self) -> usize {
+        self.values.len() + FORM_BUTTONS.len()
+    }
+
+    fn key(&mut self, key: KeyEvent) -> Step {
+        if ctrl_c(key) || key.code == KeyCode::Esc {
+            return self.answer(FormAnswer::Cancel);
+        }
+        let stops = self.stops();
+        match key.code {
+            KeyCode::Up | KeyCode::BackTab => {
+                self.focus = self.focus.checked_sub(1).unwrap_or(stops - 1);
+                return Step::Stay;
+            }
+            KeyCode::Down | KeyCode::Tab => {
+                self.focus = (self.focus + 1) % stops;
+                return Step::Stay;
+            }
+            _ => {}
+        }
+        let count = match self.form.fields.get(self.focus).map(|f| &f.kind) {
+            Some(FieldKind::Choice { values, .. }) => values.len(),
+            _ => 2,
+        };
+        let Some(value) = self.values.get_mut(self.focus) else {
+            // A button.
+            return match (key.code, self.focus - self.values.len()) {
+                (KeyCode::Enter, 0) => match self.content() {
+                    Ok(content) => self.answer(FormAnswer::Accept(content)),
+                    Err((field, why)) => {
+                        self.error = Some(why);
+                        self.focus = field;
+                        Step::Stay
+                    }
+                },
+                (KeyCode::Enter, 1) => self.answer(FormAnswer::Decline),
+                (KeyCode::Enter, _) => self.answer(FormAnswer::Cancel),
+                (KeyCode::Left, _) => {
+                    self.focus = self.focus.saturating_sub(1).max(self.values.len());
+                    Step::Stay
+                }
+                (KeyCode::Right, _) => {
+                    self.focus = (self.focus + 1).min(stops - 1);
+                    Step::Stay
+                }
+                _ => Step::Stay,
+            };
+        };
+        match (value, key.code) {
+            (_, KeyCode::Enter) => self.focus += 1,
+            (FieldValue::Text(text), KeyCode::Char(c))
+                if !key.modifiers.contains(KeyModifiers::CONTROL) =>
+            {
+                text.push(c);
+            }
+            (FieldValue::Text(text), KeyCode::Backspace) => {
+                text.pop();
+            }
+            (FieldValue::Choice(chosen), KeyCode::Right | KeyCode::Char(' ')) => {
+                *chosen = Some(chosen.map_or(0, |i| (i + 1) % count.max(1)));
+            }
+            (FieldValue::Choice(chosen), KeyCode::Left) => {
+                *chosen = Some(chosen.map_or(count.saturating_sub(1), |i| {
+                    i.checked_sub(1).unwrap_or(count.saturating_sub(1))
+                }));
+            }
+            (FieldValue::Bool(on), KeyCode::Left | KeyCode::Right | KeyCode::Char(' ')) => {
+                *on = Some(!on.unwrap_or(false));
+            }
+            (FieldValue::Many { at, .. }, KeyCode::Left) => *at = at.saturating_sub(1),
+            (FieldValue::Many { chosen, at }, KeyCode::Right) => {
+                *at = (*at + 1).min(chosen.len().saturating_sub(1));
+            }
+            (FieldValue::Many { chosen, at }, KeyCode::Char(' ')) => {
+                if let Some(on) = chosen.get_mut(*at) {
+                    *on = !*on;
+                }
+            }
+            _ => {}
+        }
+        Step::Stay
+    }
+
+    fn answer(&mut self, answer: FormAnswer) -> Step {
+        self.reply.send(answer);
+        Step::Close
+    }
+
+    /// The answer's content, or the first field in the way and why.
+    fn content(&self) -> Result<Map<String, Value>, (usize, String)> {
+        let mut content = Map::new();
+        for (i, (field, value)) in self.form.fields.iter().zip(&self.values).enumerate() {
+            let missing = || (i, format!("{} is required", field.title));
+            let value = match (value, &field.kind) {
+                (FieldValue::Text(text), _) if text.trim().is_empty() => {
+                    if field.required {
+                        return Err(missing());
+                    }
+                    continue;
+                }
+                (FieldValue::Text(text), FieldKind::Number) => text
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| n.is_finite())
+                    .map(Value::from)
+                    .ok_or_else(|| (i, format!("{} must be a number", field.title)))?,
+                (FieldValue::Text(text), FieldKind::Integer) => text
+                    .trim()
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .map_err(|_| (i, format!("{} must be a whole number", field.title)))?,
+                (FieldValue::Text(text), _) => Value::String(text.clone()),
+                (FieldValue::Bool(Some(on)), _) => Value::Bool(*on),
+                (FieldValue::Choice(Some(chosen)), FieldKind::Choice { values, .. }) => {
+                    match values.get(*chosen) {
+                        Some(v) => Value::String(v.clone()),
+                        None => return Err(missing()),
+                    }
+                }
+                (FieldValue::Many { chosen, .. }, FieldKind::MultiChoice { values, .. }) => {
+                    let picked: Vec<Value> = values
+                        .iter()
+                        .zip(chosen)
+                        .filter(|(_, on)| **on)
+                        .map(|(v, _)| Value::String(v.clone()))
+                        .collect();
+                    if picked.is_empty() {
+                        if field.required {
+                            return Err(missing());
+                        }
+                        continue;
+                    }
+                    Value::Array(picked)
+                }
+                (FieldValue::Bool(None) | FieldValue::Choice(_) | FieldValue::Many { .. }, _) => {
+                    if field.required {
+                        return Err(missing());
+                    }
+                    continue;
+                }
+            };
+            content.insert(field.name.clone(), value);
+        }
+        Ok(content)
     }
 }
 
@@ -445,5 +676,85 @@ mod tests {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         assert_eq!(*answers, [Some("b".to_owned())]);
+    }
+
+    #[test]
+    fn a_form_starts_at_its_defaults_checks_its_fields_and_answers_once() {
+        use zot_protocol::ui::{FieldKind, Form, FormAnswer, FormField, FormReply};
+        let field =
+            |name: &str, kind: FieldKind, required: bool, default: Option<Value>| FormField {
+                name: name.into(),
+                title: name.into(),
+                description: None,
+                kind,
+                required,
+                default,
+            };
+        let form = Form {
+            message: "who are you?".into(),
+            fields: vec![
+                field("name", FieldKind::Text, true, None),
+                field("age", FieldKind::Integer, false, Some(Value::from(30))),
+                field("score", FieldKind::Number, false, None),
+                field("ok", FieldKind::Boolean, false, Some(Value::Bool(true))),
+                field(
+                    "color",
+                    FieldKind::Choice {
+                        values: vec!["r".into(), "g".into()],
+                        labels: vec!["Red".into(), "Green".into()],
+                    },
+                    true,
+                    Some(Value::from("g")),
+                ),
+            ],
+        };
+        let answers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = answers.clone();
+        let reply = FormReply::new(move |a| {
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(a)
+        });
+        let mut dialog = FormDialog::new("x".into(), form, reply);
+        assert_eq!(dialog.values[1], FieldValue::Text("30".into()));
+        assert_eq!(dialog.values[3], FieldValue::Bool(Some(true)));
+        assert_eq!(dialog.values[4], FieldValue::Choice(Some(1)));
+
+        // Accept with the required name empty: refused, the name focused.
+        dialog.focus = dialog.values.len();
+        assert!(matches!(dialog.key(key(KeyCode::Enter)), Step::Stay));
+        assert_eq!(dialog.focus, 0);
+        assert_eq!(dialog.error.as_deref(), Some("name is required"));
+        for c in "Ada".chars() {
+            dialog.key(key(KeyCode::Char(c)));
+        }
+        dialog.key(key(KeyCode::Enter));
+        dialog.key(key(KeyCode::Backspace));
+        dialog.key(key(KeyCode::Down));
+        // A number that does not parse keeps the form open, on that field.
+        dialog.key(key(KeyCode::Char('?')));
+        dialog.focus = dialog.values.len();
+        assert!(matches!(dialog.key(key(KeyCode::Enter)), Step::Stay));
+        assert_eq!(dialog.focus, 2);
+        assert_eq!(dialog.error.as_deref(), Some("score must be a number"));
+        dialog.key(key(KeyCode::Backspace));
+        for c in "2.5".chars() {
+            dialog.key(key(KeyCode::Char(c)));
+        }
+        dialog.key(key(KeyCode::Down));
+        dialog.key(key(KeyCode::Char(' ')));
+        dialog.key(key(KeyCode::Down));
+        dialog.key(key(KeyCode::Right));
+        dialog.key(key(KeyCode::Down));
+        assert!(matches!(dialog.key(key(KeyCode::Enter)), Step::Close));
+        dialog.key(key(KeyCode::Esc));
+        let answers = answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let expected: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "name": "Ada", "age": 3, "score": 2.5, "ok": false, "color": "r"
+        }))
+        .unwrap();
+        assert_eq!(*answers, [Some(FormAnswer::Accept(expected))]);
     }
 }

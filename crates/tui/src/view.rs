@@ -11,10 +11,14 @@ use zot_protocol::zot::NotifyLevel;
 
 use crate::app::{App, Group, POPUP_ROWS, PopupRow, StatusKind};
 use crate::markdown;
-use crate::modal::{CHOICES, Confirmation, Dialog, Modal, Panel, Question, SessionPicker};
+use crate::modal::{
+    CHOICES, Confirmation, Dialog, FORM_BUTTONS, FieldValue, FormDialog, Modal, Panel, Question,
+    SessionPicker,
+};
 use crate::theme::Theme;
 use crate::transcript::Entry;
 use crate::wrap::wrap;
+use zot_protocol::ui::FieldKind;
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 /// Most rows the editor grows to.
@@ -305,10 +309,13 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
 }
 
 fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
-    let title = if app.is_busy() {
-        " working… Enter queues, Esc cancels "
-    } else {
-        " Enter send · Shift+Enter newline "
+    let waiting = app
+        .waiting_for()
+        .map(|names| format!(" waiting for {}… Esc skips ", names.join(", ")));
+    let title = match waiting {
+        Some(waiting) => waiting,
+        None if app.is_busy() => " working… Enter queues, Esc cancels ".to_owned(),
+        None => " Enter send · Shift+Enter newline ".to_owned(),
     };
     let block = Block::default()
         .borders(Borders::ALL)
@@ -475,6 +482,7 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
             format!(" {} asks ", question.extension),
             question_body(question, theme),
         ),
+        Dialog::Form(form) => (format!(" {} asks ", form.extension), form_body(form, theme)),
         Dialog::Sessions(picker) => (
             " Resume a session (Enter, Esc) ".to_owned(),
             sessions_body(picker),
@@ -527,7 +535,12 @@ fn confirmation_body(confirmation: &Confirmation, theme: &Theme) -> Vec<Line<'st
 }
 
 fn question_body(question: &Question, theme: &Theme) -> Vec<Line<'static>> {
-    let mut body = vec![Line::raw(question.prompt.clone()), Line::default()];
+    let mut body: Vec<Line<'static>> = question
+        .prompt
+        .lines()
+        .map(|l| Line::raw(l.to_owned()))
+        .collect();
+    body.push(Line::default());
     for (i, option) in question.options.iter().enumerate() {
         let style = choice_style(i == question.selected, theme);
         body.push(Line::styled(format!("{}. {option}", i + 1), style));
@@ -535,6 +548,80 @@ fn question_body(question: &Question, theme: &Theme) -> Vec<Line<'static>> {
     body.push(Line::styled(
         "Enter choose · 1-9 pick · Esc dismiss",
         Style::default().fg(theme.muted),
+    ));
+    body
+}
+
+fn form_body(form: &FormDialog, theme: &Theme) -> Vec<Line<'static>> {
+    let muted = Style::default().fg(theme.muted);
+    let mut body: Vec<Line<'static>> = form
+        .form
+        .message
+        .lines()
+        .map(|l| Line::raw(l.to_owned()))
+        .collect();
+    body.push(Line::default());
+    for (i, (field, value)) in form.form.fields.iter().zip(&form.values).enumerate() {
+        let shown = match (value, &field.kind) {
+            (FieldValue::Text(text), _) => format!("[{text}]"),
+            (FieldValue::Bool(on), _) => match on {
+                Some(true) => "‹ yes ›".to_owned(),
+                Some(false) => "‹ no ›".to_owned(),
+                None => "‹ - ›".to_owned(),
+            },
+            (FieldValue::Choice(chosen), FieldKind::Choice { labels, .. }) => {
+                let label = chosen
+                    .and_then(|c| labels.get(c))
+                    .map_or("-", String::as_str);
+                format!("‹ {label} ›")
+            }
+            (FieldValue::Many { chosen, at }, FieldKind::MultiChoice { labels, .. }) => labels
+                .iter()
+                .zip(chosen)
+                .enumerate()
+                .map(|(j, (label, on))| {
+                    let mark = if *on { "x" } else { " " };
+                    let pointer = if j == *at && i == form.focus {
+                        "›"
+                    } else {
+                        " "
+                    };
+                    format!("{pointer}[{mark}] {label}")
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            (FieldValue::Choice(_) | FieldValue::Many { .. }, _) => String::new(),
+        };
+        let star = if field.required { "*" } else { "" };
+        body.push(Line::from(vec![
+            Span::raw(format!("{}{star}: ", field.title)),
+            Span::styled(shown, choice_style(i == form.focus, theme)),
+        ]));
+        // Only the focused field's description: a long form must fit the screen.
+        if let Some(description) = field.description.as_ref().filter(|_| i == form.focus) {
+            body.push(Line::styled(format!("  {description}"), muted));
+        }
+    }
+    body.push(Line::default());
+    let mut buttons = Vec::new();
+    for (i, label) in FORM_BUTTONS.iter().enumerate() {
+        let selected = form.focus == form.values.len() + i;
+        buttons.push(Span::styled(
+            format!("[ {label} ]"),
+            choice_style(selected, theme),
+        ));
+        buttons.push(Span::raw("  "));
+    }
+    body.push(Line::from(buttons));
+    if let Some(error) = &form.error {
+        body.push(Line::styled(
+            error.clone(),
+            Style::default().fg(theme.error),
+        ));
+    }
+    body.push(Line::styled(
+        "Tab/↑↓ move · type, ←→ or Space to set · Enter next or press · Esc cancel",
+        muted,
     ));
     body
 }
@@ -584,7 +671,17 @@ fn trust_body(extensions: usize, unrestricted: usize, theme: &Theme) -> Vec<Line
 
 fn dialog_box(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {
     let width = screen.width.min(72).max(screen.width.min(20));
-    let height = (body.len() as u16 + 2).min(screen.height);
+    let lines: Vec<Line> = body
+        .iter()
+        .flat_map(|l| {
+            wrap(
+                &l.clone().into_owned_line(),
+                width.saturating_sub(2) as usize,
+            )
+        })
+        .collect();
+    // Sized by the wrapped lines, so a long line does not push the last ones out.
+    let height = (lines.len() as u16 + 2).min(screen.height);
     let area = Rect {
         x: screen.x + (screen.width - width) / 2,
         y: screen.y + (screen.height - height) / 2,
@@ -599,15 +696,6 @@ fn dialog_box(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, the
             title.to_owned(),
             Style::default().add_modifier(Modifier::BOLD),
         ));
-    let lines: Vec<Line> = body
-        .iter()
-        .flat_map(|l| {
-            wrap(
-                &l.clone().into_owned_line(),
-                width.saturating_sub(2) as usize,
-            )
-        })
-        .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
 }
 

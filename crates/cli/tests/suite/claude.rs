@@ -330,12 +330,15 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     // What start-up left out is said on the screen, not behind it.
     tmux.wait_for("skills in .claude/skills are not loaded");
-    tmux.type_text("/");
+    // The built-ins fill the popup's first rows; a prefix brings the
+    // Markdown group into view.
+    tmux.type_text("/re");
     let screen = tmux.wait_for("── .claude/commands ──");
     assert!(
         screen.contains("/review         [pr-number] [priority]  Review a pull request"),
         "{screen}"
     );
+    tmux.keys(&["BSpace", "BSpace"]);
     tmux.type_text("git:");
     let screen = tmux.wait_for("Commit staged work");
     assert!(screen.contains("/git:commit"), "{screen}");

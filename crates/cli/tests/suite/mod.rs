@@ -14,6 +14,7 @@ mod logs;
 mod manage;
 mod mcp;
 mod mcp_cmd;
+mod mcp_tui;
 mod nimlet;
 mod permissions;
 mod remote;

@@ -36,7 +36,10 @@ use rmcp::transport::IntoTransport;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use zot_protocol::ui::{CommandInfo, CommandOrigin, CommandOutcome, QuestionReply};
+use zot_protocol::ui::{
+    CommandInfo, CommandOrigin, CommandOutcome, FieldKind, Form, FormAnswer, FormField, FormReply,
+    QuestionReply,
+};
 use zot_protocol::zot::ContentBlock;
 
 use super::config::{McpServer, McpTransport, Remote};
@@ -49,6 +52,7 @@ use crate::host::Attached;
 use crate::model::{
     Ask, Effect, Hook, HookPoint, Mode, Registration, Semantics, ToolInfo, Verdict,
 };
+use crate::sampling::SampleRequest;
 use crate::transport::remote::{self, RemoteHandle};
 use crate::transport::{FrameReader, Peer, ReadError, RequestError, Sender};
 
@@ -1370,149 +1374,206 @@ impl Client {
             };
         }
         let schema = value.get("requestedSchema").cloned().unwrap_or_default();
-        let Some(fields) = form_fields(&schema) else {
-            self.shared
-                .log("elicitation with an unreadable schema declined");
-            return decline;
-        };
-        let summary: Vec<String> = fields.iter().map(|f| format!("  {}", f.label)).collect();
-        let prompt = format!("{ext} asks: {message}\n{}", summary.join("\n"));
-        let options = vec![
-            "Answer".to_owned(),
-            "Decline".to_owned(),
-            "Cancel".to_owned(),
-        ];
-        match self.ask(prompt, options).await.as_deref() {
-            Some("Answer") => {}
-            Some("Cancel") => return ElicitResult::new(ElicitationAction::Cancel),
-            _ => {
-                self.shared
-                    .log(format_args!("elicitation declined: {message}"));
+        let fields = match form_fields(&schema) {
+            Ok(fields) => fields,
+            Err(why) => {
+                self.shared.log(format_args!("elicitation declined: {why}"));
                 return decline;
             }
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let reply = FormReply::new(move |answer| {
+            let _ = tx.send(answer);
+        });
+        let form = Form {
+            message: message.clone(),
+            fields,
+        };
+        if !self.shared.effect(Effect::Form { form, reply }) {
+            return decline;
         }
-        let mut content = Map::new();
-        for field in fields {
-            let answer = match &field.choices {
-                Some(choices) => {
-                    let prompt = format!("{ext}: {}", field.label);
-                    match self.ask(prompt, choices.clone()).await {
-                        Some(answer) => answer,
-                        None => return ElicitResult::new(ElicitationAction::Cancel),
-                    }
-                }
-                None => match &field.default {
-                    Some(default) => {
-                        content.insert(field.name.clone(), default.clone());
-                        continue;
-                    }
-                    None if !field.required => continue,
-                    None => {
-                        self.shared.warn(format!(
-                            "{ext} asked for {} as free text, which this front end cannot collect; declined",
-                            field.name
-                        ));
-                        return decline;
-                    }
-                },
-            };
-            let value = match field.kind.as_str() {
-                "boolean" => Value::Bool(answer == "true"),
-                "integer" => answer
-                    .parse::<i64>()
-                    .map(Value::from)
-                    .unwrap_or(Value::Null),
-                "number" => answer
-                    .parse::<f64>()
-                    .map(Value::from)
-                    .unwrap_or(Value::Null),
-                _ => Value::String(answer),
-            };
-            content.insert(field.name, value);
+        match rx.await.ok().flatten() {
+            Some(FormAnswer::Accept(content)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            Some(FormAnswer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+            // Declined, or nobody to ask (print, JSON and RPC modes).
+            Some(FormAnswer::Decline) | None => {
+                self.shared
+                    .log(format_args!("elicitation declined: {message}"));
+                decline
+            }
         }
-        ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
     }
 }
 
-/// One field of an elicitation form.
-struct FormField {
-    name: String,
-    label: String,
-    kind: String,
-    required: bool,
-    default: Option<Value>,
-    /// Enum values, or `true`/`false`: what can be asked as a choice.
-    choices: Option<Vec<String>>,
-}
-
-fn form_fields(schema: &Value) -> Option<Vec<FormField>> {
-    let properties = schema.get("properties")?.as_object()?;
+/// An elicitation's `requestedSchema` as form fields: a flat object of
+/// strings (enums as choices), numbers, integers, booleans and lists of
+/// enum values, as the MCP spec allows. A field of any other type makes
+/// the form unreadable.
+fn form_fields(schema: &Value) -> Result<Vec<FormField>, String> {
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or("the schema has no properties")?;
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let fields = properties
-        .iter()
+    // Required fields first; otherwise the schema's order (which `rmcp`
+    // keeps sorted by name).
+    let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
+    ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    ordered
+        .into_iter()
         .map(|(name, def)| {
-            let kind = def
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("string")
-                .to_owned();
-            let title = def.get("title").and_then(Value::as_str).unwrap_or(name);
-            let label = match def.get("description").and_then(Value::as_str) {
-                Some(d) => format!("{title} ({kind}): {d}"),
-                None => format!("{title} ({kind})"),
+            let kind = match def.get("type").and_then(Value::as_str).unwrap_or("string") {
+                "string" => match choices(def) {
+                    Some((values, labels)) => FieldKind::Choice { values, labels },
+                    None => FieldKind::Text,
+                },
+                "array" => {
+                    let items = def.get("items").unwrap_or(&Value::Null);
+                    match choices(items) {
+                        Some((values, labels)) => FieldKind::MultiChoice { values, labels },
+                        None => return Err(format!("field {name} is a list of free values")),
+                    }
+                }
+                "number" => FieldKind::Number,
+                "integer" => FieldKind::Integer,
+                "boolean" => FieldKind::Boolean,
+                other => return Err(format!("field {name} has type {other:?}")),
             };
-            let choices = match def.get("enum").and_then(Value::as_array) {
-                Some(values) => Some(
-                    values
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect(),
-                ),
-                None if kind == "boolean" => Some(vec!["true".to_owned(), "false".to_owned()]),
-                None => def.get("oneOf").and_then(Value::as_array).map(|options| {
-                    options
-                        .iter()
-                        .filter_map(|o| o.get("const")?.as_str().map(str::to_owned))
-                        .collect()
-                }),
-            };
-            FormField {
+            Ok(FormField {
                 name: name.clone(),
-                label,
+                title: def
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or(name)
+                    .to_owned(),
+                description: def
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
                 kind,
                 required: required.contains(&name.as_str()),
-                default: def.get("default").cloned(),
-                choices,
-            }
+                default: def.get("default").filter(|d| !d.is_null()).cloned(),
+            })
         })
-        .collect();
-    Some(fields)
+        .collect()
 }
 
-/// Opens `url` with `$BROWSER` when set; otherwise tells the user to.
-fn open_url(url: &str, shared: &Shared) {
-    let opened = std::env::var_os("BROWSER")
-        .filter(|b| !b.is_empty())
-        .and_then(|browser| {
-            std::process::Command::new(browser)
-                .arg(url)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .ok()
-        });
-    if opened.is_none() {
-        shared.effect(Effect::Notify {
-            level: zot_protocol::zot::NotifyLevel::Info,
-            message: format!("{} asks you to open {url}", shared.ext),
-        });
+/// An enum's values and their labels: `enum` (with the older
+/// `enumNames`), or `oneOf`/`anyOf` of `{const, title}`.
+fn choices(def: &Value) -> Option<(Vec<String>, Vec<String>)> {
+    if let Some(values) = def.get("enum").and_then(Value::as_array) {
+        let values: Vec<String> = values
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        let names: Vec<String> = def
+            .get("enumNames")
+            .and_then(Value::as_array)
+            .map(|n| {
+                n.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let labels = if names.len() == values.len() {
+            names
+        } else {
+            values.clone()
+        };
+        return Some((values, labels));
     }
+    let options = def
+        .get("oneOf")
+        .or_else(|| def.get("anyOf"))
+        .and_then(Value::as_array)?;
+    let pairs: Vec<(String, String)> = options
+        .iter()
+        .filter_map(|o| {
+            let value = o.get("const")?.as_str()?.to_owned();
+            let label = o
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or(&value)
+                .to_owned();
+            Some((value, label))
+        })
+        .collect();
+    Some(pairs.into_iter().unzip())
+}
+
+/// How much of a sampling request's last message the user sees when asked.
+/// A dialog's worth of text: enough to judge it, not a wall.
+const SAMPLING_PREVIEW_CHARS: usize = 400;
+
+/// A `sampling/createMessage` request in neutral terms: the text of each
+/// message (other content described), the system prompt, the token cap.
+fn sample_request(params: &Value) -> SampleRequest {
+    let text_of = |block: &Value| match block.get("type").and_then(Value::as_str) {
+        Some("text") => block
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        Some(other) => format!("[{other} content not passed on]"),
+        None => String::new(),
+    };
+    let messages = params
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| {
+                    let user = m.get("role").and_then(Value::as_str) != Some("assistant");
+                    let text = match m.get("content") {
+                        Some(Value::Array(blocks)) => {
+                            blocks.iter().map(text_of).collect::<Vec<_>>().join("\n")
+                        }
+                        Some(block) => text_of(block),
+                        None => String::new(),
+                    };
+                    (user, text)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    SampleRequest {
+        system: params
+            .get("systemPrompt")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        messages,
+        max_tokens: params
+            .get("maxTokens")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(u32::MAX),
+    }
+}
+
+/// Opens `url` with `$BROWSER` when set; otherwise (or when it cannot run)
+/// shows it to the user.
+fn open_url(url: &str, shared: &Shared) {
+    let message = match super::oauth::open_with_browser(url) {
+        Ok(Some(browser)) => {
+            shared.log(format_args!("opened {url} with {browser}"));
+            return;
+        }
+        Ok(None) => format!("{} asks you to open {url}", shared.ext),
+        Err(e) => format!("{} asks you to open {url} ({e})", shared.ext),
+    };
+    shared.effect(Effect::Notify {
+        level: zot_protocol::zot::NotifyLevel::Info,
+        message,
+    });
 }
 
 /// `file://` URI of a directory, percent-encoding what a URI path may not hold.
@@ -1531,11 +1592,15 @@ fn file_uri(path: &std::path::Path) -> String {
 
 impl rmcp::ClientHandler for Client {
     fn get_info(&self) -> InitializeRequestParams {
-        let capabilities: ClientCapabilities = serde_json::from_value(json!({
+        let mut declared = json!({
             "roots": {"listChanged": false},
             "elicitation": {"form": {}, "url": {}},
-        }))
-        .unwrap_or_default();
+        });
+        // Declared only to servers allowed to ask (each ask still needs the user).
+        if self.shared.server.sampling {
+            declared["sampling"] = json!({});
+        }
+        let capabilities: ClientCapabilities = serde_json::from_value(declared).unwrap_or_default();
         InitializeRequestParams::new(
             capabilities,
             Implementation::new("zot", env!("CARGO_PKG_VERSION")),
@@ -1561,16 +1626,63 @@ impl rmcp::ClientHandler for Client {
         Ok(self.elicit(request).await)
     }
 
-    fn create_message(
+    async fn create_message(
         &self,
-        _params: rmcp::model::CreateMessageRequestParams,
+        params: rmcp::model::CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<rmcp::model::CreateMessageResult, ErrorData>> + Send + '_ {
-        self.shared.log("sampling/createMessage refused");
-        std::future::ready(Err(ErrorData::invalid_request(
-            "zot does not run sampling requests from MCP servers",
-            None,
-        )))
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let refuse = |why: String| {
+            self.shared
+                .log(format_args!("sampling/createMessage refused: {why}"));
+            ErrorData::invalid_request(why, None)
+        };
+        if !self.shared.server.sampling {
+            return Err(refuse(format!(
+                "{} may not ask for sampling (its config has no \"sampling\": true)",
+                self.shared.ext
+            )));
+        }
+        let Some(sampler) = self.shared.cx.sampler() else {
+            return Err(refuse(
+                "sampling needs a user to agree, and nobody can be asked here".to_owned(),
+            ));
+        };
+        let request = sample_request(&serde_json::to_value(&params).unwrap_or_default());
+        let model = self.shared.cx.facts().model.clone();
+        let last = request
+            .messages
+            .last()
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_default();
+        let preview: String = last.chars().take(SAMPLING_PREVIEW_CHARS).collect();
+        let prompt = format!(
+            "{} asks to send {} message(s) to {model} (up to {} tokens). The last one:\n{preview}",
+            self.shared.ext,
+            request.messages.len(),
+            request.max_tokens
+        );
+        let options = vec!["Send".to_owned(), "Refuse".to_owned()];
+        if self.ask(prompt, options).await.as_deref() != Some("Send") {
+            return Err(refuse("the user refused".to_owned()));
+        }
+        let result = sampler
+            .sample(&model, request)
+            .await
+            .map_err(|e| refuse(format!("the model call failed: {e}")))?;
+        self.shared.log(format_args!(
+            "sampling/createMessage answered by {}",
+            result.model
+        ));
+        let stop = if result.truncated {
+            rmcp::model::CreateMessageResult::STOP_REASON_END_MAX_TOKEN
+        } else {
+            rmcp::model::CreateMessageResult::STOP_REASON_END_TURN
+        };
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(result.text),
+            result.model,
+        )
+        .with_stop_reason(stop))
     }
 
     fn on_progress(

@@ -336,3 +336,31 @@ fn query_value(url: &str, key: &str) -> Option<String> {
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
 }
+
+/// Opens `url` with `$BROWSER` (the first of a `:`-separated list; `%s`
+/// stands for the URL, else the URL is its last argument). `Ok(None)` when
+/// `$BROWSER` is not set; the browser runs on its own (reaped by a thread).
+pub fn open_with_browser(url: &str) -> Result<Option<String>, String> {
+    let Some(browser) = std::env::var("BROWSER")
+        .ok()
+        .and_then(|b| b.split(':').next().map(str::to_owned))
+        .filter(|b| !b.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    // The URL is passed as "$1", never spliced into the shell text.
+    let script = if browser.contains("%s") {
+        browser.replace("%s", "\"$1\"")
+    } else {
+        format!("{browser} \"$1\"")
+    };
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script, "sh", url])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run $BROWSER ({browser}): {e}"))?;
+    std::thread::spawn(move || child.wait());
+    Ok(Some(browser))
+}

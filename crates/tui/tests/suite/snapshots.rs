@@ -148,6 +148,11 @@ async fn popup_with_extension_commands() {
     let (mut app, _, _) = app();
     app.on_key(key(KeyCode::Char('/')));
     assert_snapshot!("popup_all", render(&mut app, 80, 24));
+    // The rows past the popup's 16 are reached by moving the selection:
+    // Up from the first row wraps to the last, scrolling the list.
+    app.on_key(key(KeyCode::Up));
+    assert_snapshot!("popup_scrolled", render(&mut app, 80, 24));
+    app.on_key(key(KeyCode::Down));
     app.on_key(key(KeyCode::Char('D')));
     assert_snapshot!("popup_filtered", render(&mut app, 80, 12));
 }
