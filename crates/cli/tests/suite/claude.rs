@@ -333,11 +333,8 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     // The built-ins fill the popup's first rows; a prefix brings the
     // Markdown group into view.
     tmux.type_text("/re");
-    let screen = tmux.wait_for("── .claude/commands ──");
-    assert!(
-        screen.contains("/review         [pr-number] [priority]  Review a pull request"),
-        "{screen}"
-    );
+    let screen = tmux.wait_for("/review         [pr-number] [priority]  Review a pull request");
+    assert!(screen.contains("── .claude/commands ──"), "{screen}");
     tmux.keys(&["BSpace", "BSpace"]);
     tmux.type_text("git:");
     let screen = tmux.wait_for("Commit staged work");
