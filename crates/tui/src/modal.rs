@@ -706,6 +706,15 @@ mod tests {
                     true,
                     Some(Value::from("g")),
                 ),
+                field(
+                    "tags",
+                    FieldKind::MultiChoice {
+                        values: vec!["a".into(), "b".into(), "c".into()],
+                        labels: vec!["A".into(), "B".into(), "C".into()],
+                    },
+                    false,
+                    Some(serde_json::json!(["b"])),
+                ),
             ],
         };
         let answers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -745,6 +754,23 @@ mod tests {
         dialog.key(key(KeyCode::Char(' ')));
         dialog.key(key(KeyCode::Down));
         dialog.key(key(KeyCode::Right));
+        // The list: B chosen by default; C added, B taken away.
+        dialog.key(key(KeyCode::Down));
+        assert_eq!(
+            dialog.values[5],
+            FieldValue::Many {
+                chosen: vec![false, true, false],
+                at: 0
+            }
+        );
+        for code in [
+            KeyCode::Right,
+            KeyCode::Char(' '),
+            KeyCode::Right,
+            KeyCode::Char(' '),
+        ] {
+            dialog.key(key(code));
+        }
         dialog.key(key(KeyCode::Down));
         assert!(matches!(dialog.key(key(KeyCode::Enter)), Step::Close));
         dialog.key(key(KeyCode::Esc));
@@ -752,7 +778,7 @@ mod tests {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let expected: Map<String, Value> = serde_json::from_value(serde_json::json!({
-            "name": "Ada", "age": 3, "score": 2.5, "ok": false, "color": "r"
+            "name": "Ada", "age": 3, "score": 2.5, "ok": false, "color": "r", "tags": ["c"]
         }))
         .unwrap();
         assert_eq!(*answers, [Some(FormAnswer::Accept(expected))]);

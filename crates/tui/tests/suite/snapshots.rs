@@ -256,3 +256,49 @@ async fn streaming_renders_like_the_finished_message() {
     let strip = |s: &str| s.lines().take(15).collect::<Vec<_>>().join("\n");
     assert_eq!(strip(&streamed), strip(&finished));
 }
+
+/// An MCP elicitation as a form: defaults filled in, the focused field's
+/// description under it, the buttons below.
+#[tokio::test]
+async fn form_dialog() {
+    use zot_protocol::ui::{FieldKind, Form, FormField, FormReply};
+    let (mut app, _, _) = app();
+    let field = |name: &str, kind: FieldKind, default: Option<serde_json::Value>| FormField {
+        name: name.into(),
+        title: name.into(),
+        description: Some(format!("the {name}")),
+        kind,
+        required: name == "name",
+        default,
+    };
+    let form = Form {
+        message: "Who are you?".into(),
+        fields: vec![
+            field("name", FieldKind::Text, None),
+            field("age", FieldKind::Integer, Some(42.into())),
+            field("subscribe", FieldKind::Boolean, Some(true.into())),
+            field(
+                "colour",
+                FieldKind::Choice {
+                    values: vec!["r".into(), "g".into()],
+                    labels: vec!["Red".into(), "Green".into()],
+                },
+                Some("g".into()),
+            ),
+            field(
+                "tags",
+                FieldKind::MultiChoice {
+                    values: vec!["a".into(), "b".into()],
+                    labels: vec!["Alpha".into(), "Beta".into()],
+                },
+                Some(serde_json::json!(["b"])),
+            ),
+        ],
+    };
+    app.on_host(HostEvent::Form {
+        extension: "mcp:people".into(),
+        form,
+        reply: FormReply::new(|_| {}),
+    });
+    assert_snapshot!(render(&mut app, 80, 20));
+}
