@@ -69,11 +69,14 @@ fn gated(w: &World) -> PathBuf {
     let script = w.scratch.join("gated.py");
     std::fs::write(&script, GATED_SERVER).unwrap();
     let gate = w.scratch.join("gate");
-    let config = json!({"mcpServers": {"slow": {
-        "command": "python3",
-        "args": [script, gate],
-        "startup_timeout_sec": 120,
-    }}});
+    let config = json!({"mcpServers": {
+        "slow": {
+            "command": "python3",
+            "args": [script, gate],
+            "startup_timeout_sec": 120,
+        },
+        "ghost": {"command": "/nonexistent/zot-test-ghost-server"},
+    }});
     std::fs::write(w.home.join("mcp.json"), config.to_string()).unwrap();
     gate
 }
@@ -98,9 +101,12 @@ async fn the_tui_opens_while_a_server_starts_and_mcp_turns_it_off_and_on() {
     let tmux = Tmux::start(&w, "mcpstart", &args, &[]);
     // The TUI is up while the server still has not answered initialize.
     tmux.wait_for("anthropic/claude-sonnet-4-5");
+    // A server that cannot start is reported when it fails, on the screen.
+    tmux.wait_for("/nonexistent/zot-test-ghost-server");
     tmux.type_text("/mcp");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("mcp:slow  starting");
+    let screen = tmux.wait_for("mcp:slow  starting");
+    assert!(screen.contains("mcp:ghost  failed: spawn"), "{screen}");
 
     // A prompt waits for it; Esc sends it at once, without its tools.
     tmux.type_text("first");
