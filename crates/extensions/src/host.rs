@@ -600,6 +600,8 @@ impl ExtensionHost {
                 return Ok(format!("{name} is already off"));
             }
             self.inner.stop_starting_where(|s| s.order == order).await;
+            // A remote server being reconnected stays down too.
+            self.inner.stop_reconnecting(|o| o == order);
             let running: Vec<Arc<Extension>> = self
                 .inner
                 .extensions()
