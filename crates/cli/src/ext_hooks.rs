@@ -2,8 +2,8 @@
 //! events, intercept chains, system prompt preparation and extension tools.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -24,6 +24,9 @@ pub struct ExtHooks {
     /// Whether tools are confirmed by the user (`--no-yolo` in the TUI):
     /// command hooks hear `default` as the permission mode, else `bypassPermissions`.
     pub asks: AtomicBool,
+    /// A `PostToolUse` hook's `continue: false`: the prompt stops after
+    /// the current group of tools (the agent takes it).
+    halt: Mutex<Option<String>>,
 }
 
 impl ExtHooks {
@@ -32,6 +35,7 @@ impl ExtHooks {
         Self {
             host,
             asks: AtomicBool::new(asks),
+            halt: Mutex::new(None),
         }
     }
 }
@@ -102,6 +106,7 @@ impl Hooks for ExtHooks {
                 },
                 args: decided.args,
                 halt: decided.stop,
+                context: decided.context,
             }
         })
     }
@@ -221,15 +226,21 @@ impl Hooks for ExtHooks {
             // PostToolUse hooks come after the extensions' interceptors and
             // see what they made of it; what they say, the model reads too.
             let hooks = self.host.command_hooks();
-            let notes = hooks
+            let decided = hooks
                 .post_tool_use(id, name, args, &text_of(&output.content), output.is_error)
                 .await;
-            if notes.is_empty() {
+            if let Some(reason) = decided.stop {
+                self.halt
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(reason);
+            }
+            if decided.notes.is_empty() {
                 return output;
             }
             let mut output = output;
             output.content.push(Block::Text {
-                text: notes.join("\n"),
+                text: decided.notes.join("\n"),
             });
             output
         })
@@ -278,6 +289,13 @@ impl Hooks for ExtHooks {
 
     fn take_entries(&self) -> Vec<(String, Value)> {
         self.host.take_entries()
+    }
+
+    fn take_halt(&self) -> Option<String> {
+        self.halt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     fn call_tool<'a>(&'a self, name: &'a str, args: Value) -> BoxFuture<'a, ToolOutput> {

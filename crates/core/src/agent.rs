@@ -395,6 +395,13 @@ impl Agent {
         });
         self.push(user);
         self.hooks.event(HookEvent::PromptStart).await;
+        // A stop asked for in a prompt that was aborted before it was
+        // taken does not carry over to this one.
+        self.halt
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        self.hooks.take_halt();
 
         let mut step = 0;
         let mut failure = None;
@@ -482,7 +489,9 @@ impl Agent {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
-            if let Some(reason) = halt {
+            // Both kinds are taken, so neither is left for the next prompt.
+            let after = self.hooks.take_halt();
+            if let Some(reason) = halt.or(after) {
                 self.end_turn(events, StopReason::Error, Some(reason)).await;
                 break;
             }
@@ -832,8 +841,10 @@ impl Agent {
             };
             let group = &calls[start..end];
             let mut gates = Vec::with_capacity(group.len());
-            for (id, name, args) in group {
-                gates.push(self.gate(&specs, id, name, args, events, cancel).await);
+            for call in group {
+                let mut context = Vec::new();
+                let gate = self.gate(&specs, call, &mut context, events, cancel).await;
+                gates.push((gate, context));
             }
             // Then the allowed calls run, at most MAX_PARALLEL_TOOLS at once.
             let mut waiting = group.iter().zip(gates).enumerate();
@@ -841,10 +852,10 @@ impl Agent {
             let mut outputs: Vec<Option<ToolOutput>> = group.iter().map(|_| None).collect();
             loop {
                 while running.len() < MAX_PARALLEL_TOOLS {
-                    let Some((index, ((id, name, _), gate))) = waiting.next() else {
+                    let Some((index, ((id, name, _), gated))) = waiting.next() else {
                         break;
                     };
-                    running.push(self.finish_tool(index, id, name, gate, events, cancel));
+                    running.push(self.finish_tool(index, id, name, gated, events, cancel));
                 }
                 let Some((index, output)) = running.next().await else {
                     break;
@@ -864,21 +875,29 @@ impl Agent {
         results
     }
 
-    /// Runs a gated call (if allowed), caps its output and reports it.
+    /// Runs a gated call (if allowed), adds the context its gates gave for
+    /// the model, caps its output and reports it.
     async fn finish_tool(
         &self,
         index: usize,
         id: &str,
         name: &str,
-        gate: Gate,
+        (gate, context): (Gate, Vec<String>),
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> (usize, ToolOutput) {
-        let output = match gate {
+        let mut output = match gate {
             Gate::Done(output) => output,
             Gate::Run(_) if cancel.is_cancelled() => ToolOutput::error("aborted before it ran"),
             Gate::Run(args) => self.run_tool(id, name, args, events, cancel).await,
         };
+        // After the result (and what `tool_result` made of it), so the
+        // result's first line stays the tool's own.
+        if !context.is_empty() {
+            output.content.push(Block::Text {
+                text: context.join("\n"),
+            });
+        }
         // Whatever produced it (tool, extension, a hook's reason).
         let output = cap_output(output, name, self.tool_output_dir()).await;
         let _ = events.send(AgentEvent::ToolResult {
@@ -891,12 +910,12 @@ impl Agent {
 
     /// What comes before a tool call runs: the `tool_call` event, the
     /// confirmation and the `tool_call` intercept, then the argument check.
+    /// Text the hooks want the model to read with the result goes to `context`.
     async fn gate(
         &self,
         specs: &[ToolSpec],
-        id: &str,
-        name: &str,
-        args: &Value,
+        (id, name, args): &(String, String, Value),
+        context: &mut Vec<String>,
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Gate {
@@ -915,14 +934,16 @@ impl Agent {
         if cancel.is_cancelled() {
             return Gate::Done(ToolOutput::error("aborted before it ran"));
         }
-        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+        let Some(spec) = specs.iter().find(|s| s.name == *name) else {
             return Gate::Done(ToolOutput::error(format!("unknown tool \"{name}\"")));
         };
         let PermissionGate {
             permission,
             args: rewritten,
             halt,
+            context: said,
         } = self.hooks.tool_permission(id, name, args).await;
+        context.extend(said);
         if let Some(reason) = halt {
             self.halt
                 .lock()

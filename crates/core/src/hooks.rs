@@ -166,6 +166,9 @@ pub struct PermissionGate {
     pub args: Option<Value>,
     /// `Some(reason)`: the prompt stops after this call's group of tools.
     pub halt: Option<String>,
+    /// Text the model reads with the call's result, whether the call ran
+    /// or was refused (a `PreToolUse` hook's `additionalContext`).
+    pub context: Vec<String>,
 }
 
 pub trait Hooks: Send + Sync {
@@ -293,6 +296,13 @@ pub trait Hooks: Send + Sync {
 
     /// Plan mode changed (only read-only tools are offered while it is on).
     fn set_plan(&self, _plan: bool) {}
+
+    /// Whether something heard while the tools ran (a `PostToolUse` hook's
+    /// `continue: false`) stops the prompt after this group of tools, and
+    /// why; taking it clears it.
+    fn take_halt(&self) -> Option<String> {
+        None
+    }
 
     /// Durable extension data to store in the session (never sent to the model).
     fn take_entries(&self) -> Vec<(String, Value)> {

@@ -19,6 +19,13 @@ fn script(w: &World, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Writes the executable script `name` and makes it the user's only hook,
+/// at `event` for `matcher`.
+fn only_hook(w: &World, event: &str, matcher: &str, name: &str, text: &str) {
+    let path = script(w, name, text);
+    user_hooks(w, &[(event, matcher, command(path.display().to_string()))]);
+}
+
 /// `$ZOT_HOME/hooks.json` with these `(event, matcher, command)` hooks.
 fn user_hooks(w: &World, hooks: &[(&str, &str, Value)]) {
     std::fs::write(w.home.join("hooks.json"), settings(hooks).to_string()).unwrap();
@@ -138,8 +145,10 @@ exit 0
 #[tokio::test(flavor = "multi_thread")]
 async fn a_python_guard_denies_by_permission_decision_in_json_mode() {
     let w = World::new();
-    let guard = script(
+    only_hook(
         &w,
+        "PreToolUse",
+        "Bash",
         "guard.py",
         r#"#!/usr/bin/env python3
 import json, sys
@@ -148,10 +157,6 @@ if "rm -rf" in data["tool_input"].get("command", ""):
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": "no recursive deletes"}}))
 "#,
-    );
-    user_hooks(
-        &w,
-        &[("PreToolUse", "Bash", command(guard.display().to_string()))],
     );
     let model = MockModel::start([
         anthropic::tool_call("t1", "bash", r#"{"command":"rm -rf /tmp/nothing-here"}"#),
@@ -173,8 +178,10 @@ if "rm -rf" in data["tool_input"].get("command", ""):
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_hook_rewrites_the_input_that_reaches_the_tool() {
     let w = World::new();
-    let hook = script(
+    only_hook(
         &w,
+        "PreToolUse",
+        "*",
         "rewrite.mjs",
         r#"#!/usr/bin/env node
 let text = "";
@@ -186,10 +193,6 @@ process.stdin.on("end", () => {
     permissionDecision: "allow", updatedInput: { ...input.tool_input, command } } }));
 });
 "#,
-    );
-    user_hooks(
-        &w,
-        &[("PreToolUse", "*", command(hook.display().to_string()))],
     );
     let model = MockModel::start([
         anthropic::tool_call("t1", "bash", r#"{"command":"echo one"}"#),
@@ -691,4 +694,82 @@ async fn project_hooks_run_under_the_policys_project_default_and_user_hooks_do_n
     let run = zot(&w, &model, &["-p", "--no-session", "hi"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(outside.exists(), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pre_tool_use_additional_context_reaches_the_model_with_the_result() {
+    let w = World::new();
+    only_hook(
+        &w,
+        "PreToolUse",
+        "Bash",
+        "context.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+command = json.load(sys.stdin)["tool_input"]["command"]
+out = {"hookEventName": "PreToolUse", "additionalContext": "policy: " + command}
+if "rm" in command:
+    out["permissionDecision"] = "deny"
+    out["permissionDecisionReason"] = "no deletes"
+print(json.dumps({"hookSpecificOutput": out}))
+"#,
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo ran"}"#),
+        anthropic::tool_call("t2", "bash", r#"{"command":"rm -f nothing"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // A call that runs: its output, then the hook's context.
+    let ran = tool_result(&model, 1);
+    assert_eq!(ran["is_error"], false, "{ran}");
+    let text = result_text(&ran);
+    assert!(text.starts_with("$ echo ran\n"), "{ran}");
+    assert!(text.ends_with("\npolicy: echo ran"), "{ran}");
+    // A refused call: the reason, then the context.
+    let refused = tool_result(&model, 2);
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert_eq!(result_text(&refused), "no deletes\npolicy: rm -f nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn post_tool_use_blocks_reach_the_model_and_continue_false_ends_the_run() {
+    let w = World::new();
+    user_hooks(
+        &w,
+        &[
+            (
+                "PostToolUse",
+                "Bash",
+                command("echo 'the build broke' >&2; exit 2"),
+            ),
+            (
+                "PostToolUse",
+                "Write",
+                command(r#"echo '{"continue": false, "stopReason": "written; over to you"}'"#),
+            ),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo built"}"#),
+        anthropic::tool_call("t2", "write", r#"{"path":"a.txt","content":"a"}"#),
+        anthropic::text("never asked for"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = result_text(&tool_result(&model, 1));
+    assert!(text.contains("\nbuilt\n"), "{text}");
+    assert!(text.ends_with("the build broke"), "{text}");
+    let lines = events(&run);
+    let end = lines
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn_end")
+        .unwrap();
+    assert_eq!(end["error"], "written; over to you", "{run:?}");
+    assert!(w.project.join("a.txt").exists());
+    assert_eq!(model.requests().len(), 2, "the model is not called again");
 }

@@ -54,6 +54,19 @@ pub struct PreToolUse {
     pub args: Option<Value>,
     /// `continue: false`: the run stops after this call, with this reason.
     pub stop: Option<String>,
+    /// `additionalContext`: text the model reads with the call's result
+    /// (beside the refusal, when the call is refused).
+    pub context: Vec<String>,
+}
+
+/// The merged answer of the `PostToolUse` hooks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostToolUse {
+    /// What the model reads after the tool's output: block reasons and
+    /// `additionalContext`.
+    pub notes: Vec<String>,
+    /// `continue: false`: the run stops after this call, with this reason.
+    pub stop: Option<String>,
 }
 
 /// The merged answer of the `UserPromptSubmit` (and `SessionStart`) hooks.
@@ -388,6 +401,7 @@ impl CommandHooks {
             if let Some(stop) = stop_reason(&json) {
                 out.stop.get_or_insert(stop);
             }
+            out.context.extend(additional_context(&json));
             let specific = json.get("hookSpecificOutput");
             let reason = specific
                 .and_then(|s| s.get("permissionDecisionReason"))
@@ -434,7 +448,7 @@ impl CommandHooks {
     }
 
     /// `PostToolUse` after a call ran: what the model should also read
-    /// (block reasons and additional context).
+    /// (block reasons and additional context), and whether the run stops.
     pub async fn post_tool_use(
         &self,
         id: &str,
@@ -442,9 +456,10 @@ impl CommandHooks {
         args: &Value,
         output: &str,
         is_error: bool,
-    ) -> Vec<String> {
+    ) -> PostToolUse {
+        let mut out = PostToolUse::default();
         if !self.has(Event::PostToolUse) {
-            return Vec::new();
+            return out;
         }
         let (tool_name, tool_input) = tools::to_claude(name, args);
         let mut response = json!({"output": output, "is_error": is_error, "success": !is_error});
@@ -456,18 +471,20 @@ impl CommandHooks {
             "tool_response": response,
         });
         let answers = self.fire(Event::PostToolUse, &tool_name, fields).await;
-        let mut notes = Vec::new();
         for answer in answers {
             match answer {
-                Answer::Block(reason) => notes.push(reason),
+                Answer::Block(reason) => out.notes.push(reason),
                 Answer::Ok { json: Some(j), .. } => {
-                    notes.extend(block_reason(&j));
-                    notes.extend(additional_context(&j));
+                    if let Some(stop) = stop_reason(&j) {
+                        out.stop.get_or_insert(stop);
+                    }
+                    out.notes.extend(block_reason(&j));
+                    out.notes.extend(additional_context(&j));
                 }
                 _ => {}
             }
         }
-        notes
+        out
     }
 
     /// `SessionStart` then `UserPromptSubmit` before a prompt joins the
