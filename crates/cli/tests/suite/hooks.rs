@@ -734,6 +734,162 @@ print(json.dumps({"hookSpecificOutput": out}))
     assert_eq!(result_text(&refused), "no deletes\npolicy: rm -f nothing");
 }
 
+/// A PreToolUse hook that answers `ask` for every Bash call.
+fn asking_hook(w: &World) {
+    user_hooks(
+        w,
+        &[(
+            "PreToolUse",
+            "Bash",
+            command(
+                r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person must look at this"}}'"#,
+            ),
+        )],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_counts_as_a_deny_where_nobody_can_be_asked() {
+    let w = World::new();
+    asking_hook(&w);
+    let touch = r#"{"command":"touch asked.txt"}"#;
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", touch),
+        anthropic::text("ok"),
+        anthropic::tool_call("t2", "bash", touch),
+        anthropic::text("ok"),
+        anthropic::tool_call("t3", "bash", touch),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let refused = |n: usize| {
+        let result = tool_result(&model, n);
+        assert_eq!(result["is_error"], true, "{result}");
+        assert_eq!(result_text(&result), "a person must look at this");
+    };
+
+    let run = zot(&w, &model, &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    refused(1);
+
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines = events(&run);
+    assert!(
+        !lines
+            .iter()
+            .any(|e| e["type"] == "tool_confirmation_requested"),
+        "nobody is asked: {run:?}"
+    );
+    let result = lines.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true, "{run:?}");
+    refused(3);
+
+    let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
+    rpc.send(r#"{"type":"prompt","message":"go"}"#);
+    let result = rpc.until(|v| v["type"] == "tool_result");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert_eq!(result["content"][0]["text"], "a person must look at this");
+    rpc.until(|v| v["type"] == "done");
+    assert_eq!(rpc.close(), 0);
+    refused(5);
+    assert!(!w.project.join("asked.txt").exists(), "never ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_start_hears_compact_after_a_compaction() {
+    let w = World::new();
+    let log = w.scratch.join("sources");
+    user_hooks(
+        &w,
+        &[
+            (
+                "SessionStart",
+                "",
+                command(format!(
+                    r#"python3 -c 'import json,sys; print(json.load(sys.stdin)["source"], file=open("{}", "a"))'"#,
+                    log.display()
+                )),
+            ),
+            ("SessionStart", "compact", command("echo re-read the plan")),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::text("one"),
+        anthropic::text("two"),
+        anthropic::text("three"),
+        anthropic::text("SUMMARY"),
+        anthropic::text("four"),
+    ])
+    .await;
+    let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &[], None);
+    for n in 1..=3 {
+        rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
+        rpc.until(|v| v["type"] == "done");
+    }
+    rpc.send(r#"{"type":"compact"}"#);
+    rpc.until(|v| v["type"] == "compact_done");
+    rpc.send(r#"{"type":"prompt","message":"message 4"}"#);
+    rpc.until(|v| v["type"] == "done");
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "startup\ncompact\n");
+    let requests = model.requests();
+    let last = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let blocks: Vec<&str> = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocks, ["re-read the plan", "message 4"], "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hooks_stdout_and_stderr_are_kept_up_to_one_mib_each() {
+    const MIB: usize = 1 << 20;
+    let w = World::new();
+    // Three times the cap on stdout: the rest is read and dropped, so the
+    // hook never blocks on a full pipe and exits on its own.
+    user_hooks(
+        &w,
+        &[(
+            "UserPromptSubmit",
+            "",
+            command("head -c 3145728 /dev/zero | tr '\\0' x"),
+        )],
+    );
+    let model = MockModel::start([anthropic::text("ok")]).await;
+    let run = zot(&w, &model, &["-p", "--no-session", "hello"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = &model.requests()[0].body;
+    let context = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(context.len(), MIB);
+    assert!(context.bytes().all(|b| b == b'x'));
+    assert_eq!(body["messages"][0]["content"][1]["text"], "hello");
+
+    // Twice the cap on stderr, as the reason of a block.
+    user_hooks(
+        &w,
+        &[(
+            "UserPromptSubmit",
+            "",
+            command("head -c 2097152 /dev/zero | tr '\\0' y >&2; exit 2"),
+        )],
+    );
+    let run = zot(&w, &model, &["--json", "--no-session", "hello"]);
+    assert_eq!(run.code, 1, "{}", &run.stderr);
+    let lines = events(&run);
+    let reason = lines[0]["reason"].as_str().unwrap();
+    assert_eq!(lines[0]["type"], "prompt_blocked");
+    assert_eq!(reason.len(), MIB);
+    assert!(reason.bytes().all(|b| b == b'y'));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn post_tool_use_blocks_reach_the_model_and_continue_false_ends_the_run() {
     let w = World::new();
