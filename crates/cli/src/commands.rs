@@ -28,7 +28,7 @@ struct Inner {
 
 impl Commands {
     /// Reads the Markdown commands; the second value says which files were
-    /// skipped and why.
+    /// skipped and why (each once per run: see [`Commands::reload_markdown`]).
     pub fn new(
         host: ExtensionHost,
         project: PathBuf,
@@ -36,6 +36,7 @@ impl Commands {
         project_trusted: bool,
     ) -> (Self, Vec<String>) {
         let (markdown, skipped) = markdown_commands::discover(&project, home.as_deref());
+        let skipped = first_warnings(&host, skipped);
         let commands = Self {
             inner: Arc::new(Inner {
                 host,
@@ -52,13 +53,14 @@ impl Commands {
         &self.inner.host
     }
 
-    /// Re-reads the Markdown commands (with the extensions' reload).
+    /// Re-reads the Markdown commands (with the extensions' reload); returns
+    /// the files skipped that were not already reported in this run.
     pub fn reload_markdown(&self) -> Vec<String> {
         let inner = &self.inner;
         let (markdown, skipped) =
             markdown_commands::discover(&inner.project, inner.home.as_deref());
         *self.markdown() = markdown;
-        skipped
+        first_warnings(&inner.host, skipped)
     }
 
     /// The project was trusted: its commands may run `` !`cmd` `` from now on.
@@ -134,3 +136,15 @@ impl Commands {
         })
     }
 }
+
+/// Of the skipped files in `skipped`, those the user has not heard of yet
+/// in this run.
+fn first_warnings(host: &ExtensionHost, skipped: Vec<String>) -> Vec<String> {
+    skipped
+        .into_iter()
+        .filter(|s| host.first_warning(MARKDOWN_SOURCE, s))
+        .collect()
+}
+
+/// The source the host's once-per-run record files Markdown warnings under.
+const MARKDOWN_SOURCE: &str = "markdown-commands";

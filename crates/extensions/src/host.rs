@@ -215,6 +215,25 @@ pub(crate) struct Inner {
     command_hooks: Mutex<Arc<CommandHooks>>,
     /// How many extensions are starting in the background (waiters watch it).
     starting_count: tokio::sync::watch::Sender<usize>,
+    /// Load-time warnings already given, so a reload does not repeat them.
+    warned: Warned,
+}
+
+/// The load-time warnings (a manifest's, a hooks file's, a name clash)
+/// given so far in this run: each distinct one is said once, however often
+/// the extensions are reloaded. Warnings about what happens while zot runs
+/// (an extension exits, a hook times out) are not kept here: each is news.
+#[derive(Clone, Default)]
+struct Warned(Arc<Mutex<HashSet<(String, String)>>>);
+
+impl Warned {
+    /// Whether (`source`, `message`) is new, noting it.
+    fn first(&self, source: &str, message: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((source.to_owned(), message.to_owned()))
+    }
 }
 
 pub(crate) type LoadOutcome = Result<Arc<Extension>, LoadError>;
@@ -288,7 +307,8 @@ impl ExtensionHost {
         let (events, rx) = mpsc::unbounded_channel();
         let trusted = config.project_trusted;
         reaper::become_subreaper();
-        let command_hooks = Mutex::new(Arc::new(load_hooks(&config, trusted, &events)));
+        let warned = Warned::default();
+        let command_hooks = Mutex::new(Arc::new(load_hooks(&config, trusted, &events, &warned)));
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -300,6 +320,7 @@ impl ExtensionHost {
             reaper: reaper::spawn_reaper(),
             command_hooks,
             starting_count: tokio::sync::watch::Sender::new(0),
+            warned,
         });
         {
             let _guard = inner.lifecycle.lock().await;
@@ -310,6 +331,13 @@ impl ExtensionHost {
 
     pub fn config(&self) -> &HostConfig {
         &self.inner.cx.config
+    }
+
+    /// Whether a load-time warning from `source` (such as a Markdown
+    /// command file skipped) is new in this run, noting it: the front ends
+    /// say each once, not again at every reload.
+    pub fn first_warning(&self, source: &str, message: &str) -> bool {
+        self.inner.warned.first(source, message)
     }
 
     /// Every discovered extension directory, in load order, with its state.
@@ -451,7 +479,12 @@ impl ExtensionHost {
         config.project_trusted = self.inner.project_trusted.load(Ordering::SeqCst);
         {
             let old = self.command_hooks();
-            let hooks = load_hooks(&config, config.project_trusted, &self.inner.events);
+            let hooks = load_hooks(
+                &config,
+                config.project_trusted,
+                &self.inner.events,
+                &self.inner.warned,
+            );
             hooks.inherit(&old);
             *self
                 .inner
@@ -642,11 +675,12 @@ impl ExtensionHost {
 }
 
 /// The command hooks `config` asks for (none with `hooks: false`); their
-/// warnings go out as host events.
+/// warnings go out as host events, those about the files once per run.
 fn load_hooks(
     config: &HostConfig,
     trusted: bool,
     events: &mpsc::UnboundedSender<HostEvent>,
+    warned: &Warned,
 ) -> CommandHooks {
     let sink = events.clone();
     let warn: crate::hooks::Warn = Arc::new(move |extension: String, message: String| {
@@ -658,6 +692,11 @@ fn load_hooks(
         return CommandHooks::none(&project, warn);
     }
     let loaded = crate::hooks::settings::load(&config.hook_sources(trusted));
+    for (source, message) in crate::hooks::load_warnings(&loaded) {
+        if warned.first(&source, &message) {
+            warn(source, message);
+        }
+    }
     // As for extensions, a policy that cannot be read runs nothing it would confine.
     let policy = zot_sandbox::Policy::load(&config.zot_home).map_err(|e| e.to_string());
     CommandHooks::new(&loaded, &project, &config.session_id, warn).with_scope(
@@ -771,6 +810,17 @@ impl Inner {
             .filter(|e| e.is_alive())
             .cloned()
             .collect()
+    }
+
+    /// Tells the front ends of a load-time warning, unless it was said
+    /// before in this run (see [`Warned`]).
+    fn warn_once(&self, extension: &str, message: String) {
+        if self.warned.first(extension, &message) {
+            self.emit(HostEvent::Warning {
+                extension: extension.to_owned(),
+                message,
+            });
+        }
     }
 
     /// Logs to the extension's file and tells the front ends.
@@ -1106,10 +1156,7 @@ impl Inner {
         .map_err(|e| error(LoadErrorKind::Log(e.to_string()), None))?;
         for warning in &manifest.warnings {
             log.line(warning);
-            self.emit(HostEvent::Warning {
-                extension: name.clone(),
-                message: warning.clone(),
-            });
+            self.warn_once(&name, warning.clone());
         }
         let (process, conn, mut reader): (Box<dyn Endpoint>, Connection, FrameReader) = match launch
         {
@@ -1136,10 +1183,7 @@ impl Inner {
                         sandbox.unenforced().join(", ")
                     );
                     log.line(&message);
-                    self.emit(HostEvent::Warning {
-                        extension: name.clone(),
-                        message,
-                    });
+                    self.warn_once(&name, message);
                 }
                 // The launch's own variables (an MCP server's `env`) first,
                 // so the sandbox's (a private TMPDIR) win a clash.
@@ -1467,13 +1511,13 @@ impl Inner {
                 && kind == NameKind::Tool
                 && conflict.winner == Owner::Builtin
             {
-                self.emit(HostEvent::Warning {
-                    extension: loser.name().to_owned(),
-                    message: format!(
+                self.warn_once(
+                    loser.name(),
+                    format!(
                         "extension tool '{}' collides with a built-in tool; skipped",
                         conflict.name
                     ),
-                });
+                );
             }
             if let Owner::Extension(winner) = &conflict.winner
                 && loser.adapter.semantics().warn_tool_clash
@@ -1481,15 +1525,15 @@ impl Inner {
                 && !state.conflicts.contains(&conflict)
                 && !crate::mcp::adapter::is_shared_tool(&conflict.name)
             {
-                self.emit(HostEvent::Warning {
-                    extension: loser.name().to_owned(),
-                    message: format!(
+                self.warn_once(
+                    loser.name(),
+                    format!(
                         "tool '{}' of {} collides with the same name from {winner}; {}'s is dropped",
                         conflict.name,
                         loser.name(),
                         loser.name()
                     ),
-                });
+                );
             }
             if !state.conflicts.contains(&conflict) {
                 state.conflicts.push(conflict);

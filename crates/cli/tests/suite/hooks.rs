@@ -891,6 +891,59 @@ async fn a_hooks_stdout_and_stderr_are_kept_up_to_one_mib_each() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn load_warnings_are_said_once_however_often_extensions_reload() {
+    let w = World::new();
+    // A user hooks file with an entry of the wrong shape and an invalid
+    // matcher, an untrusted project's hook, and a Markdown command file
+    // whose name cannot be typed.
+    std::fs::write(
+        w.home.join("hooks.json"),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": [{"type": "command", "command": "true"}, {"type": "command", "command": 7}]}]}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    std::fs::write(
+        w.project.join(".zot/hooks.json"),
+        settings(&[("Stop", "", command("true"))]).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.project.join(".claude/commands")).unwrap();
+    std::fs::write(w.project.join(".claude/commands/bad name.md"), "x").unwrap();
+    let model = MockModel::start([]).await;
+    let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
+    let mut warnings: Vec<String> = Vec::new();
+    for _ in 0..3 {
+        rpc.send(r#"{"type":"reload_extensions"}"#);
+        rpc.until(|v| {
+            if v["type"] == "ext_warning" {
+                warnings.push(format!("{}: {}", v["extension"], v["message"]));
+            }
+            v["type"] == "response" && v["command"] == "reload_extensions"
+        });
+    }
+    assert_eq!(rpc.close(), 0);
+    warnings.sort();
+    let mut distinct = warnings.clone();
+    distinct.dedup();
+    assert_eq!(warnings, distinct, "each warning once");
+    for expected in [
+        "command must be a string",
+        "is not a valid pattern",
+        "1 project hook(s) not run",
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains(expected)),
+            "{expected}: {warnings:#?}"
+        );
+    }
+    // The Markdown file was reported at start-up (on stderr), not at reloads.
+    assert!(
+        !warnings.iter().any(|w| w.contains("bad name.md")),
+        "{warnings:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn post_tool_use_blocks_reach_the_model_and_continue_false_ends_the_run() {
     let w = World::new();
     user_hooks(

@@ -117,66 +117,15 @@ enum Answer {
 }
 
 impl CommandHooks {
-    /// The hooks that run (supported, trusted, not disabled), from `loaded`;
-    /// problems in the files are warned about once, here.
+    /// The hooks that run (supported, trusted, not disabled), from `loaded`.
+    /// What is wrong with the files is [`load_warnings`]' business: the
+    /// host says it once per run, not again at each reload.
     pub fn new(loaded: &Loaded, project: &Path, session_id: &str, warn: Warn) -> Self {
-        for (path, error) in &loaded.errors {
-            warn(
-                "hooks".into(),
-                format!("{}: skipped: {error}", path.display()),
-            );
-        }
-        for (path, _, file) in &loaded.files {
-            for problem in &file.problems {
-                warn(
-                    "hooks".into(),
-                    format!("{}: {problem} (skipped)", path.display()),
-                );
-            }
-        }
-        let untrusted = loaded
-            .listed()
-            .into_iter()
-            .filter(|l| !l.trusted && !l.disabled)
-            .count();
-        if untrusted > 0 {
-            warn(
-                "hooks".into(),
-                format!(
-                    "{untrusted} project hook(s) not run: this project is not trusted; run `zot trust` to trust it, or pass --trust for one run"
-                ),
-            );
-        }
-        let unsupported = loaded.unsupported();
-        if !unsupported.is_empty() {
-            let what: Vec<String> = unsupported
-                .iter()
-                .map(|h| format!("{} {} hook", h.event, h.kind))
-                .collect();
-            warn(
-                "hooks".into(),
-                format!(
-                    "{} hook(s) not run (zot runs command hooks of the events it knows): {}",
-                    unsupported.len(),
-                    what.join(", ")
-                ),
-            );
-        }
         let hooks: Vec<(HookSpec, Matcher)> = loaded
             .active()
             .into_iter()
             .map(|spec| {
                 let matcher = Matcher::new(&spec.matcher);
-                if let Matcher::Invalid(e) = &matcher {
-                    warn(
-                        format!("hook:{}", spec.event),
-                        format!(
-                            "matcher \"{}\" in {} is not a valid pattern, so the hook never runs: {e}",
-                            spec.matcher,
-                            spec.source.display()
-                        ),
-                    );
-                }
                 (spec, matcher)
             })
             .collect();
@@ -583,6 +532,70 @@ impl CommandHooks {
                 .await;
         }
     }
+}
+
+/// What the user should hear about `loaded` before any hook runs, as
+/// (`hooks` or `hook:<Event>`, message): files and entries skipped, project
+/// hooks left out of an untrusted project, hooks of a kind zot does not
+/// run, and matchers that are not valid patterns.
+pub fn load_warnings(loaded: &Loaded) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut warn = |source: String, message: String| out.push((source, message));
+    for (path, error) in &loaded.errors {
+        warn(
+            "hooks".into(),
+            format!("{}: skipped: {error}", path.display()),
+        );
+    }
+    for (path, _, file) in &loaded.files {
+        for problem in &file.problems {
+            warn(
+                "hooks".into(),
+                format!("{}: {problem} (skipped)", path.display()),
+            );
+        }
+    }
+    let untrusted = loaded
+        .listed()
+        .into_iter()
+        .filter(|l| !l.trusted && !l.disabled)
+        .count();
+    if untrusted > 0 {
+        warn(
+            "hooks".into(),
+            format!(
+                "{untrusted} project hook(s) not run: this project is not trusted; run `zot trust` to trust it, or pass --trust for one run"
+            ),
+        );
+    }
+    let unsupported = loaded.unsupported();
+    if !unsupported.is_empty() {
+        let what: Vec<String> = unsupported
+            .iter()
+            .map(|h| format!("{} {} hook", h.event, h.kind))
+            .collect();
+        warn(
+            "hooks".into(),
+            format!(
+                "{} hook(s) not run (zot runs command hooks of the events it knows): {}",
+                unsupported.len(),
+                what.join(", ")
+            ),
+        );
+    }
+    for spec in loaded.active() {
+        if let Matcher::Invalid(e) = Matcher::new(&spec.matcher) {
+            warn(
+                format!("hook:{}", spec.event),
+                format!(
+                    "matcher \"{}\" in {} is not a valid pattern, so the hook never runs: {e}",
+                    spec.matcher,
+                    spec.source.display()
+                ),
+            );
+        }
+    }
+    out
 }
 
 impl Listed {
