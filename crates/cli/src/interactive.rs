@@ -1,15 +1,18 @@
 //! Plain `zot`: the TUI, with the extension host behind its `Extensions`
 //! trait. Starts without credentials too (commands work; prompts explain).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use zot_core::models;
 use zot_core::session::sessions_dir;
 use zot_core::tool::BoxFuture;
+use zot_core::{markdown_commands, models, skills};
+use zot_extensions::zot_protocol::ui::CommandOrigin;
 use zot_extensions::zot_protocol::zot::Key;
 use zot_extensions::{
-    CommandInfo, CommandReply, ExtensionHost, FoundStatus, Launch, ReloadSummary, TrustStore,
+    CommandInfo, CommandReply, Dialect, ExtensionHost, FoundStatus, Launch, ReloadSummary,
+    TrustStore,
 };
 use zot_tui::app::AppConfig;
 use zot_tui::bridge::Extensions;
@@ -122,20 +125,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         };
         let id = setup::session_id(session.as_ref());
         let loaded = setup::load(args, ctx, &provider_name, &model, &id, Mode::Interactive).await;
-        let untrusted_found: Vec<_> = loaded
-            .found
-            .iter()
-            .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
-            .collect();
-        let untrusted = untrusted_found.len();
-        // A broken policy file stops every extension; the manifests decide the count.
-        let policy = crate::permissions_cmd::policy(ctx).unwrap_or_default();
-        let untrusted_unrestricted = untrusted_found
-            .iter()
-            .filter(|f| {
-                crate::permissions_cmd::of(ctx, &policy, f).is_none_or(|p| p.unrestricted())
-            })
-            .count();
+        let untrusted_inputs = untrusted_inputs(ctx, &loaded);
         let mut warnings = ctx.settings.warnings.clone();
         warnings.extend(loaded.warnings.iter().cloned());
         let wanted_theme = ctx.settings.theme();
@@ -211,8 +201,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 .map(ToString::to_string)
                 .chain(loaded.manifest_errors())
                 .collect(),
-            untrusted_extensions: untrusted,
-            untrusted_unrestricted,
+            untrusted_inputs,
             plan: args.plan,
             sandbox: args.bash_sandbox(),
             theme,
@@ -241,4 +230,97 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
         result?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// One line per gated project input (docs/trust.md) that waits for the
+/// user's trust, for the TUI's trust dialog: extensions (and how many of
+/// them would run unrestricted), MCP servers, hooks, Markdown commands and
+/// skills. Empty in a trusted project.
+fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
+    if ctx.config.project_trusted {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    let relative = |path: &std::path::Path| {
+        path.strip_prefix(&ctx.project)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    // A broken policy file stops every extension; the manifests decide the count.
+    let policy = crate::permissions_cmd::policy(ctx).unwrap_or_default();
+    let mut extensions: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut servers: BTreeMap<String, usize> = BTreeMap::new();
+    for found in &loaded.found {
+        let FoundStatus::Untrusted(manifest) = &found.status else {
+            continue;
+        };
+        if found.dialect == Dialect::Mcp {
+            // An MCP server's "manifest" is the file that configures it.
+            *servers.entry(relative(&manifest.path)).or_default() += 1;
+            continue;
+        }
+        let root = found.dir.parent().map(relative).unwrap_or_default();
+        let entry = extensions.entry(root).or_default();
+        entry.0 += 1;
+        if crate::permissions_cmd::of(ctx, &policy, found).is_none_or(|p| p.unrestricted()) {
+            entry.1 += 1;
+        }
+    }
+    for (root, (count, unrestricted)) in extensions {
+        let how = match unrestricted {
+            0 => "each in its permission scope".to_owned(),
+            n if n == count => "unrestricted: your full permissions".to_owned(),
+            n => format!("{n} unrestricted: your full permissions"),
+        };
+        lines.push(format!("{} in {root} ({how})", counted(count, "extension")));
+    }
+    for (file, count) in servers {
+        lines.push(format!(
+            "{} in {file} (a program to start or a URL to call)",
+            counted(count, "MCP server")
+        ));
+    }
+    let mut hooks: BTreeMap<String, usize> = BTreeMap::new();
+    for listed in loaded.host.hooks_listed() {
+        if !listed.trusted && !listed.disabled {
+            *hooks.entry(relative(&listed.spec.source)).or_default() += 1;
+        }
+    }
+    for (file, count) in hooks {
+        lines.push(format!(
+            "{} in {file} (shell commands run at events)",
+            counted(count, "hook")
+        ));
+    }
+    let commands = loaded
+        .commands
+        .list()
+        .into_iter()
+        .filter(|c| c.extension == markdown_commands::Scope::Project.label())
+        .filter(|c| matches!(c.origin, CommandOrigin::Markdown { .. }))
+        .count();
+    if commands > 0 {
+        lines.push(format!(
+            "{} in {} (no !`cmd` until trusted)",
+            counted(commands, "Markdown command"),
+            markdown_commands::COMMANDS_DIR
+        ));
+    }
+    if skills::has_claude_project_skills(&ctx.project) {
+        lines.push(format!(
+            "skills in {} (loaded at the next start once trusted)",
+            skills::CLAUDE_SKILLS
+        ));
+    }
+    lines
+}
+
+/// `1 hook`, `3 hooks`.
+fn counted(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }

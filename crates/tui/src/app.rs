@@ -67,10 +67,11 @@ pub struct AppConfig {
     pub missing_credentials: Option<String>,
     /// Extension load errors from start-up.
     pub startup_errors: Vec<String>,
-    /// Project extensions not loaded for lack of trust.
-    pub untrusted_extensions: usize,
-    /// How many of them would run unrestricted (no permission scope).
-    pub untrusted_unrestricted: usize,
+    /// What the project ships that waits for the user's trust (the gated
+    /// inputs of docs/trust.md: extensions, MCP servers, hooks, Markdown
+    /// commands, skills), one line each; empty when there is none or the
+    /// project is trusted.
+    pub untrusted_inputs: Vec<String>,
     /// Started in plan mode (`--plan`).
     pub plan: bool,
     /// The bash tool's sandbox at start (`--sandbox`, config `sandbox`).
@@ -204,13 +205,9 @@ impl App {
         if let Some(missing) = app.config.missing_credentials.clone() {
             app.transcript.push(Entry::Info(missing));
         }
-        let extensions = app.config.untrusted_extensions;
-        if extensions > 0 {
-            let unrestricted = app.config.untrusted_unrestricted;
-            app.modal.open_dialog(Dialog::Trust {
-                extensions,
-                unrestricted,
-            });
+        if !app.config.untrusted_inputs.is_empty() {
+            let inputs = app.config.untrusted_inputs.clone();
+            app.modal.open_dialog(Dialog::Trust { inputs });
         }
         app
     }
@@ -550,7 +547,7 @@ impl App {
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
             },
             Step::Trust(false) => self.set_status(
-                "project extensions not loaded (run `zot trust` to allow them)",
+                "the project's extensions, servers and hooks stay off (run `zot trust` to allow them)",
                 StatusKind::Info,
             ),
         }

@@ -181,12 +181,9 @@ pub enum Dialog {
     Confirm(Confirmation),
     /// `/sessions`: an earlier session of this directory to resume.
     Sessions(SessionPicker),
-    /// The project ships `extensions` extensions that wait for the user's trust.
-    /// `extensions` untrusted project extensions, `unrestricted` of them without a permission scope.
-    Trust {
-        extensions: usize,
-        unrestricted: usize,
-    },
+    /// The project ships what waits for the user's trust: one line per
+    /// gated input it has (extensions, MCP servers, hooks, commands, skills).
+    Trust { inputs: Vec<String> },
 }
 
 /// What a key did to a dialog.
@@ -638,8 +635,7 @@ mod tests {
         modal.put_panel(panel("p1"));
         assert_eq!(modal.popup_selected(), 2);
         modal.open_dialog(Dialog::Trust {
-            extensions: 1,
-            unrestricted: 1,
+            inputs: vec!["1 extension in .zot/extensions".to_owned()],
         });
         modal.open_dialog(Dialog::Sessions(SessionPicker::new(Vec::new())));
         assert!(matches!(modal.dialog(), Some(Dialog::Sessions(_))));

@@ -487,13 +487,7 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
             " Resume a session (Enter, Esc) ".to_owned(),
             sessions_body(picker),
         ),
-        Dialog::Trust {
-            extensions,
-            unrestricted,
-        } => (
-            " Untrusted project ".to_owned(),
-            trust_body(*extensions, *unrestricted, theme),
-        ),
+        Dialog::Trust { inputs } => (" Untrusted project ".to_owned(), trust_body(inputs, theme)),
     };
     dialog_box(frame, area, &title, body, theme);
 }
@@ -647,26 +641,20 @@ fn sessions_body(picker: &SessionPicker) -> Vec<Line<'static>> {
         .collect()
 }
 
-fn trust_body(extensions: usize, unrestricted: usize, theme: &Theme) -> Vec<Line<'static>> {
-    let how = if unrestricted == extensions {
-        "They are unrestricted: they run with your full permissions.".to_owned()
-    } else {
-        format!(
-            "{unrestricted} unrestricted (your full permissions); the others run in their permission scope."
-        )
-    };
-    vec![
-        Line::raw(format!(
-            "This project ships {extensions} extension(s) in .zot/extensions."
-        )),
-        Line::raw(how),
+fn trust_body(inputs: &[String], theme: &Theme) -> Vec<Line<'static>> {
+    let mut body = vec![Line::raw(
+        "This project ships what zot runs or reads only once you trust it:",
+    )];
+    body.extend(inputs.iter().map(|input| Line::raw(format!("  • {input}"))));
+    body.extend([
         Line::raw("Trust this project?"),
         Line::default(),
         Line::styled(
             "y trust (remembered by `zot trust`) · n not now",
             Style::default().fg(theme.muted),
         ),
-    ]
+    ]);
+    body
 }
 
 fn dialog_box(frame: &mut Frame, screen: Rect, title: &str, body: Vec<Line>, theme: &Theme) {

@@ -327,6 +327,14 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
         "---\nname: pdf\n---\n",
     );
     let tmux = Tmux::against(&w, "claude", &model, &[]);
+    // The project is not trusted: the dialog names its commands and skills.
+    let screen = tmux.wait_for("Untrusted project");
+    assert!(
+        screen.contains("2 Markdown commands in .claude/commands"),
+        "{screen}"
+    );
+    assert!(screen.contains("skills in .claude/skills"), "{screen}");
+    tmux.type_text("n");
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     // What start-up left out is said on the screen, not behind it.
     tmux.wait_for("skills in .claude/skills are not loaded");

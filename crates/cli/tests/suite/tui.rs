@@ -521,3 +521,71 @@ async fn a_hooks_allow_skips_the_no_yolo_confirmation() {
     tmux.keys(&["Enter"]);
     sane(&tmux.stty_after_exit());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() {
+    let w = World::new();
+    let marker = w.scratch.join("hook-ran");
+    let write = |rel: &str, text: &str| {
+        let path = w.project.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // No extension at all: hooks, an MCP server, a command and a skill.
+    write(
+        ".zot/hooks.json",
+        &serde_json::json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": format!("echo ran > {}", shell_quote(marker.to_str().unwrap()))}]}]}})
+        .to_string(),
+    );
+    write(
+        ".mcp.json",
+        r#"{"mcpServers": {"quiet": {"command": "sh", "args": ["-c", "exit 0"]}}}"#,
+    );
+    write(".claude/commands/review.md", "Review the code.");
+    write(
+        ".claude/skills/lint/SKILL.md",
+        "---\nname: lint\ndescription: lint it\n---\nRun the linter.",
+    );
+    // The user's own hook hears why the session ended.
+    let ended = w.scratch.join("ended");
+    std::fs::write(
+        w.home.join("hooks.json"),
+        serde_json::json!({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": format!(
+            "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"reason\"])' >> {}",
+            shell_quote(ended.to_str().unwrap())
+        )}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let model = MockModel::start([anthropic::text("hello back")]).await;
+    let tmux = Tmux::against(&w, "trust-inputs", &model, &[]);
+    let screen = tmux.wait_for("Untrusted project");
+    for line in [
+        "1 MCP server in .mcp.json",
+        "1 hook in .zot/hooks.json",
+        "1 Markdown command in .claude/commands",
+        "skills in .claude/skills",
+        "Trust this project?",
+    ] {
+        assert!(screen.contains(line), "{line:?} missing:\n{screen}");
+    }
+    assert!(!screen.contains(".zot/extensions"), "{screen}");
+    tmux.type_text("y");
+    tmux.wait_for("reloaded:");
+    let trust = std::fs::read_to_string(w.home.join("trust.json")).unwrap();
+    let project = w.project.canonicalize().unwrap();
+    assert!(trust.contains(project.to_str().unwrap()), "{trust}");
+    // The project's hook runs from now on.
+    tmux.type_text("hi");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("hello back");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+    sane(&tmux.stty_after_exit());
+    assert_eq!(
+        std::fs::read_to_string(&ended).unwrap(),
+        "prompt_input_exit\n"
+    );
+}

@@ -302,15 +302,15 @@ async fn editor_keys_and_paste() {
 #[tokio::test]
 async fn untrusted_project_asks_once_and_trusting_reloads() {
     let mut cfg = config();
-    cfg.untrusted_extensions = 2;
-    cfg.untrusted_unrestricted = 1;
+    let inputs = vec![
+        "2 extensions in .zot/extensions".to_owned(),
+        "1 hook in .zot/hooks.json".to_owned(),
+    ];
+    cfg.untrusted_inputs = inputs.clone();
     let (mut app, host, mut msgs) = app_with(cfg.clone());
     assert!(matches!(
         app.dialog(),
-        Some(Dialog::Trust {
-            extensions: 2,
-            unrestricted: 1
-        })
+        Some(Dialog::Trust { inputs: shown }) if *shown == inputs
     ));
     app.on_key(key(KeyCode::Char('y')));
     assert!(*host.trusted.lock().unwrap());
