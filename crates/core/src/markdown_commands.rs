@@ -6,16 +6,12 @@
 //! name is the front end's registry's business, not this module's.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use nix::unistd::Pid;
-use tokio::io::{AsyncRead, AsyncReadExt as _};
-use tokio::process::Command;
 use zot_protocol::frontmatter;
+use zot_sandbox::{Ended, ShellCall};
 
 use crate::file_refs;
-use crate::tools::bash::{DRAIN_AFTER_EXIT, GroupGuard, terminate_group};
 
 /// The variable Claude Code's commands and hooks find the project in.
 pub const CLAUDE_PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
@@ -348,110 +344,58 @@ fn inside_project(file: &Path, cwd: &Path) -> bool {
         .is_ok_and(|real| real.starts_with(project))
 }
 
-/// Runs `cmd` with `sh -c` in `cwd` (stdin closed, in its own process
-/// group, `CLAUDE_PROJECT_DIR` and `ZOT_PROJECT_DIR` set) and returns its
-/// output for the prompt, with a note when it failed; after `limit` it is
-/// killed with its group. Processes it leaves in the background are killed
-/// when it exits.
+/// Runs `cmd` with zot-sandbox's shell runner in `cwd` (stdin closed,
+/// `CLAUDE_PROJECT_DIR` and `ZOT_PROJECT_DIR` set, otherwise the environment
+/// the bash tool gets) and returns its output for the prompt: stdout, then
+/// stderr, each with a note when it was cut, and a note when it failed.
+/// After `limit` it is killed with its group; what it leaves running in the
+/// background goes when it exits; dropping the future (the user aborted the
+/// prompt) kills its group.
 async fn run_shell(cmd: &str, cwd: &Path, limit: Duration) -> String {
-    let mut shell = Command::new("/bin/sh");
-    // The environment every child of zot gets (as the bash tool's), plus
-    // the project directory under zot's name and the one Claude Code's
-    // commands are written for.
     let project = cwd.display().to_string();
-    let own = [
+    let env = [
         (zot_sandbox::PROJECT_DIR_ENV.to_owned(), project.clone()),
         (CLAUDE_PROJECT_DIR_ENV.to_owned(), project),
     ];
-    zot_sandbox::set_child_env(shell.as_std_mut(), None, &own);
-    let spawned = shell
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => return format!("[!`{cmd}` could not start: {e}]"),
-    };
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    // Dropped mid-run (the user aborted the prompt): the group goes too.
-    let mut guard = pgid.map(|pgid| GroupGuard { pgid, armed: true });
-    // Read both pipes while it runs, so it never blocks on a full one.
-    let mut out = tokio::spawn(read_capped(child.stdout.take()));
-    let mut err = tokio::spawn(read_capped(child.stderr.take()));
-    let status = tokio::time::timeout(limit, child.wait()).await;
-    // What it left running in the background goes with it, which also
-    // closes the pipes those processes held.
-    if let Some(pgid) = pgid {
-        terminate_group(pgid, &mut child).await;
-    }
-    if let Some(guard) = &mut guard {
-        guard.armed = false;
-    }
-    let drained = tokio::time::timeout(DRAIN_AFTER_EXIT, async {
-        (
-            (&mut out).await.unwrap_or_default(),
-            (&mut err).await.unwrap_or_default(),
-        )
+    let run = zot_sandbox::run_shell(ShellCall {
+        command: cmd,
+        cwd,
+        // You, or a project you trusted, wrote it: `--sandbox` confines the
+        // model's bash tool, not this.
+        scope: None,
+        env: &env,
+        sandbox: None,
+        input: None,
+        timeout: limit,
+        max_output: MAX_SHELL_OUTPUT,
     })
     .await;
-    // A process that left the group may still hold a pipe: stop reading.
-    out.abort();
-    err.abort();
-    let (out, err) = drained.unwrap_or_default();
-    let mut text = out.trim_end().to_owned();
-    let err = err.trim_end();
-    if !err.is_empty() {
+    let mut text = String::new();
+    for stream in [&run.stdout, &run.stderr] {
+        let mut part = stream.text.trim_end().to_owned();
+        if stream.dropped > 0 {
+            part.push_str(&format!("\n[… cut: {} more bytes]", stream.dropped));
+        }
+        if part.is_empty() {
+            continue;
+        }
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(err);
+        text.push_str(&part);
     }
-    let note = match status.map(|s| s.map(|s| s.code())) {
-        Ok(Ok(Some(0))) => return text,
-        Ok(Ok(Some(code))) => format!("[!`{cmd}` exited with {code}]"),
-        Ok(Ok(None)) => format!("[!`{cmd}` was killed by a signal]"),
-        Ok(Err(e)) => format!("[!`{cmd}`: {e}]"),
-        Err(_) => format!("[!`{cmd}` timed out after {} s]", limit.as_secs()),
+    let note = match run.ended {
+        Ended::Exited(0) => return text,
+        Ended::Exited(code) => format!("[!`{cmd}` exited with {code}]"),
+        Ended::Signalled(_) => format!("[!`{cmd}` was killed by a signal]"),
+        Ended::Failed(why) => format!("[!`{cmd}`: {why}]"),
+        Ended::TimedOut => format!("[!`{cmd}` timed out after {} s]", limit.as_secs()),
     };
     if text.is_empty() {
         note
     } else {
         format!("{text}\n{note}")
     }
-}
-
-/// A pipe's text, at most [`MAX_SHELL_OUTPUT`] bytes of it, with a note
-/// when there was more (what is left is read and dropped, so the command
-/// never blocks on a full pipe).
-async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>) -> String {
-    let Some(mut pipe) = pipe else {
-        return String::new();
-    };
-    let mut kept = Vec::new();
-    let mut total = 0usize;
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = pipe.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        total += n;
-        let room = MAX_SHELL_OUTPUT.saturating_sub(kept.len());
-        kept.extend_from_slice(&buf[..n.min(room)]);
-    }
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if total > kept.len() {
-        text.push_str(&format!("\n[… cut: {} more bytes]", total - kept.len()));
-    }
-    text
 }
 
 #[cfg(test)]
@@ -484,7 +428,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn shell_output_is_bounded_and_nothing_outlives_the_command() {
+    async fn shell_output_and_how_it_ended_go_into_the_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path();
         let text = run_shell(
@@ -508,38 +452,15 @@ mod tests {
         );
         assert!(text.ends_with("exited with 3]"));
 
-        // A background child holding the pipe does not keep the expansion waiting.
-        let text = run_shell(
-            "sleep 600 & echo $! > bg.pid; echo done",
-            cwd,
-            SHELL_TIMEOUT,
-        )
-        .await;
-        assert_eq!(text, "done");
-        let pid: i32 = std::fs::read_to_string(cwd.join("bg.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(!alive(pid), "the background child went with the command");
-
-        // Past the limit it is killed, with what it printed so far.
-        let text = run_shell(
-            "echo started; echo $$ > sh.pid; sleep 600",
-            cwd,
-            Duration::from_secs(1),
-        )
-        .await;
+        // Past the limit it is killed (zot-sandbox's runner kills its group
+        // and is tested there), with what it printed so far.
+        let text = run_shell("echo started; sleep 600", cwd, Duration::from_secs(1)).await;
         assert_eq!(
             text,
-            "started\n[!`echo started; echo $$ > sh.pid; sleep 600` timed out after 1 s]"
+            "started\n[!`echo started; sleep 600` timed out after 1 s]"
         );
-        let pid: i32 = std::fs::read_to_string(cwd.join("sh.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(!alive(pid), "the timed-out shell is gone");
+        let text = run_shell("kill -TERM $$", cwd, SHELL_TIMEOUT).await;
+        assert_eq!(text, "[!`kill -TERM $$` was killed by a signal]");
     }
 
     proptest::proptest! {
@@ -553,15 +474,6 @@ mod tests {
             }
             let _ = mentions_arguments(&template);
         }
-    }
-
-    /// Whether `pid` runs (a zombie does not count).
-    fn alive(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            !stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! ([`own`]) and it does not look like any child zot spawns itself: those
 //! are either in zot's own process group (`std::process::Command` without a
 //! group) or lead a process group of their own in zot's session (tokio
-//! children started with `process_group(0)`: extensions, the bash tool).
+//! children started with `process_group(0)`: extensions, the bash tool,
+//! hook commands and a Markdown command's `` !`cmd` ``).
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, PoisonError};

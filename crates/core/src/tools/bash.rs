@@ -244,7 +244,7 @@ async fn sleep_until(at: Option<Instant>) {
 /// SIGTERM to the whole group, then SIGKILL to whatever is still there
 /// after [`KILL_GRACE`]. Also reaps the shell, whose zombie would otherwise
 /// keep the group looking alive.
-pub(crate) async fn terminate_group(pgid: Pid, child: &mut Child) {
+async fn terminate_group(pgid: Pid, child: &mut Child) {
     if killpg(pgid, Signal::SIGTERM).is_err() {
         // ESRCH: nobody left in the group.
         let _ = child.try_wait();
@@ -294,9 +294,9 @@ fn group_has_live_members(pgid: Pid) -> bool {
 
 /// Kills the group if the call is dropped mid-run (the agent loop giving
 /// up on the future), so no command outlives its turn.
-pub(crate) struct GroupGuard {
-    pub(crate) pgid: Pid,
-    pub(crate) armed: bool,
+struct GroupGuard {
+    pgid: Pid,
+    armed: bool,
 }
 
 impl Drop for GroupGuard {

@@ -115,42 +115,6 @@ async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, nam
     drop(stdin);
 }
 
-/// What every child zot starts for extensions and hooks gets: the
-/// environment of `zot_sandbox::child_env` (no RPC token, the scope's
-/// rules), a process group of its own (so it is stopped with everything it
-/// started), on Linux death with zot, and its sandbox when it has one.
-pub(crate) fn harden(command: &mut Command, confinement: &Confinement) {
-    zot_sandbox::set_child_env(
-        command.as_std_mut(),
-        confinement.scope.as_ref(),
-        &confinement.env,
-    );
-    command.process_group(0);
-    #[cfg(target_os = "linux")]
-    {
-        let host = nix::unistd::getpid();
-        // SAFETY: the closure runs between fork and exec and only makes
-        // async-signal-safe syscalls (prctl, getppid).
-        unsafe {
-            command.pre_exec(move || {
-                // The signal fires when the thread that forked us exits;
-                // the host spawns from runtime threads that live as long as it.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
-                if nix::unistd::getppid() != host {
-                    // The host died before prctl took effect.
-                    return Err(io::Error::other("host exited during spawn"));
-                }
-                Ok(())
-            });
-        }
-    }
-    // After the parent-death signal: the sandbox forbids nothing it needs,
-    // and a child that cannot enter its sandbox must not run at all.
-    if let Some(sandbox) = &confinement.sandbox {
-        sandbox.apply(command.as_std_mut());
-    }
-}
-
 impl Process {
     /// Starts `program args…` in `cwd` with piped stdin/stdout and `stderr`
     /// (the log file) as its stderr.
@@ -168,7 +132,14 @@ impl Process {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr));
-        harden(&mut command, &confinement);
+        // The environment of `child_env`, a process group of its own, on
+        // Linux death with zot, and its sandbox.
+        zot_sandbox::harden(
+            command.as_std_mut(),
+            confinement.scope.as_ref(),
+            &confinement.env,
+            confinement.sandbox.as_ref(),
+        );
         let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout), Some(pid)) =
             (child.stdin.take(), child.stdout.take(), child.id())
