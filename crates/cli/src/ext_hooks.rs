@@ -280,6 +280,10 @@ impl Hooks for ExtHooks {
         })
     }
 
+    fn cleared(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.host.command_hooks().session_end("clear").await })
+    }
+
     fn set_plan(&self, plan: bool) {
         self.host.set_plan(plan);
         self.host

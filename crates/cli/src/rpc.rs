@@ -383,7 +383,7 @@ impl Server {
             }
             Request::Clear => {
                 let mut agent = self.agent.lock().await;
-                agent.clear();
+                agent.clear().await;
                 self.remember(&agent);
                 return Ok(None);
             }

@@ -320,7 +320,9 @@ impl Agent {
         self.config.sandbox = sandbox;
     }
 
-    pub fn clear(&mut self) {
+    /// Forgets the conversation (`/clear`), telling the hooks first.
+    pub async fn clear(&mut self) {
+        self.hooks.cleared().await;
         self.messages.clear();
         self.session_source = Some(SessionSource::Clear);
         self.reset_system_prompt();

@@ -294,6 +294,13 @@ pub trait Hooks: Send + Sync {
         Box::pin(async {})
     }
 
+    /// The conversation was cleared (`/clear`): for command hooks the
+    /// session ends with reason `clear`; `SessionStart` (source `clear`)
+    /// follows with the next prompt.
+    fn cleared(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// Plan mode changed (only read-only tools are offered while it is on).
     fn set_plan(&self, _plan: bool) {}
 

@@ -213,7 +213,7 @@ async fn run(
             }
         },
         Work::Clear => {
-            agent.clear();
+            agent.clear().await;
             let _ = events.send(WorkerEvent::Transcript(Vec::new()));
         }
         Work::SetModel(model) => {

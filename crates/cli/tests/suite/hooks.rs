@@ -982,3 +982,81 @@ async fn post_tool_use_blocks_reach_the_model_and_continue_false_ends_the_run() 
     assert!(w.project.join("a.txt").exists());
     assert_eq!(model.requests().len(), 2, "the model is not called again");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clear_ends_the_session_for_hooks_and_system_messages_and_rewrites_are_reported() {
+    let w = World::new();
+    let log = w.scratch.join("sessions");
+    let record = |field: &str| {
+        command(format!(
+            r#"python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hook_event_name"], d["{field}"], file=open("{}", "a"))'"#,
+            log.display()
+        ))
+    };
+    let rewrite = |to: &str| {
+        command(format!(
+            r#"echo '{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","updatedInput":{{"command":"echo {to}"}}}}}}'"#
+        ))
+    };
+    user_hooks(
+        &w,
+        &[
+            ("SessionStart", "", record("source")),
+            ("SessionEnd", "", record("reason")),
+            (
+                "UserPromptSubmit",
+                "",
+                command(
+                    r#"echo '{"systemMessage": "mind the style guide", "suppressOutput": true}'"#,
+                ),
+            ),
+            // Two rewrites: the last in configuration order wins, with a warning.
+            ("PreToolUse", "Bash", rewrite("first")),
+            ("PreToolUse", "Bash", rewrite("second")),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo asked"}"#),
+        anthropic::text("one"),
+        anthropic::text("two"),
+    ])
+    .await;
+    let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &[], None);
+    let mut warnings = Vec::new();
+    let mut note = |v: &Value| {
+        if v["type"] == "ext_warning" {
+            warnings.push(format!("{}: {}", v["extension"], v["message"]));
+        }
+    };
+    rpc.send(r#"{"type":"prompt","message":"first"}"#);
+    rpc.until(|v| {
+        note(v);
+        v["type"] == "done"
+    });
+    rpc.send(r#"{"type":"clear"}"#);
+    rpc.response("clear");
+    rpc.send(r#"{"type":"prompt","message":"second"}"#);
+    rpc.until(|v| {
+        note(v);
+        v["type"] == "done"
+    });
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "SessionStart startup\nSessionEnd clear\nSessionStart clear\nSessionEnd other\n"
+    );
+    let said = warnings
+        .iter()
+        .filter(|w| w.contains("hook:UserPromptSubmit") && w.contains("mind the style guide"))
+        .count();
+    assert_eq!(said, 2, "once per prompt: {warnings:#?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("hook:PreToolUse")
+                && w.contains("2 hooks rewrote the input of Bash")),
+        "{warnings:#?}"
+    );
+    let result = result_text(&tool_result(&model, 1));
+    assert!(result.starts_with("$ echo second\n"), "{result}");
+}
