@@ -1060,3 +1060,47 @@ async fn clear_ends_the_session_for_hooks_and_system_messages_and_rewrites_are_r
     let result = result_text(&tool_result(&model, 1));
     assert!(result.starts_with("$ echo second\n"), "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pre_compact_hears_auto_when_the_context_fills_up() {
+    let w = World::new();
+    let log = w.scratch.join("compactions");
+    user_hooks(
+        &w,
+        &[
+            (
+                "PreCompact",
+                "auto",
+                command(format!(
+                    r#"python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["trigger"], repr(d["custom_instructions"]), file=open("{}", "a"))'"#,
+                    log.display()
+                )),
+            ),
+            (
+                "PreCompact",
+                "manual",
+                command(format!("echo wrong >> '{}'", log.display())),
+            ),
+        ],
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("a", "bash", r#"{"command":"echo one"}"#),
+        anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
+        anthropic::Script::new()
+            .tool_call("c", "bash", r#"{"command":"echo three"}"#)
+            .usage(190_000, 10)
+            .build(),
+        anthropic::text("SUMMARY"),
+        anthropic::text("finished"),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "big task"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        events(&run)
+            .iter()
+            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        "{run:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "auto ''\n");
+}
