@@ -991,7 +991,9 @@ impl Agent {
             ToolGate::Allow { args: Some(new) } => new,
             ToolGate::Allow { args: None } => args.clone(),
         };
-        if let Err(problem) = self.validate(spec, &args) {
+        if !self.checks_own_arguments(name)
+            && let Err(problem) = self.validate(spec, &args)
+        {
             return Gate::Done(ToolOutput::error(problem));
         }
         Gate::Run(args)
@@ -1096,6 +1098,16 @@ async fn cap_output(output: ToolOutput, name: &str, dir: Option<PathBuf>) -> Too
 }
 
 impl Agent {
+    /// Whether `name` runs a built-in tool that checks its own arguments
+    /// (see [`Tool::checks_own_arguments`]).
+    fn checks_own_arguments(&self, name: &str) -> bool {
+        self.builtin_specs
+            .iter()
+            .position(|s| s.name == name)
+            .and_then(|i| self.builtin.get(i))
+            .is_some_and(|tool| tool.checks_own_arguments())
+    }
+
     /// Checks tool arguments against the tool's JSON Schema; a violation is
     /// an error result the model sees. The compiled schema is kept for the
     /// next call of the same tool (see [`Agent::validators`]).

@@ -186,4 +186,9 @@ impl Tool for SkillTool {
             }
         })
     }
+
+    /// `call` parses the arguments field by field, by the schema's rules.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
 }

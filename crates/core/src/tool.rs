@@ -254,4 +254,15 @@ impl ProgressReader {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
+
+    /// Whether [`Tool::call`] checks every rule of [`Tool::spec`]'s schema
+    /// itself, answering a clear error for arguments the schema refuses. The
+    /// agent then skips the JSON Schema validator for this tool: the first
+    /// validator compiled builds jsonschema's draft 2020-12 meta-schema
+    /// (about 3.4 MiB kept for the life of the process, the performance
+    /// issue), which a run of built-in tools alone never needs. By default
+    /// the arguments are checked against the schema before the call.
+    fn checks_own_arguments(&self) -> bool {
+        false
+    }
 }

@@ -89,6 +89,11 @@ impl Tool for BashTool {
             run(&command, timeout, ctx).await
         })
     }
+
+    /// `call` parses the arguments field by field, by the schema's rules.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
 }
 
 fn parse_args(args: &Value) -> Result<(String, Option<u64>), ToolOutput> {

@@ -70,6 +70,11 @@ impl Tool for EditTool {
             blocking(move || edit(&path, &edits)).await
         })
     }
+
+    /// `call` parses the arguments field by field, by the schema's rules.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
 }
 
 struct Edit {

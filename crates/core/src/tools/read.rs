@@ -65,6 +65,11 @@ impl Tool for ReadTool {
             blocking(move || read(&path, offset, limit)).await
         })
     }
+
+    /// `call` parses the arguments field by field, by the schema's rules.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
 }
 
 fn parse_args(args: &Value) -> Result<(String, usize, Option<usize>), ToolOutput> {

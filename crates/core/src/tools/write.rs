@@ -52,6 +52,11 @@ impl Tool for WriteTool {
             blocking(move || write(&path, &content)).await
         })
     }
+
+    /// `call` parses the arguments field by field, by the schema's rules.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
 }
 
 fn write(path: &Path, content: &str) -> ToolOutput {

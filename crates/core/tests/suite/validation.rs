@@ -12,7 +12,7 @@ use zot_core::agent::{Agent, AgentConfig};
 use zot_core::hooks::Hooks;
 use zot_core::message::Block;
 use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
-use zot_core::tool::{BoxFuture, ToolOutput, ToolSpec};
+use zot_core::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 use zot_testkit::{MockModel, anthropic};
 
 /// An extension-like tool `pick` whose schema the test changes, counting its runs.
@@ -106,4 +106,126 @@ async fn a_changed_schema_is_checked_instead_of_the_compiled_one() {
     );
     assert_eq!(result_sent(&model, 6), "picked");
     assert_eq!(*hooks.runs.lock().unwrap(), 3);
+}
+
+/// A tool added beside the built-ins, requiring an integer `n`; `own`
+/// says whether it checks its arguments itself.
+struct Counter {
+    name: &'static str,
+    own: bool,
+}
+
+impl Tool for Counter {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.into(),
+            description: "Counts.".into(),
+            schema: requiring("n"),
+            read_only: true,
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            match args.get("n").and_then(Value::as_i64) {
+                Some(n) => ToolOutput::text(format!("counted {n}")),
+                None => {
+                    ToolOutput::error(format!("{}: own check: n must be an integer", self.name))
+                }
+            }
+        })
+    }
+
+    fn checks_own_arguments(&self) -> bool {
+        self.own
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_checks_its_own_arguments_is_not_run_through_the_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "own", r#"{"n":"x"}"#),
+        anthropic::tool_call("t2", "plain", r#"{"n":"x"}"#),
+        anthropic::tool_call("t3", "own", r#"{"n":4}"#),
+        anthropic::text("done"),
+    ])
+    .await;
+    let hooks = Arc::new(Pick {
+        schema: Mutex::new(requiring("x")),
+        runs: Mutex::new(0),
+    });
+    let provider = Provider::new(ProviderConfig {
+        kind: ProviderKind::Anthropic,
+        base_url: model.url(),
+        api_key: "k".into(),
+    });
+    let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
+    let mut agent = Agent::new(provider, config, hooks, "system".into());
+    agent.add_tool(Arc::new(Counter {
+        name: "own",
+        own: true,
+    }));
+    agent.add_tool(Arc::new(Counter {
+        name: "plain",
+        own: false,
+    }));
+
+    prompt(&mut agent).await;
+    // The tool's own check answered, not the schema's.
+    assert_eq!(
+        result_sent(&model, 1),
+        "own: own check: n must be an integer"
+    );
+    // Without it, the schema refuses the call before the tool runs.
+    let refused = result_sent(&model, 2);
+    assert!(
+        refused.starts_with("invalid arguments for plain"),
+        "{refused}"
+    );
+    assert_eq!(result_sent(&model, 3), "counted 4");
+}
+
+#[tokio::test]
+async fn built_in_tools_answer_bad_arguments_themselves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "read", r#"{"path":3}"#),
+        anthropic::tool_call("t2", "read", r#"{"path":"a","offset":0}"#),
+        anthropic::tool_call("t3", "bash", r#"{}"#),
+        anthropic::tool_call("t4", "edit", r#"{"path":"a","edits":[]}"#),
+        anthropic::tool_call("t5", "write", r#"{"path":"a"}"#),
+        anthropic::text("done"),
+    ])
+    .await;
+    let hooks = Arc::new(Pick {
+        schema: Mutex::new(requiring("x")),
+        runs: Mutex::new(0),
+    });
+    let provider = Provider::new(ProviderConfig {
+        kind: ProviderKind::Anthropic,
+        base_url: model.url(),
+        api_key: "k".into(),
+    });
+    let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
+    let mut agent = Agent::new(provider, config, hooks, "system".into());
+    prompt(&mut agent).await;
+    assert_eq!(
+        result_sent(&model, 1),
+        "argument `path` must be a string, got a number"
+    );
+    assert_eq!(
+        result_sent(&model, 2),
+        "argument `offset` must be a positive integer, got 0"
+    );
+    assert_eq!(
+        result_sent(&model, 3),
+        "missing required argument `command`"
+    );
+    assert_eq!(result_sent(&model, 4), "argument `edits` must not be empty");
+    assert_eq!(
+        result_sent(&model, 5),
+        "missing required argument `content`"
+    );
+    assert!(!tmp.path().join("a").exists());
 }
