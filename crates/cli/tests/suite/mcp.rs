@@ -31,7 +31,7 @@ fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The JSON-RPC messages zot sent to a server, from the transcript `tee` kept.
-fn sent_to_server(transcript: &Path) -> Vec<Value> {
+pub(super) fn sent_to_server(transcript: &Path) -> Vec<Value> {
     std::fs::read_to_string(transcript)
         .unwrap_or_default()
         .lines()
@@ -59,7 +59,7 @@ fn write_user_config(w: &World, config: Value) {
     std::fs::write(w.home.join("mcp.json"), config.to_string()).unwrap();
 }
 
-fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
+pub(super) fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
     w.against(model, provider, args).output().unwrap().into()
 }
 

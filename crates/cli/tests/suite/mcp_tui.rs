@@ -169,7 +169,7 @@ fn everything(w: &World, extra: Value) {
 }
 
 /// The tool result the last message of an Anthropic request carries, as text.
-fn last_result(body: &Value) -> String {
+pub(super) fn last_result(body: &Value) -> String {
     body["messages"]
         .as_array()
         .and_then(|m| m.last())

@@ -14,6 +14,8 @@ mod logs;
 mod manage;
 mod mcp;
 mod mcp_cmd;
+mod mcp_confirm;
+mod mcp_resume;
 mod mcp_tui;
 mod nimlet;
 mod permissions;

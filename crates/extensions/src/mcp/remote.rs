@@ -2,14 +2,22 @@
 //! workspace's reqwest) with the configured headers and bearer token, and
 //! the place the legacy HTTP+SSE transport plugs in.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthorizationManager};
-use rmcp::transport::common::client_side_sse::SseRetryPolicy;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::common::client_side_sse::{BoxedSseResponse, SseRetryPolicy};
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
 
 use super::adapter::Mcp;
 use super::config::{McpServer, Remote};
@@ -58,12 +66,277 @@ impl SseRetryPolicy for StreamRetry {
     }
 }
 
+/// How many ended event streams [`RetryDelay`] remembers, newest first. A
+/// stream is resumed right after it ends, so only the last few matter; the
+/// bound keeps a long session (each call's stream ends) from growing it.
+const REMEMBERED_STREAM_ENDS: usize = 32;
+
+/// How an event stream ended, kept under the id of its last event (the
+/// `Last-Event-ID` a resume of it carries).
+#[derive(Debug, Clone, Copy)]
+struct StreamEnd {
+    /// Broken off (the connection failed) rather than closed by the server.
+    broken: bool,
+    /// The server's last `retry` on the stream (or on the one it resumed).
+    retry: Option<Duration>,
+}
+
+/// Ended streams by last event id, at most [`REMEMBERED_STREAM_ENDS`].
+#[derive(Debug, Default)]
+struct StreamEnds(Mutex<VecDeque<(String, StreamEnd)>>);
+
+impl StreamEnds {
+    fn record(&self, last_id: String, end: StreamEnd) {
+        let mut ends = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        ends.retain(|(id, _)| *id != last_id);
+        ends.push_front((last_id, end));
+        ends.truncate(REMEMBERED_STREAM_ENDS);
+    }
+
+    fn take(&self, last_id: &str) -> Option<StreamEnd> {
+        let mut ends = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = ends.iter().position(|(id, _)| id == last_id)?;
+        ends.remove(at).map(|(_, end)| end)
+    }
+}
+
+/// The HTTP client of a Streamable HTTP session, making every resume wait
+/// for the server's `retry` delay. rmcp waits for it when the server closes
+/// a stream, but resumes a stream whose connection broke at once; the MCP
+/// spec (and SSE's reconnection time) asks for the delay before any
+/// reconnection, so this client holds back the resume of a broken stream
+/// until the `retry` that stream last carried has passed. Every other
+/// request goes straight to `inner`.
+#[derive(Debug, Clone)]
+struct RetryDelay<C> {
+    inner: C,
+    ends: Arc<StreamEnds>,
+}
+
+impl<C> RetryDelay<C> {
+    fn new(inner: C) -> Self {
+        Self {
+            inner,
+            ends: Arc::default(),
+        }
+    }
+
+    /// `stream`, noting how it ends; `resumed` is the last event id it goes
+    /// on from and how the stream before it ended, for a resume.
+    fn watch(
+        &self,
+        stream: BoxedSseResponse,
+        resumed: Option<(String, Option<StreamEnd>)>,
+    ) -> BoxedSseResponse {
+        let (last_id, retry) = match resumed {
+            Some((id, end)) => (Some(id), end.and_then(|e| e.retry)),
+            None => (None, None),
+        };
+        WatchedStream {
+            inner: stream,
+            ends: Arc::clone(&self.ends),
+            last_id,
+            retry,
+            ended: false,
+        }
+        .boxed()
+    }
+
+    fn watch_post(&self, response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+        match response {
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(self.watch(stream, None), session)
+            }
+            other => other,
+        }
+    }
+
+    /// Before resuming after `last_id`: waits out the server's `retry` when
+    /// that stream broke (rmcp has waited already when it was closed).
+    async fn before_resume(&self, last_id: Option<&str>) -> Option<(String, Option<StreamEnd>)> {
+        let last_id = last_id?;
+        let end = self.ends.take(last_id);
+        if let Some(StreamEnd {
+            broken: true,
+            retry: Some(delay),
+        }) = end
+        {
+            tokio::time::sleep(delay).await;
+        }
+        Some((last_id.to_owned(), end))
+    }
+}
+
+/// An event stream passed through unchanged, its last event id and `retry`
+/// noted, and how it ended recorded in [`StreamEnds`].
+struct WatchedStream {
+    inner: BoxedSseResponse,
+    ends: Arc<StreamEnds>,
+    last_id: Option<String>,
+    retry: Option<Duration>,
+    ended: bool,
+}
+
+impl WatchedStream {
+    fn end(&mut self, broken: bool) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        if let Some(id) = self.last_id.take() {
+            let retry = self.retry;
+            self.ends.record(id, StreamEnd { broken, retry });
+        }
+    }
+}
+
+impl Stream for WatchedStream {
+    type Item = <BoxedSseResponse as Stream>::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let item = std::task::ready!(this.inner.poll_next_unpin(cx));
+        match &item {
+            Some(Ok(event)) => {
+                if let Some(ms) = event.retry {
+                    this.retry = Some(Duration::from_millis(ms));
+                }
+                if let Some(id) = &event.id {
+                    this.last_id = Some(id.clone());
+                }
+            }
+            Some(Err(_)) => this.end(true),
+            None => this.end(false),
+        }
+        Poll::Ready(item)
+    }
+}
+
+impl<C> StreamableHttpClient for RetryDelay<C>
+where
+    C: StreamableHttpClient + Sync,
+{
+    type Error = C::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .inner
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await?;
+        Ok(self.watch_post(response))
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .inner
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(self.watch_post(response))
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .inner
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await?;
+        Ok(self.watch_post(response))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let resumed = self.before_resume(last_event_id.as_deref()).await;
+        let stream = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await?;
+        Ok(self.watch(stream, resumed))
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let resumed = self.before_resume(last_event_id.as_deref()).await;
+        let stream = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(self.watch(stream, resumed))
+    }
+}
+
 /// The Streamable HTTP transport for `remote`: its headers on every request,
 /// and `Authorization: Bearer $<bearer_token_env_var>` when that is set, or
 /// the (refreshed) token of a `zot mcp login` when there is one.
 /// `rmcp` keeps the `Mcp-Session-Id`, resumes SSE streams with
-/// `Last-Event-ID` after the server's `retry` delay, and sends `DELETE` when
-/// the session is closed.
+/// `Last-Event-ID` (after the server's `retry` delay: [`RetryDelay`]), and
+/// sends `DELETE` when the session is closed.
 pub(crate) async fn open_streamable_http(
     mcp: &Mcp,
     server: &McpServer,
@@ -91,7 +364,7 @@ pub(crate) async fn open_streamable_http(
         .map_err(|e| HandshakeError::Mcp(format!("cannot build the HTTP client: {e}")))?;
     match auth {
         Some(manager) => {
-            let client = AuthClient::new(client, manager);
+            let client = RetryDelay::new(AuthClient::new(client, manager));
             mcp.open(
                 StreamableHttpClientTransport::with_client(client, config),
                 link,
@@ -100,7 +373,7 @@ pub(crate) async fn open_streamable_http(
         }
         None => {
             mcp.open(
-                StreamableHttpClientTransport::with_client(client, config),
+                StreamableHttpClientTransport::with_client(RetryDelay::new(client), config),
                 link,
             )
             .await
@@ -152,4 +425,36 @@ fn bearer_token(server: &McpServer, remote: &Remote) -> Result<Option<String>, S
                 server.name
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(broken: bool) -> StreamEnd {
+        StreamEnd {
+            broken,
+            retry: Some(Duration::from_millis(1500)),
+        }
+    }
+
+    #[test]
+    fn stream_ends_are_taken_once_and_only_the_newest_are_kept() {
+        let ends = StreamEnds::default();
+        for n in 0..REMEMBERED_STREAM_ENDS + 8 {
+            ends.record(format!("s{n}-1"), end(n % 2 == 0));
+        }
+        // The oldest were forgotten; the newest are there, once each.
+        assert!(ends.take("s0-1").is_none());
+        assert!(ends.take("s7-1").is_none());
+        let newest = format!("s{}-1", REMEMBERED_STREAM_ENDS + 7);
+        assert!(ends.take(&newest).is_some_and(|e| !e.broken));
+        assert!(ends.take(&newest).is_none());
+        assert!(ends.take("s8-1").is_some_and(|e| e.broken));
+        // Ending again under the same id replaces the old end.
+        ends.record("again".to_owned(), end(true));
+        ends.record("again".to_owned(), end(false));
+        assert!(ends.take("again").is_some_and(|e| !e.broken));
+        assert!(ends.take("again").is_none());
+    }
 }
