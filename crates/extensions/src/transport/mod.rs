@@ -57,6 +57,32 @@ pub(crate) trait Endpoint: Send + Sync {
     fn kill_now(&self);
 }
 
+/// Records how a network connection ended: the first report counts (a
+/// transport's task and the host may both see the end).
+pub(crate) fn record_end(ended: &watch::Sender<Option<String>>, how: impl Into<String>) {
+    let how = how.into();
+    ended.send_if_modified(|slot| {
+        let first = slot.is_none();
+        if first {
+            *slot = Some(how);
+        }
+        first
+    });
+}
+
+/// How a network connection ended, waiting for the end until `deadline`
+/// (`None`: still open then).
+pub(crate) async fn ended_by(
+    ended: &watch::Receiver<Option<String>>,
+    deadline: Instant,
+) -> Option<String> {
+    let mut waiting = ended.clone();
+    match tokio::time::timeout_at(deadline, waiting.wait_for(Option::is_some)).await {
+        Ok(Ok(how)) => how.clone(),
+        _ => ended.borrow().clone(),
+    }
+}
+
 /// A frame for a debug log line (bounded, lossy for invalid UTF-8).
 pub(crate) fn preview(frame: &[u8]) -> String {
     zot_protocol::log_preview(&String::from_utf8_lossy(frame))

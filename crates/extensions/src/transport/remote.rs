@@ -40,13 +40,7 @@ pub(crate) struct RemoteHandle {
 impl RemoteHandle {
     /// The session is over (`why` is how, for reports): the host sees its end.
     pub(crate) fn ended(&self, why: &str) {
-        self.ended.send_if_modified(|slot| {
-            let first = slot.is_none();
-            if first {
-                *slot = Some(why.to_owned());
-            }
-            first
-        });
+        super::record_end(&self.ended, why);
         self.writer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -81,17 +75,6 @@ pub(crate) fn pair() -> (RemoteSession, RemoteHandle) {
     (session, handle)
 }
 
-impl Remote {
-    async fn wait_for_end(&self, deadline: Instant) -> Option<String> {
-        let mut ended = self.ended.clone();
-        let waited = tokio::time::timeout_at(deadline, ended.wait_for(Option::is_some)).await;
-        match waited {
-            Ok(Ok(why)) => why.clone(),
-            _ => self.ended.borrow().clone(),
-        }
-    }
-}
-
 impl Endpoint for Remote {
     /// No process.
     fn pid(&self) -> Option<i32> {
@@ -103,22 +86,22 @@ impl Endpoint for Remote {
     }
 
     fn wait_until(&self, deadline: Instant) -> BoxFuture<'_, Option<String>> {
-        self.wait_for_end(deadline).boxed()
+        super::ended_by(&self.ended, deadline).boxed()
     }
 
     fn kill(&self) -> BoxFuture<'_, Option<String>> {
         self.cancel.cancel();
-        self.wait_for_end(Instant::now() + CLOSE_GRACE).boxed()
+        super::ended_by(&self.ended, Instant::now() + CLOSE_GRACE).boxed()
     }
 
     fn stop(&self, deadline: Instant, _term_grace: Duration) -> BoxFuture<'_, Option<String>> {
         async move {
             // The adapter's shutdown already asked the session to close.
-            match self.wait_for_end(deadline).await {
+            match super::ended_by(&self.ended, deadline).await {
                 Some(why) => Some(why),
                 None => {
                     self.cancel.cancel();
-                    self.wait_for_end(Instant::now() + CLOSE_GRACE).await
+                    super::ended_by(&self.ended, Instant::now() + CLOSE_GRACE).await
                 }
             }
         }

@@ -85,14 +85,7 @@ impl TaskSide {
 
     /// Records how the connection ended (the first report counts).
     pub(crate) fn end(&self, how: impl Into<String>) {
-        let how = how.into();
-        self.ended.send_if_modified(|ended| {
-            let first = ended.is_none();
-            if first {
-                *ended = Some(how);
-            }
-            first
-        });
+        super::record_end(&self.ended, how);
     }
 }
 
@@ -114,18 +107,9 @@ fn pair(shutdown: watch::Receiver<Shutdown>) -> (Link, TaskSide) {
 }
 
 impl Link {
-    async fn ended_by(&self, deadline: Instant) -> Option<String> {
-        let mut ended = self.ended.clone();
-        let waited = tokio::time::timeout_at(deadline, ended.wait_for(Option::is_some)).await;
-        match waited {
-            Ok(Ok(how)) => how.clone(),
-            _ => self.ended.borrow().clone(),
-        }
-    }
-
     async fn close_now(&self) -> Option<String> {
         self.close.send_replace(true);
-        self.ended_by(Instant::now() + CLOSE_WAIT).await
+        super::ended_by(&self.ended, Instant::now() + CLOSE_WAIT).await
     }
 
     /// Waits until the extension acknowledged the shutdown (when its
@@ -154,7 +138,7 @@ impl Endpoint for Link {
     }
 
     fn wait_until(&self, deadline: Instant) -> BoxFuture<'_, Option<String>> {
-        self.ended_by(deadline).boxed()
+        super::ended_by(&self.ended, deadline).boxed()
     }
 
     fn kill(&self) -> BoxFuture<'_, Option<String>> {
