@@ -5,10 +5,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use zot_core::CancellationToken;
-use zot_core::agent::{Agent, AgentConfig};
+use zot_core::agent::AgentConfig;
 use zot_core::hooks::{HookEvent, Hooks};
 use zot_core::message::Block;
-use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
 use zot_core::session::Session;
 use zot_core::tool::{BoxFuture, ToolOutput};
 use zot_testkit::{MockModel, anthropic};
@@ -64,17 +63,11 @@ async fn prompts_tool_results_entries_and_session_switches() {
         anthropic::text("second"),
     ])
     .await;
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let hooks = Arc::new(Recorder::default());
-    let mut agent = Agent::new(
-        provider,
+    let mut agent = super::agent_against(
+        &model,
         AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
         hooks.clone(),
-        "system".into(),
     );
     let first = Session::create(tmp.path(), tmp.path(), "anthropic", "m").unwrap();
     let first_path = first.path().to_path_buf();
@@ -177,17 +170,11 @@ impl Hooks for Insistent {
 async fn before_stop_sends_the_agent_on_at_most_three_times_and_prompt_gates_hold() {
     let tmp = tempfile::tempdir().unwrap();
     let model = MockModel::start((0..8).map(|n| anthropic::text(&format!("answer {n}")))).await;
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let hooks = Arc::new(Insistent::default());
-    let mut agent = Agent::new(
-        provider,
+    let mut agent = super::agent_against(
+        &model,
         AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
         hooks.clone(),
-        "system".into(),
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();

@@ -12,7 +12,6 @@ use zot_core::agent::{Agent, AgentConfig, MAX_PARALLEL_TOOLS};
 use zot_core::event::AgentEvent;
 use zot_core::hooks::{Hooks, ToolGate};
 use zot_core::message::Block;
-use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
 use zot_core::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 use zot_testkit::{MockModel, anthropic};
 
@@ -93,17 +92,11 @@ struct Setup {
 
 fn setup(model: &MockModel) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let log = Log::default();
-    let mut agent = Agent::new(
-        provider,
+    let mut agent = super::agent_against(
+        model,
         AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
         Arc::new(Gates(log.clone())),
-        "system".into(),
     );
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));

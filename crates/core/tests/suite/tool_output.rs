@@ -12,7 +12,6 @@ use zot_core::agent::{Agent, AgentConfig, local_session_id};
 use zot_core::event::AgentEvent;
 use zot_core::hooks::{Hooks, ToolGate};
 use zot_core::message::Block;
-use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
 use zot_core::session::Session;
 use zot_core::tool::{BoxFuture, PROGRESS_BUFFER_BYTES, ToolOutput, ToolSpec};
 use zot_core::tools::output::{self, MAX_TOOL_RESULT_BYTES, TOOL_OUTPUT_MAX_AGE};
@@ -39,14 +38,9 @@ impl Hooks for BigTool {
 }
 
 fn agent(model: &MockModel, cwd: &Path, root: &Path, hooks: Arc<dyn Hooks>) -> Agent {
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let mut config = AgentConfig::new(cwd, "claude-sonnet-4-5");
     config.tool_output = Some(root.to_path_buf());
-    Agent::new(provider, config, hooks, "system".into())
+    super::agent_against(model, config, hooks)
 }
 
 /// Runs one prompt; returns every event, read only after the prompt ended

@@ -11,7 +11,6 @@ use zot_core::CancellationToken;
 use zot_core::agent::{Agent, AgentConfig};
 use zot_core::hooks::Hooks;
 use zot_core::message::Block;
-use zot_core::provider::{Provider, ProviderConfig, ProviderKind};
 use zot_core::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 use zot_testkit::{MockModel, anthropic};
 
@@ -78,13 +77,8 @@ async fn a_changed_schema_is_checked_instead_of_the_compiled_one() {
         schema: Mutex::new(requiring("x")),
         runs: Mutex::new(0),
     });
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
-    let mut agent = Agent::new(provider, config, hooks.clone(), "system".into());
+    let mut agent = super::agent_against(&model, config, hooks.clone());
 
     prompt(&mut agent).await;
     assert_eq!(result_sent(&model, 1), "picked");
@@ -155,13 +149,8 @@ async fn a_tool_that_checks_its_own_arguments_is_not_run_through_the_schema() {
         schema: Mutex::new(requiring("x")),
         runs: Mutex::new(0),
     });
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
-    let mut agent = Agent::new(provider, config, hooks, "system".into());
+    let mut agent = super::agent_against(&model, config, hooks);
     agent.add_tool(Arc::new(Counter {
         name: "own",
         own: true,
@@ -202,13 +191,8 @@ async fn built_in_tools_answer_bad_arguments_themselves() {
         schema: Mutex::new(requiring("x")),
         runs: Mutex::new(0),
     });
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-    });
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
-    let mut agent = Agent::new(provider, config, hooks, "system".into());
+    let mut agent = super::agent_against(&model, config, hooks);
     prompt(&mut agent).await;
     assert_eq!(
         result_sent(&model, 1),
