@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use zot_ext::{Extension, ToolResult, WebSocketServer};
 use zot_extensions::{ExtensionHost, HostConfig};
+use zot_testkit::bench::Stats;
 
 const ROUND_TRIPS: usize = 3000;
 const WARMUP: usize = 300;
@@ -83,36 +84,4 @@ async fn round_trips(home: &Path, dir: PathBuf) -> Vec<Duration> {
     }
     host.shutdown().await;
     times
-}
-
-struct Stats {
-    median: Duration,
-    p99: Duration,
-    mean: Duration,
-}
-
-impl Stats {
-    fn of(times: &[Duration]) -> Self {
-        let mut sorted = times.to_vec();
-        sorted.sort();
-        let total: Duration = sorted.iter().sum();
-        Self {
-            median: sorted[sorted.len() / 2],
-            p99: sorted[sorted.len() * 99 / 100],
-            mean: total / u32::try_from(sorted.len()).unwrap(),
-        }
-    }
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
-        write!(
-            f,
-            "median {:.1} µs, p99 {:.1} µs, mean {:.1} µs",
-            us(self.median),
-            us(self.p99),
-            us(self.mean)
-        )
-    }
 }

@@ -7,12 +7,12 @@
 //! Run: `cargo bench -p zot-extensions --bench mcp`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use zot_extensions::{ExtensionHost, HostConfig};
+use zot_testkit::bench::Stats;
 
 const ROUND_TRIPS: usize = 3000;
 const WARMUP: usize = 300;
@@ -62,8 +62,7 @@ for line in sys.stdin:
 
 fn executable(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    zot_testkit::write_exec(&path, text);
     path
 }
 
@@ -121,37 +120,4 @@ fn main() {
         "mcp/zot (median): {:.2}",
         mcp.median.as_secs_f64() / zot.median.as_secs_f64()
     );
-}
-
-struct Stats {
-    median: Duration,
-    p99: Duration,
-    mean: Duration,
-}
-
-impl Stats {
-    fn of(times: &[Duration]) -> Self {
-        let mut sorted = times.to_vec();
-        sorted.sort();
-        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-        let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
-        Self {
-            median: at(0.5),
-            p99: at(0.99),
-            mean,
-        }
-    }
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let micros = |d: Duration| d.as_secs_f64() * 1e6;
-        write!(
-            f,
-            "median {:.1} µs, p99 {:.1} µs, mean {:.1} µs",
-            micros(self.median),
-            micros(self.p99),
-            micros(self.mean)
-        )
-    }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
+pub mod bench;
 mod http;
 pub mod npm;
 pub mod oauth;
@@ -14,6 +15,7 @@ pub mod wait;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -376,6 +378,14 @@ fn fragments(text: &str, pieces: usize) -> Vec<String> {
         .chunks(size)
         .map(|chunk| chunk.iter().collect())
         .collect()
+}
+
+/// Writes `text` to `path` and makes it executable (a script a test or
+/// bench runs as an extension, hook, server or `$BROWSER`).
+pub fn write_exec(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[cfg(test)]

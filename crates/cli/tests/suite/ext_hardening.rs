@@ -58,16 +58,10 @@ async fn tool_names_the_providers_reject_are_refused_and_zot_keeps_working() {
     )
     .unwrap();
     let register = r#"{"type":"register","commands":[],"tools":[{"name":"ü","description":"d","input_schema":{"type":"object"}},{"name":"nim_ok","description":"d","input_schema":{"type":"object"}}]}"#;
-    std::fs::write(
-        nimlet.join("ext.sh"),
-        format!("#!/bin/sh\nread -r init\necho '{register}'\nwhile read -r line; do :; done\n"),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        nimlet.join("ext.sh"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    zot_testkit::write_exec(
+        &nimlet.join("ext.sh"),
+        &format!("#!/bin/sh\nread -r init\necho '{register}'\nwhile read -r line; do :; done\n"),
+    );
 
     let model = MockModel::start([anthropic::text("still here")]).await;
     let run: Run = w

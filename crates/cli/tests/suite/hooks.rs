@@ -2,7 +2,6 @@
 //! and node hook scripts in the user's `$ZOT_HOME/hooks.json` and a
 //! project's `.claude/settings.json`, against the loopback model.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,8 +13,7 @@ use super::support::{Run, World, events};
 /// Writes an executable hook script `name` into the scratch dir.
 fn script(w: &World, name: &str, text: &str) -> PathBuf {
     let path = w.scratch.join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    zot_testkit::write_exec(&path, text);
     path
 }
 

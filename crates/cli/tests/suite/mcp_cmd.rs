@@ -416,12 +416,10 @@ fn import_asks_on_a_terminal() {
 /// authorization URL and its redirect back to zot, as a browser would.
 fn login(w: &World, name: &str) -> Run {
     let browser = w.scratch.join("browser.sh");
-    std::fs::write(
+    zot_testkit::write_exec(
         &browser,
         "#!/bin/sh\nexec curl -sf -L -o /dev/null \"$1\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let mut cmd = w.cmd(&["mcp", "login", name]);
     cmd.env("BROWSER", &browser).output().unwrap().into()
 }

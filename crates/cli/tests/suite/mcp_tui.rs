@@ -199,16 +199,10 @@ async fn elicitations_are_forms_in_the_tui_and_urls_open_after_the_user_agrees()
     .await;
     let opened = w.scratch.join("opened.txt");
     let browser = w.scratch.join("browser.sh");
-    std::fs::write(
+    zot_testkit::write_exec(
         &browser,
-        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &browser,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+        &format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
+    );
     let args = model_args(&model);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = [("BROWSER", browser.display().to_string())];

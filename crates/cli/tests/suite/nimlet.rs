@@ -17,9 +17,9 @@ fn nimlet_ext(w: &World, name: &str, body: &str) -> PathBuf {
     )
     .unwrap();
     let script = dir.join("extension.py");
-    std::fs::write(
+    zot_testkit::write_exec(
         &script,
-        format!(
+        &format!(
             r#"#!/usr/bin/env python3
 import json, os, sys
 EXT_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -31,10 +31,7 @@ def log(msg):
         f.write(json.dumps(msg) + "\n")
 {body}"#
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     dir
 }
 

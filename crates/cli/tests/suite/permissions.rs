@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -132,8 +131,7 @@ fn probe_ext(
         manifest["permissions"] = permissions;
     }
     std::fs::write(dir.join("extension.json"), manifest.to_string()).unwrap();
-    std::fs::write(dir.join(file), script).unwrap();
-    std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o755)).unwrap();
+    zot_testkit::write_exec(&dir.join(file), script);
     let cfg = json!({
         "name": name,
         "ssh": w.scratch.join(".ssh/id_rsa"),

@@ -1,7 +1,6 @@
 //! Runs the built `zot` binary in a temp world: `$ZOT_HOME`, a project dir
 //! (the working directory) and a scratch dir for sources.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -115,9 +114,7 @@ impl World {
         let dir = parent.join(dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("extension.json"), manifest).unwrap();
-        let path = dir.join("ext.sh");
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        zot_testkit::write_exec(&dir.join("ext.sh"), script);
         dir
     }
 
@@ -258,9 +255,10 @@ impl World {
         let dir = self.scratch.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("extension.json"), manifest).unwrap();
-        let path = dir.join("ext.py");
-        std::fs::write(&path, format!("{PY_PRELUDE}\nNAME = {name:?}\n{body}")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        zot_testkit::write_exec(
+            &dir.join("ext.py"),
+            &format!("{PY_PRELUDE}\nNAME = {name:?}\n{body}"),
+        );
         dir
     }
 }

@@ -2,7 +2,6 @@
 //! SDK-built example binaries (recording every frame they write), schema
 //! validation of those frames, and deadline-based waiting.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -104,10 +103,7 @@ pub fn example_bin(name: &str) -> PathBuf {
     bin
 }
 
-pub fn write_exec(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
+pub use zot_testkit::write_exec;
 
 /// Every frame the probe in `dir` has written so far.
 pub fn sent(dir: &Path) -> Vec<Value> {

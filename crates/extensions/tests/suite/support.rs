@@ -1,7 +1,6 @@
 //! Shared test fixtures: a temp `$ZOT_HOME` and project, extension writers,
 //! and deadline-based waiting (never a bare sleep).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -128,10 +127,7 @@ impl Env {
     }
 }
 
-pub fn write_exec(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
+pub use zot_testkit::write_exec;
 
 /// Frames an extension recorded in `<dir>/received.jsonl`.
 pub fn received(dir: &Path) -> Vec<serde_json::Value> {
