@@ -5,7 +5,7 @@
 //! `SSL_CERT_FILE`, and what `zot ext list`/`doctor` show (the url and
 //! the connection, never the headers).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -33,6 +33,29 @@ fn remote_ext(w: &World, name: &str, manifest: Value) -> PathBuf {
     }
     std::fs::write(dir.join("extension.json"), full.to_string()).unwrap();
     dir
+}
+
+/// The model asks bash to delete `precious.txt` in the project, with the
+/// guard extension `ext` loaded, in `mode` (`-p` or `--json`); the run
+/// succeeds and the file survives. Returns the run and the model's second
+/// request, which carries the refusal.
+async fn rm_precious(w: &World, ext: &Path, mode: &str) -> (Run, String) {
+    std::fs::write(w.project.join("precious.txt"), "keep me").unwrap();
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", r#"{"command":"rm -f precious.txt"}"#),
+        anthropic::text("ok"),
+    ])
+    .await;
+    let ext = ext.to_str().unwrap();
+    let run = run(w.against(
+        &model,
+        "anthropic",
+        &[mode, "--no-session", "--ext", ext, "clean"],
+    ))
+    .await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(w.project.join("precious.txt").exists(), "not blocked");
+    (run, model.requests()[1].body.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -66,33 +89,9 @@ async fn print_mode_calls_a_tool_of_a_websocket_extension() {
 async fn json_mode_with_an_http_guard_blocks_a_dangerous_call() {
     let server = HttpServer::start(handler(|conn| guard(conn, "remote"))).await;
     let w = World::new();
-    std::fs::write(w.project.join("precious.txt"), "keep me").unwrap();
     let ext = remote_ext(&w, "remote", json!({"url": server.url()}));
-    let model = MockModel::start([
-        anthropic::tool_call("b1", "bash", r#"{"command":"rm -f precious.txt"}"#),
-        anthropic::text("ok"),
-    ])
-    .await;
-    let run = run(w.against(
-        &model,
-        "anthropic",
-        &[
-            "--json",
-            "--no-session",
-            "--ext",
-            ext.to_str().unwrap(),
-            "clean",
-        ],
-    ))
-    .await;
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(w.project.join("precious.txt").exists(), "not blocked");
-    assert!(
-        model.requests()[1]
-            .body
-            .to_string()
-            .contains("remote guard says no")
-    );
+    let (run, second) = rm_precious(&w, &ext, "--json").await;
+    assert!(second.contains("remote guard says no"), "{second}");
     let result = events(&run)
         .into_iter()
         .find(|e| e["type"] == "tool_result")
@@ -120,29 +119,9 @@ async fn print_mode_with_a_rust_sdk_websocket_guard_blocks_a_dangerous_call() {
         server.serve_one(guard)
     });
     let w = World::new();
-    std::fs::write(w.project.join("precious.txt"), "keep me").unwrap();
     let ext = remote_ext(&w, "sdk-guard", json!({"url": url}));
-    let model = MockModel::start([
-        anthropic::tool_call("b1", "bash", r#"{"command":"rm -f precious.txt"}"#),
-        anthropic::text("ok"),
-    ])
-    .await;
-    let run = run(w.against(
-        &model,
-        "anthropic",
-        &[
-            "-p",
-            "--no-session",
-            "--ext",
-            ext.to_str().unwrap(),
-            "clean",
-        ],
-    ))
-    .await;
-    assert_eq!(run.code, 0, "{run:?}");
+    let (run, second) = rm_precious(&w, &ext, "-p").await;
     assert_eq!(run.stdout, "ok\n");
-    assert!(w.project.join("precious.txt").exists(), "not blocked");
-    let second = model.requests()[1].body.to_string();
     assert!(second.contains("sdk guard says no"), "{second}");
     let ended = tokio::task::spawn_blocking(move || session.join().unwrap())
         .await
@@ -152,11 +131,7 @@ async fn print_mode_with_a_rust_sdk_websocket_guard_blocks_a_dangerous_call() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_blocking_guard_that_is_down_refuses_bash() {
-    // A port nothing listens on: bound, then freed.
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = closed_port();
     let w = World::new();
     let ext = remote_ext(
         &w,
