@@ -8,6 +8,7 @@ mod doctor;
 mod ext_hardening;
 mod first_run;
 mod hooks;
+mod hot_text;
 mod install;
 mod list;
 mod logs;
