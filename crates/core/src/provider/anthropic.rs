@@ -112,8 +112,7 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
             .collect(),
         stream: true,
     };
-    // Serialising borrowed strings and `Value`s into a Vec cannot fail.
-    serde_json::to_vec(&body).unwrap_or_default()
+    super::body_json(&body)
 }
 
 /// The request body on the wire, field for field.
