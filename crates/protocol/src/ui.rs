@@ -263,6 +263,7 @@ impl HostEvent {
             } => Self::Form {
                 extension,
                 form: Form {
+                    schema: form.schema,
                     message: clean(form.message),
                     fields: form
                         .fields
@@ -403,6 +404,10 @@ impl std::fmt::Debug for QuestionReply {
 pub struct Form {
     pub message: String,
     pub fields: Vec<FormField>,
+    /// The JSON Schema the answer must satisfy (MCP's `requestedSchema`:
+    /// lengths, ranges, formats, item counts beyond what `fields` says), or
+    /// `Value::Null` for none.
+    pub schema: Value,
 }
 
 /// One field of a [`Form`].

@@ -492,7 +492,34 @@ impl FormDialog {
             };
             content.insert(field.name.clone(), value);
         }
+        self.check_schema(&content)?;
         Ok(content)
+    }
+
+    /// The answer against the form's schema (lengths, ranges, formats such
+    /// as `email` or `date`, item counts), so the user fixes it here rather
+    /// than the server refusing it: the first problem, on the field it is
+    /// about. A schema that does not compile is the server's to enforce.
+    fn check_schema(&self, content: &Map<String, Value>) -> Result<(), (usize, String)> {
+        if self.form.schema.is_null() {
+            return Ok(());
+        }
+        let Ok(validator) = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&self.form.schema)
+        else {
+            return Ok(());
+        };
+        let answer = Value::Object(content.clone());
+        let Some(problem) = validator.iter_errors(&answer).next() else {
+            return Ok(());
+        };
+        let path = problem.instance_path.to_string();
+        let name = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        match self.form.fields.iter().position(|f| f.name == name) {
+            Some(i) => Err((i, format!("{}: {problem}", self.form.fields[i].title))),
+            None => Err((0, problem.to_string())),
+        }
     }
 }
 
@@ -687,6 +714,7 @@ mod tests {
                 default,
             };
         let form = Form {
+            schema: Value::Null,
             message: "who are you?".into(),
             fields: vec![
                 field("name", FieldKind::Text, true, None),
@@ -778,5 +806,69 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(*answers, [Some(FormAnswer::Accept(expected))]);
+    }
+
+    #[test]
+    fn a_form_checks_its_schema_limits_and_formats_on_the_field_at_fault() {
+        use zot_protocol::ui::FormField;
+        let text = |name: &str| FormField {
+            name: name.into(),
+            title: name.to_uppercase(),
+            description: None,
+            kind: FieldKind::Text,
+            required: true,
+            default: None,
+        };
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "handle": {"type": "string", "minLength": 3, "maxLength": 8},
+                "email": {"type": "string", "format": "email"},
+                "age": {"type": "integer", "minimum": 18, "maximum": 150},
+            },
+            "required": ["handle", "email", "age"],
+        });
+        let form = Form {
+            message: "sign up".into(),
+            fields: vec![
+                text("handle"),
+                text("email"),
+                FormField {
+                    kind: FieldKind::Integer,
+                    ..text("age")
+                },
+            ],
+            schema,
+        };
+        let dialog = |values: [&str; 3]| {
+            let mut dialog = FormDialog::new("x".into(), form.clone(), FormReply::new(|_| {}));
+            for (slot, value) in dialog.values.iter_mut().zip(values) {
+                *slot = FieldValue::Text(value.into());
+            }
+            dialog
+        };
+        let problem = |values| dialog(values).content().unwrap_err();
+
+        let (at, why) = problem(["ab", "a@example.com", "30"]);
+        assert_eq!(at, 0);
+        assert!(
+            why.starts_with("HANDLE: ") && why.contains("shorter than 3"),
+            "{why}"
+        );
+        let (at, why) = problem(["abcdefghi", "a@example.com", "30"]);
+        assert_eq!(at, 0);
+        assert!(why.contains("longer than 8"), "{why}");
+        let (at, why) = problem(["ada", "not an address", "30"]);
+        assert_eq!(at, 1);
+        assert!(why.starts_with("EMAIL: ") && why.contains("email"), "{why}");
+        let (at, why) = problem(["ada", "a@example.com", "200"]);
+        assert_eq!(at, 2);
+        assert!(why.contains("maximum of 150"), "{why}");
+
+        let content = dialog(["ada", "a@example.com", "30"]).content().unwrap();
+        assert_eq!(
+            Value::Object(content),
+            serde_json::json!({"handle": "ada", "email": "a@example.com", "age": 30})
+        );
     }
 }

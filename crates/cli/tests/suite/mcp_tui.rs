@@ -231,15 +231,25 @@ async fn elicitations_are_forms_in_the_tui_and_urls_open_after_the_user_agrees()
     tmux.wait_for("String is required");
     tmux.type_text("Ada Lovelace");
     // Down to the boolean (the server's order after the required name),
-    // Space sets it; then up past the first field to Accept.
+    // Space sets it; two more down to the email, which gets no address.
     tmux.keys(&["Down", "Space"]);
     tmux.wait_for("‹ yes ›");
-    tmux.keys(&["Up", "Up", "Up", "Up"]);
+    tmux.keys(&["Down", "Down"]);
+    tmux.type_text("not-an-email");
+    // Up past the first field to Accept: the schema's `format` refuses it,
+    // on that field.
+    tmux.keys(&["Up", "Up", "Up", "Up", "Up", "Up"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(r#"String with email format: "not-an-email" is not a "email""#);
+    tmux.keys(&["BSpace"; 12]);
+    tmux.type_text("ada@example.com");
+    tmux.keys(&["Up", "Up", "Up", "Up", "Up", "Up"]);
     tmux.keys(&["Enter"]);
     tmux.wait_for("FORM_SENT");
     let result = last_result(&model.requests()[1].body);
     for sent in [
         "Name: Ada Lovelace",
+        "Email: ada@example.com",
         "Agreed to terms: true",
         "Favorite Integer: 42",
         "fish-1",

@@ -1388,6 +1388,7 @@ impl Client {
         let form = Form {
             message: message.clone(),
             fields,
+            schema,
         };
         if !self.shared.effect(Effect::Form { form, reply }) {
             return decline;

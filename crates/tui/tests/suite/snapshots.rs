@@ -272,6 +272,7 @@ async fn form_dialog() {
         default,
     };
     let form = Form {
+        schema: serde_json::Value::Null,
         message: "Who are you?".into(),
         fields: vec![
             field("name", FieldKind::Text, None),
