@@ -36,8 +36,12 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         return;
     }
     let theme = *app.theme();
-    // The newest notes, a third of the screen at most.
-    let mut notes = note_lines(app, &theme);
+    // The newest notes, wrapped to the screen (a long one, such as a
+    // reconnect warning with its URL, is read whole), a third of it at most.
+    let mut notes: Vec<Line> = note_lines(app, &theme)
+        .iter()
+        .flat_map(|line| wrap(line, usize::from(area.width)))
+        .collect();
     notes.drain(..notes.len().saturating_sub(usize::from(area.height / 3)));
     let widgets = widget_lines(app, &theme);
     let regions = Regions::new(area, app, notes.len(), widgets.len());

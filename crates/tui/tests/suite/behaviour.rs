@@ -9,7 +9,7 @@ use zot_tui::app::{AppMsg, Group, StatusKind};
 use zot_tui::modal::Dialog;
 use zot_tui::transcript::Entry;
 
-use super::support::{app, app_with, config};
+use super::support::{app, app_with, config, render};
 
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
@@ -63,6 +63,28 @@ async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
     app.on_key(key(KeyCode::Esc));
     assert!(app.queue().is_empty());
     assert!(app.notes().is_empty());
+}
+
+#[tokio::test]
+async fn a_long_note_wraps_to_the_screen_instead_of_being_cut() {
+    let (mut app, _, _) = app();
+    let message = "lost the connection to wss://tools.example.com/guard; reconnecting in 4 s \
+                   (attempt 3), the tools of guard are unavailable until then";
+    app.on_host(HostEvent::Notify {
+        extension: "guard".into(),
+        level: NotifyLevel::Warn,
+        message: message.into(),
+    });
+    let screen = render(&mut app, 40, 20);
+    // Every word of it is on the screen, over several rows (`render` quotes
+    // each row).
+    let shown: String = screen
+        .lines()
+        .flat_map(|row| row.trim_matches('"').split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let note = format!("[guard] {message}");
+    assert!(shown.contains(&note), "{note:?} not whole in\n{screen}");
 }
 
 #[tokio::test]
