@@ -296,6 +296,38 @@ async fn elicitations_are_forms_in_the_tui_and_urls_open_after_the_user_agrees()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn without_a_browser_an_agreed_url_elicitation_is_shown_whole() {
+    let w = World::new();
+    everything(&w, json!({}));
+    // Longer than the 100-column screen: the note wraps instead of cutting it.
+    let url = "https://example.test/consent?step=2&session=8c1f0e4d9a7b4c2e&return=https%3A%2F%2Fzot.example%2Fdone";
+    let model = MockModel::start([
+        anthropic::tool_call(
+            "u1",
+            "mcp__everything__trigger-url-elicitation",
+            &json!({"url": url, "message": "Finish in the browser"}).to_string(),
+        ),
+        anthropic::text("URL_DONE"),
+    ])
+    .await;
+    let args = model_args(&model);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // An empty $BROWSER is no browser, whatever the test's environment holds.
+    let tmux = Tmux::start(&w, "mcpurl", &args, &[("BROWSER", String::new())]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("open it");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Finish in the browser");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("URL_DONE");
+    let squeezed: String = screen.chars().filter(|c| !c.is_whitespace()).collect();
+    let note = format!("[mcp:everything]mcp:everythingasksyoutoopen{url}");
+    assert!(squeezed.contains(&note), "no whole URL note in\n{screen}");
+    let result = last_result(&model.requests()[1].body);
+    assert!(result.contains("accept"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sampling_asks_the_user_then_calls_the_current_model() {
     let w = World::new();
     everything(&w, json!({"sampling": true}));
