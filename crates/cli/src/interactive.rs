@@ -92,6 +92,10 @@ impl Extensions for Bridge {
         Box::pin(crate::mcp_view::run(&self.host, args))
     }
 
+    fn mcp_servers(&self) -> Vec<(String, bool)> {
+        crate::mcp_view::servers(&self.host.report())
+    }
+
     fn trust_project(&self) -> Result<(), String> {
         let mut store = TrustStore::load(&self.zot_home).map_err(|e| e.to_string())?;
         store.trust(&self.project).map_err(|e| e.to_string())?;

@@ -24,6 +24,23 @@ pub async fn run(host: &ExtensionHost, args: &str) -> Result<String, String> {
     }
 }
 
+/// Each MCP server's name as `/mcp on|off` takes it, and whether it runs:
+/// what the TUI completes after `/mcp `.
+pub fn servers(report: &[ExtensionReport]) -> Vec<(String, bool)> {
+    report
+        .iter()
+        .filter(|r| r.dialect == Dialect::Mcp)
+        .filter_map(|r| {
+            let name = r.name.as_deref()?;
+            let running = matches!(&r.status, ReportStatus::Loaded(info) if info.running);
+            Some((
+                name.strip_prefix("mcp:").unwrap_or(name).to_owned(),
+                running,
+            ))
+        })
+        .collect()
+}
+
 /// `mcp:<name>` for `name` or `mcp:name`.
 fn ext_name(server: &str) -> String {
     match server.strip_prefix("mcp:") {

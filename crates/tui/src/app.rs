@@ -338,7 +338,13 @@ impl App {
     pub fn popup(&self) -> Option<Vec<PopupRow>> {
         let text = self.editor.text();
         let typed = text.strip_prefix('/')?;
-        if typed.contains(char::is_whitespace) || self.modal.panel().is_some() {
+        if self.modal.panel().is_some() {
+            return None;
+        }
+        if let Some(argument) = typed.strip_prefix("mcp ").filter(|a| !a.trim().is_empty()) {
+            return self.mcp_popup(argument);
+        }
+        if typed.contains(char::is_whitespace) {
             return None;
         }
         let typed = typed.to_lowercase();
@@ -370,6 +376,32 @@ impl App {
             };
             (c.name.clone(), desc, group)
         }));
+        (!rows.is_empty()).then_some(rows)
+    }
+
+    /// Completions of `/mcp <argument>`: `off <server>` for each running
+    /// MCP server and `on <server>` for each stopped one, those that start
+    /// with what is typed. (Only once something is typed: `/mcp ` and Enter
+    /// still lists the servers.)
+    fn mcp_popup(&self, argument: &str) -> Option<Vec<PopupRow>> {
+        let typed = argument.trim_start().to_lowercase();
+        let rows: Vec<PopupRow> = self
+            .ext
+            .mcp_servers()
+            .into_iter()
+            .map(|(server, running)| {
+                let (verb, what) = if running {
+                    ("off", "stop it for this session")
+                } else {
+                    ("on", "start it for this session")
+                };
+                (format!("{verb} {server}"), what)
+            })
+            .filter(|(completion, _)| completion.to_lowercase().starts_with(&typed))
+            .map(|(completion, what)| {
+                (format!("mcp {completion}"), what.to_owned(), Group::Builtin)
+            })
+            .collect();
         (!rows.is_empty()).then_some(rows)
     }
 

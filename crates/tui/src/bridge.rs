@@ -42,6 +42,11 @@ pub trait Extensions: Send + Sync {
     fn mcp<'a>(&'a self, _args: &'a str) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async { Ok("no MCP servers".to_owned()) })
     }
+    /// The MCP servers `/mcp on|off` completes: each one's name (as `/mcp`
+    /// takes it) and whether it runs now.
+    fn mcp_servers(&self) -> Vec<(String, bool)> {
+        Vec::new()
+    }
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

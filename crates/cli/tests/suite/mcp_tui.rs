@@ -135,7 +135,9 @@ async fn the_tui_opens_while_a_server_starts_and_mcp_turns_it_off_and_on() {
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("mcp:slow  running, MCP 2025-06-18, 1 tools");
     assert!(screen.contains("    ping"), "{screen}");
-    tmux.type_text("/mcp off slow");
+    // The popup completes `/mcp off` with the running server; Enter takes it.
+    tmux.type_text("/mcp off");
+    tmux.wait_for("/mcp off slow");
     tmux.keys(&["Enter"]);
     tmux.wait_for("mcp:slow is off for this session");
     tmux.type_text("third");
@@ -146,7 +148,11 @@ async fn the_tui_opens_while_a_server_starts_and_mcp_turns_it_off_and_on() {
     tmux.type_text("/mcp");
     tmux.keys(&["Enter"]);
     tmux.wait_for("mcp:slow  off for this session");
-    tmux.type_text("/mcp on slow");
+    // Now stopped, it is offered to `/mcp on` (as the failed ghost is).
+    tmux.type_text("/mcp on");
+    let screen = tmux.wait_for("/mcp on slow");
+    assert!(screen.contains("/mcp on ghost"), "{screen}");
+    tmux.type_text(" s");
     tmux.keys(&["Enter"]);
     tmux.wait_for("mcp:slow is on");
     tmux.type_text("fourth");

@@ -88,6 +88,39 @@ async fn a_long_note_wraps_to_the_screen_instead_of_being_cut() {
 }
 
 #[tokio::test]
+async fn mcp_completes_off_for_running_servers_and_on_for_stopped_ones() {
+    let (mut app, host, _) = app();
+    let rows = |app: &zot_tui::app::App| -> Vec<String> {
+        app.popup()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, ..)| name)
+            .collect()
+    };
+    // Nothing typed after `/mcp `: no completion, so Enter lists the servers.
+    type_text(&mut app, "/mcp ");
+    assert!(app.popup().is_none());
+    type_text(&mut app, "o");
+    assert_eq!(rows(&app), ["mcp off github", "mcp on slack"]);
+    type_text(&mut app, "n");
+    assert_eq!(rows(&app), ["mcp on slack"]);
+    type_text(&mut app, " x");
+    assert!(app.popup().is_none());
+    for _ in 0..2 {
+        app.on_key(key(KeyCode::Backspace));
+    }
+    app.on_key(key(KeyCode::Enter));
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while host.mcp_calls.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("/mcp ran");
+    assert_eq!(*host.mcp_calls.lock().unwrap(), ["on slack"]);
+}
+
+#[tokio::test]
 async fn queued_prompts_are_delivered_in_order_when_idle() {
     let (mut app, _, _) = app();
     app.submit("one");

@@ -23,6 +23,8 @@ pub struct FakeHost {
     pub trusted: Mutex<bool>,
     /// Models saved with `/model <id>`.
     pub saved_models: Mutex<Vec<String>>,
+    /// The arguments of each `/mcp`.
+    pub mcp_calls: Mutex<Vec<String>>,
 }
 
 impl Extensions for FakeHost {
@@ -96,6 +98,13 @@ impl Extensions for FakeHost {
     fn save_model(&self, model: &str) -> Result<String, String> {
         self.saved_models.lock().unwrap().push(model.into());
         Ok("/home/pat/.local/state/zot/config.json".into())
+    }
+    fn mcp<'a>(&'a self, args: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        self.mcp_calls.lock().unwrap().push(args.into());
+        Box::pin(async { Ok("done".to_owned()) })
+    }
+    fn mcp_servers(&self) -> Vec<(String, bool)> {
+        vec![("github".into(), true), ("slack".into(), false)]
     }
 }
 
