@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai, status};
 
-use super::support::{Run, World, events};
+use super::support::{Run, World, events, turns_filling_the_context};
 
 /// Runs `zot` against `model` as `provider` with `args`, without a session unless asked.
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
@@ -749,16 +749,10 @@ async fn max_steps_stops_the_loop_and_list_models_lists() {
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_compaction_summarises_when_the_context_fills_up() {
     let w = World::new();
-    let model = MockModel::start([
-        anthropic::tool_call("a", "bash", r#"{"command":"echo one"}"#),
-        anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
-        anthropic::Script::new()
-            .tool_call("c", "bash", r#"{"command":"echo three"}"#)
-            .usage(190_000, 10)
-            .build(),
+    let model = MockModel::start(turns_filling_the_context().into_iter().chain([
         anthropic::text("SUMMARY OF EARLIER WORK"),
         anthropic::text("finished"),
-    ])
+    ]))
     .await;
     let run = zot(
         &w,

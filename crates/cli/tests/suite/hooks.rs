@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events};
+use super::support::{Run, World, events, record_input, turns_filling_the_context};
 
 /// Writes an executable hook script `name` into the scratch dir.
 fn script(w: &World, name: &str, text: &str) -> PathBuf {
@@ -804,10 +804,7 @@ async fn session_start_hears_compact_after_a_compaction() {
             (
                 "SessionStart",
                 "",
-                command(format!(
-                    r#"python3 -c 'import json,sys; print(json.load(sys.stdin)["source"], file=open("{}", "a"))'"#,
-                    log.display()
-                )),
+                command(record_input(&log, r#"d["source"]"#)),
             ),
             ("SessionStart", "compact", command("echo re-read the plan")),
         ],
@@ -986,9 +983,9 @@ async fn clear_ends_the_session_for_hooks_and_system_messages_and_rewrites_are_r
     let w = World::new();
     let log = w.scratch.join("sessions");
     let record = |field: &str| {
-        command(format!(
-            r#"python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hook_event_name"], d["{field}"], file=open("{}", "a"))'"#,
-            log.display()
+        command(record_input(
+            &log,
+            &format!(r#"d["hook_event_name"], d["{field}"]"#),
         ))
     };
     let rewrite = |to: &str| {
@@ -1069,9 +1066,9 @@ async fn pre_compact_hears_auto_when_the_context_fills_up() {
             (
                 "PreCompact",
                 "auto",
-                command(format!(
-                    r#"python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["trigger"], repr(d["custom_instructions"]), file=open("{}", "a"))'"#,
-                    log.display()
+                command(record_input(
+                    &log,
+                    r#"d["trigger"], repr(d["custom_instructions"])"#,
                 )),
             ),
             (
@@ -1081,16 +1078,11 @@ async fn pre_compact_hears_auto_when_the_context_fills_up() {
             ),
         ],
     );
-    let model = MockModel::start([
-        anthropic::tool_call("a", "bash", r#"{"command":"echo one"}"#),
-        anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
-        anthropic::Script::new()
-            .tool_call("c", "bash", r#"{"command":"echo three"}"#)
-            .usage(190_000, 10)
-            .build(),
-        anthropic::text("SUMMARY"),
-        anthropic::text("finished"),
-    ])
+    let model = MockModel::start(
+        turns_filling_the_context()
+            .into_iter()
+            .chain([anthropic::text("SUMMARY"), anthropic::text("finished")]),
+    )
     .await;
     let run = zot(&w, &model, &["--json", "--no-session", "big task"]);
     assert_eq!(run.code, 0, "{run:?}");

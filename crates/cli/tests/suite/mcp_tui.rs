@@ -51,20 +51,6 @@ fn tool_names(body: &Value) -> Vec<String> {
         .collect()
 }
 
-fn model_args(model: &MockModel) -> Vec<String> {
-    [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &model.url(),
-        "--no-session",
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
-
 fn gated(w: &World) -> PathBuf {
     let script = w.scratch.join("gated.py");
     std::fs::write(&script, GATED_SERVER).unwrap();
@@ -96,9 +82,7 @@ async fn the_tui_opens_while_a_server_starts_and_mcp_turns_it_off_and_on() {
         anthropic::text("ANSWER_FOUR"),
     ])
     .await;
-    let args = model_args(&model);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tmux = Tmux::start(&w, "mcpstart", &args, &[]);
+    let tmux = Tmux::against(&w, "mcpstart", &model, &[]);
     // The TUI is up while the server still has not answered initialize.
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     // A server that cannot start is reported when it fails, on the screen.
@@ -209,10 +193,8 @@ async fn elicitations_are_forms_in_the_tui_and_urls_open_after_the_user_agrees()
         &browser,
         &format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
     );
-    let args = model_args(&model);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = [("BROWSER", browser.display().to_string())];
-    let tmux = Tmux::start(&w, "mcpform", &args, &env);
+    let tmux = Tmux::against_with(&w, "mcpform", &model, &[], &env);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
 
     // The form: required fields first, each at its default.
@@ -316,10 +298,8 @@ async fn without_a_browser_an_agreed_url_elicitation_is_shown_whole() {
         anthropic::text("URL_DONE"),
     ])
     .await;
-    let args = model_args(&model);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // An empty $BROWSER is no browser, whatever the test's environment holds.
-    let tmux = Tmux::start(&w, "mcpurl", &args, &[("BROWSER", String::new())]);
+    let tmux = Tmux::against_with(&w, "mcpurl", &model, &[], &[("BROWSER", String::new())]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("open it");
     tmux.keys(&["Enter"]);
@@ -346,9 +326,7 @@ async fn sampling_asks_the_user_then_calls_the_current_model() {
         anthropic::text("REFUSED_DONE"),
     ])
     .await;
-    let args = model_args(&model);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tmux = Tmux::start(&w, "mcpsample", &args, &[]);
+    let tmux = Tmux::against(&w, "mcpsample", &model, &[]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("sample something");
     tmux.keys(&["Enter"]);

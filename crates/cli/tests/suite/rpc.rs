@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
-use super::support::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA, World, check_schema};
+use super::support::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA, World, check_schema, record_input};
 
 /// An RPC client: every line zot prints is checked against the published
 /// event schema, every well-formed request against the request schema.
@@ -707,10 +707,8 @@ async fn command_hooks_block_prompts_and_hear_compaction_and_the_session_end() {
     let w = World::new();
     let log = w.scratch.join("hooks.log");
     let record = |what: &str| {
-        json!({"type": "command", "command": format!(
-            "python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[\"hook_event_name\"], d.get(\"{what}\"), file=open(\"{}\", \"a\"))'",
-            log.display()
-        )})
+        let fields = format!(r#"d["hook_event_name"], d.get("{what}")"#);
+        json!({"type": "command", "command": record_input(&log, &fields)})
     };
     let hooks = json!({"hooks": {
         "UserPromptSubmit": [{"hooks": [{"type": "command",

@@ -177,6 +177,31 @@ impl World {
     }
 }
 
+/// A big task's model turns: three bash calls, the last reporting 190,000
+/// input tokens, so the next call compacts first (the model's answers to
+/// the compaction and after it follow these).
+pub fn turns_filling_the_context() -> [zot_testkit::Response; 3] {
+    use zot_testkit::anthropic;
+    [
+        anthropic::tool_call("a", "bash", r#"{"command":"echo one"}"#),
+        anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
+        anthropic::Script::new()
+            .tool_call("c", "bash", r#"{"command":"echo three"}"#)
+            .usage(190_000, 10)
+            .build(),
+    ]
+}
+
+/// A command hook that appends a line to `log` each time it runs: `fields`,
+/// Python expressions over `d`, the JSON input the hook reads on stdin
+/// (`d["reason"]`, or several: `d["hook_event_name"], d.get("trigger")`).
+pub fn record_input(log: &Path, fields: &str) -> String {
+    format!(
+        r#"python3 -c 'import json,sys; d=json.load(sys.stdin); print({fields}, file=open("{}", "a"))'"#,
+        log.display()
+    )
+}
+
 /// The JSON lines `run` wrote to stdout (`--json` mode), each checked
 /// against the published event schema.
 pub fn events(run: &Run) -> Vec<serde_json::Value> {

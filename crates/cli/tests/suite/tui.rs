@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{World, ZOT};
+use super::support::{World, ZOT, record_input};
 
 pub(super) struct Tmux {
     socket: String,
@@ -63,6 +63,17 @@ impl Tmux {
     /// [`Tmux::start`] with zot talking to the loopback `model` (Anthropic,
     /// no session) and `extra` arguments after.
     pub(super) fn against(w: &World, name: &str, model: &MockModel, extra: &[&str]) -> Self {
+        Self::against_with(w, name, model, extra, &[])
+    }
+
+    /// [`Tmux::against`] with `env` set for zot.
+    pub(super) fn against_with(
+        w: &World,
+        name: &str,
+        model: &MockModel,
+        extra: &[&str],
+        env: &[(&str, String)],
+    ) -> Self {
         let url = model.url();
         let mut args = vec![
             "--provider",
@@ -74,7 +85,7 @@ impl Tmux {
             "--no-session",
         ];
         args.extend(extra);
-        Self::start(w, name, &args, &[])
+        Self::start(w, name, &args, env)
     }
 
     pub(super) fn screen(&self) -> String {
@@ -383,17 +394,7 @@ async fn the_first_screen_without_a_key_says_how_to_get_one() {
 async fn model_is_saved_to_the_user_config_and_overrides_are_named() {
     let w = World::new();
     let model = MockModel::start([]).await;
-    let url = model.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &url,
-        "--no-session",
-    ];
-    let tmux = Tmux::start(&w, "model", &args, &[]);
+    let tmux = Tmux::against(&w, "model", &model, &[]);
     tmux.wait_for("anthropic/claude-sonnet-4-5");
     tmux.type_text("/model claude-haiku-4-5");
     tmux.keys(&["Enter"]);
@@ -406,10 +407,11 @@ async fn model_is_saved_to_the_user_config_and_overrides_are_named() {
     sane(&tmux.stty_after_exit());
     drop(tmux);
 
-    let tmux = Tmux::start(
+    let tmux = Tmux::against_with(
         &w,
         "model-env",
-        &args,
+        &model,
+        &[],
         &[("ZOT_MODEL", "claude-opus-4-1".to_owned())],
     );
     tmux.wait_for("claude-opus-4-1");
@@ -440,10 +442,8 @@ if decision:
     let hooks = serde_json::json!({"hooks": {
         "PreToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "command", "command": format!("python3 {}", guard.display())}]}],
-        "Notification": [{"hooks": [{"type": "command", "command": format!(
-            "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"message\"])' >> {}",
-            notes.display()
-        )}]}],
+        "Notification": [{"hooks": [{"type": "command",
+            "command": record_input(&notes, r#"d["message"]"#)}]}],
     }});
     std::fs::write(w.home.join("hooks.json"), hooks.to_string()).unwrap();
     notes
@@ -551,10 +551,8 @@ async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() 
     let ended = w.scratch.join("ended");
     std::fs::write(
         w.home.join("hooks.json"),
-        serde_json::json!({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": format!(
-            "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"reason\"])' >> {}",
-            shell_quote(ended.to_str().unwrap())
-        )}]}]}})
+        serde_json::json!({"hooks": {"SessionEnd": [{"hooks": [{"type": "command",
+            "command": record_input(&ended, r#"d["reason"]"#)}]}]}})
         .to_string(),
     )
     .unwrap();

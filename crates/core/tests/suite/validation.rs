@@ -20,6 +20,16 @@ struct Pick {
     runs: Mutex<usize>,
 }
 
+impl Pick {
+    /// `pick`, its schema requiring the integer `field`, not run yet.
+    fn requiring(field: &str) -> Arc<Self> {
+        Arc::new(Self {
+            schema: Mutex::new(requiring(field)),
+            runs: Mutex::new(0),
+        })
+    }
+}
+
 impl Hooks for Pick {
     fn tools(&self) -> Vec<ToolSpec> {
         vec![ToolSpec {
@@ -73,10 +83,7 @@ async fn a_changed_schema_is_checked_instead_of_the_compiled_one() {
         anthropic::text("second done"),
     ])
     .await;
-    let hooks = Arc::new(Pick {
-        schema: Mutex::new(requiring("x")),
-        runs: Mutex::new(0),
-    });
+    let hooks = Pick::requiring("x");
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
     let mut agent = super::agent_against(&model, config, hooks.clone());
 
@@ -145,10 +152,7 @@ async fn a_tool_that_checks_its_own_arguments_is_not_run_through_the_schema() {
         anthropic::text("done"),
     ])
     .await;
-    let hooks = Arc::new(Pick {
-        schema: Mutex::new(requiring("x")),
-        runs: Mutex::new(0),
-    });
+    let hooks = Pick::requiring("x");
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
     let mut agent = super::agent_against(&model, config, hooks);
     agent.add_tool(Arc::new(Counter {
@@ -187,10 +191,7 @@ async fn built_in_tools_answer_bad_arguments_themselves() {
         anthropic::text("done"),
     ])
     .await;
-    let hooks = Arc::new(Pick {
-        schema: Mutex::new(requiring("x")),
-        runs: Mutex::new(0),
-    });
+    let hooks = Pick::requiring("x");
     let config = AgentConfig::new(tmp.path(), "claude-sonnet-4-5");
     let mut agent = super::agent_against(&model, config, hooks);
     prompt(&mut agent).await;
