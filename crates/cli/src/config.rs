@@ -503,7 +503,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
         Ok(())
     };
     match command {
-        ConfigCommand::Path { project: p } => println!("{}", file(*p).display()),
+        ConfigCommand::Path { project: p } => outln!("{}", file(*p).display()),
         ConfigCommand::List { project: true } => {
             let path = file(true);
             for (key, value) in read_object(&path)?.unwrap_or_default() {
@@ -512,24 +512,24 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 } else {
                     "  # ignored: not allowed in a project config"
                 };
-                println!("{key} = {}{note}", show(&value));
+                outln!("{key} = {}{note}", show(&value));
             }
         }
         ConfigCommand::List { project: false } => {
             let settings = Settings::load(zot_home, project)?;
             for warning in &settings.warnings {
-                eprintln!("zot: warning: {warning}");
+                errln!("zot: warning: {warning}");
             }
             let args = AgentArgs::default();
             for (key, value, source) in settings.resolved(&args) {
                 if value.is_null() {
-                    println!("{key}  # unset");
+                    outln!("{key}  # unset");
                 } else {
-                    println!("{key} = {}  # {}", show(&value), source.describe());
+                    outln!("{key} = {}  # {}", show(&value), source.describe());
                 }
             }
             for (key, value) in &settings.unknown {
-                println!("{key} = {}  # unknown key, kept, not used", show(value));
+                outln!("{key} = {}  # unknown key, kept, not used", show(value));
             }
         }
         ConfigCommand::Get { key, project: p } => {
@@ -549,7 +549,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 })
             };
             match value {
-                Some(value) => println!("{}", show(&value)),
+                Some(value) => outln!("{}", show(&value)),
                 None => return Ok(ExitCode::FAILURE),
             }
         }
@@ -574,7 +574,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                     .with_context(|| format!("cannot create {}", zot_home.display()))?;
             }
             write_key(&path, key, Some(value.clone()))?;
-            eprintln!("{key} = {} in {}", show(&value), path.display());
+            errln!("{key} = {} in {}", show(&value), path.display());
         }
         ConfigCommand::Unset { key, project: p } => {
             let path = file(*p);
@@ -586,16 +586,16 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 };
                 write_atomically(&path, repaired.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                eprintln!(
+                errln!(
                     "removed {key} from {} (the file parses again)",
                     path.display()
                 );
                 return Ok(ExitCode::SUCCESS);
             }
             if write_key(&path, key, None)? {
-                eprintln!("removed {key} from {}", path.display());
+                errln!("removed {key} from {}", path.display());
             } else {
-                eprintln!("{key} is not set in {}", path.display());
+                errln!("{key} is not set in {}", path.display());
             }
         }
     }

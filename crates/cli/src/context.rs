@@ -76,7 +76,7 @@ impl Context {
             return;
         }
         let why = &self.trust_reason;
-        eprintln!(
+        errln!(
             "zot: warning: {skipped} project extension(s) in {} not loaded: {why}; run `zot trust` to trust it, or pass --trust for one run",
             display(&self.config.project_root())
         );

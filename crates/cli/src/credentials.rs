@@ -164,7 +164,7 @@ pub fn auth_command(
         }
         AuthCommand::Logout { .. } => {
             if map.remove(kind.name()).is_none() {
-                eprintln!("no stored key for {}", kind.name());
+                errln!("no stored key for {}", kind.name());
                 return Ok(std::process::ExitCode::SUCCESS);
             }
         }
@@ -178,7 +178,7 @@ pub fn auth_command(
     } else {
         "removed"
     };
-    eprintln!("{verb} the {} key in {}", kind.name(), path.display());
+    errln!("{verb} the {} key in {}", kind.name(), path.display());
     Ok(std::process::ExitCode::SUCCESS)
 }
 

@@ -147,7 +147,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         return Ok(exit(found.problems.is_empty()));
     }
 
-    println!("config");
+    outln!("config");
     for (key, entry) in &config {
         let value = match &entry["value"] {
             Value::Null => "(unset)".to_owned(),
@@ -157,12 +157,12 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         let from = entry["from"]
             .as_str()
             .map_or(String::new(), |f| format!(" {f}"));
-        println!(
+        outln!(
             "  {key:<13}{value:<28} {}{from}",
             entry["source"].as_str().unwrap_or("")
         );
     }
-    println!("credentials");
+    outln!("credentials");
     for (provider, entry) in &creds {
         let text = match (&entry["needed"], &entry["found"]) {
             (Value::Bool(false), _) => "needs no key".to_owned(),
@@ -176,30 +176,30 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
                 None => "none".to_owned(),
             },
         };
-        println!("  {provider:<13}{text}");
+        outln!("  {provider:<13}{text}");
     }
     let endpoint_text = match (&endpoint["status"], &endpoint["error"]) {
         (_, Value::String(e)) => e.clone(),
         (Value::Number(status), _) => format!("answers (HTTP {status})"),
         _ => "not checked".to_owned(),
     };
-    println!(
+    outln!(
         "endpoint       {} {endpoint_text}",
         endpoint["url"].as_str().unwrap_or("-")
     );
-    println!(
+    outln!(
         "home           {} ({})",
         ctx.zot_home.display(),
         home["mode"].as_str().unwrap_or("missing")
     );
-    println!(
+    outln!(
         "sessions       {} in {}",
         human_bytes(sessions_bytes),
         sessions.display()
     );
-    println!("sandbox        {}", zot_sandbox::Kernel::get().summary());
+    outln!("sandbox        {}", zot_sandbox::Kernel::get().summary());
     let hook_files = hooks["files"].as_array().map_or(0, Vec::len);
-    println!(
+    outln!(
         "hooks          {} running, from {hook_files} file(s){}",
         hooks["running"],
         if hooks["enabled"] == json!(false) {
@@ -208,7 +208,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             ""
         }
     );
-    println!("\nextensions");
+    outln!("\nextensions");
     let extensions = crate::ext_cmd::run(ctx, &ExtCommand::Doctor { json: false })?;
     let extensions_ok = extensions == ExitCode::SUCCESS;
     if !extensions_ok {
@@ -217,14 +217,14 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             .push("an extension is broken (see above)".into());
     }
     for warning in &found.warnings {
-        println!("warning: {warning}");
+        outln!("warning: {warning}");
     }
     if found.problems.is_empty() {
-        println!("\nall good");
+        outln!("\nall good");
     } else {
-        println!("\nbroken:");
+        outln!("\nbroken:");
         for problem in &found.problems {
-            println!("  - {problem}");
+            outln!("  - {problem}");
         }
     }
     Ok(exit(found.problems.is_empty()))

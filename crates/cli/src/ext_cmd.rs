@@ -146,12 +146,12 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
-        eprintln!("no extensions installed");
-        eprintln!(
+        errln!("no extensions installed");
+        errln!(
             "install one with `zot ext install <path|git-url>`, or load one for a run with `zot --ext <dir>`"
         );
         return Ok(ExitCode::SUCCESS);
@@ -210,7 +210,7 @@ pub(crate) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N
                 out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end());
     };
     line(header);
     for row in rows {
@@ -222,7 +222,7 @@ fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let doc = doctor_report(ctx)?;
     let ok = doc["ok"] == json!(true);
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let entries = doc["extensions"]
             .as_array()
@@ -233,7 +233,7 @@ fn doctor(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
             .iter()
             .filter(|e| e["warnings"].as_array().is_some_and(|w| !w.is_empty()))
             .count();
-        println!(
+        outln!(
             "\n{} extension(s): {} with errors, {} with warnings",
             entries.len(),
             doc["errors"],
@@ -422,22 +422,22 @@ fn print_doctor(entries: &[Value]) {
             .as_str()
             .map(|p| format!(" ({p})"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{} {name}{version}: {}{permissions}",
             text(&e["scope"]),
             text(&e["state"])
         );
         if let Some(error) = e["error"].as_str() {
-            println!("  error: {error}");
+            outln!("  error: {error}");
         }
         if let Some(by) = e["shadowed_by"].as_str() {
-            println!("  shadowed by {by}");
+            outln!("  shadowed by {by}");
         }
         if let Some(url) = e["url"].as_str() {
-            println!("  url: {url}");
+            outln!("  url: {url}");
         }
         if let Some(connection) = e["connection"].as_str() {
-            println!("  connection: {connection}");
+            outln!("  connection: {connection}");
         }
         let names = |key: &str| -> Vec<String> {
             e[key]
@@ -460,19 +460,19 @@ fn print_doctor(entries: &[Value]) {
                 .collect()
         };
         if let Some(version) = e["mcp_version"].as_str() {
-            println!("  mcp protocol: {version}");
+            outln!("  mcp protocol: {version}");
         }
         for key in ["commands", "tools", "events", "intercepts", "resources"] {
             let items = names(key);
             if !items.is_empty() {
-                println!("  {key}: {}", items.join(", "));
+                outln!("  {key}: {}", items.join(", "));
             }
         }
         for warning in e["warnings"].as_array().into_iter().flatten() {
-            println!("  warning: {}", text(warning));
+            outln!("  warning: {}", text(warning));
         }
         if let Some(log) = e["log"].as_str() {
-            println!("  log: {log}");
+            outln!("  log: {log}");
         }
     }
 }
@@ -498,7 +498,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
         .as_ref()
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
-    eprintln!(
+    errln!(
         "installed {}{version} into {}",
         manifest.name,
         display(&dest)
@@ -508,7 +508,7 @@ fn install(ctx: &Context, source: &str, project: bool, force: bool) -> anyhow::R
         repin(ctx, std::slice::from_ref(&dest))?;
     }
     if project && !ctx.config.project_trusted {
-        eprintln!(
+        errln!(
             "note: project extensions run only in a trusted project; run `zot trust` to allow them"
         );
     }
@@ -529,7 +529,7 @@ pub(crate) fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
             } else {
                 String::new()
             };
-            eprintln!(
+            errln!(
                 "note: other extension files of this project changed since it was trusted ({}{more}); its extensions will not run until you run `zot trust`",
                 shown.join(", ")
             );
@@ -550,12 +550,12 @@ fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Re
                 "refusing to remove {dir} without confirmation: stdin is not a terminal; pass --yes"
             );
         }
-        eprint!("remove {dir}? [y/N] ");
+        err!("remove {dir}? [y/N] ");
         std::io::stderr().flush()?;
         let mut answer = String::new();
         std::io::stdin().lock().read_line(&mut answer)?;
         if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
-            eprintln!("aborted; nothing removed");
+            errln!("aborted; nothing removed");
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -564,7 +564,7 @@ fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Re
         .chain(found.dir.canonicalize().ok())
         .collect();
     manage::remove(&found.dir)?;
-    eprintln!("removed {dir}");
+    errln!("removed {dir}");
     if found.scope == Scope::Project {
         repin(ctx, &written)?;
     }
@@ -583,7 +583,7 @@ fn set_enabled(
     let found = manage::find(&ctx.config, name, which(scope))?;
     manage::set_enabled(&found.dir, enabled)?;
     let verb = if enabled { "enabled" } else { "disabled" };
-    eprintln!("{verb} {name} ({})", display(&found.dir));
+    errln!("{verb} {name} ({})", display(&found.dir));
     if found.scope == Scope::Project {
         repin(
             ctx,
@@ -630,7 +630,7 @@ fn set_mcp_enabled(
     };
     config::set_enabled(&path, server, enabled)?;
     let verb = if enabled { "enabled" } else { "disabled" };
-    eprintln!("{verb} {name} ({})", display(&path));
+    errln!("{verb} {name} ({})", display(&path));
     if scope == Scope::Project {
         repin(ctx, &[path])?;
     }

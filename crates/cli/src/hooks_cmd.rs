@@ -15,24 +15,24 @@ pub fn run(ctx: &Context, command: &HooksCommand) -> anyhow::Result<ExitCode> {
     let listed = loaded.listed();
     if *json {
         let rows: Vec<Value> = listed.iter().map(Listed::to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         if listed.is_empty() {
-            println!("no command hooks");
+            outln!("no command hooks");
         }
         for hook in &listed {
-            println!("{}", hook.line());
+            outln!("{}", hook.line());
         }
         if !ctx.config.hooks {
-            println!("(hooks are turned off: --no-hooks or the config key hooks: false)");
+            outln!("(hooks are turned off: --no-hooks or the config key hooks: false)");
         }
     }
     for (path, error) in &loaded.errors {
-        eprintln!("zot: warning: {}: skipped: {error}", path.display());
+        errln!("zot: warning: {}: skipped: {error}", path.display());
     }
     for (path, _, file) in &loaded.files {
         for problem in &file.problems {
-            eprintln!("zot: warning: {}: {problem} (skipped)", path.display());
+            errln!("zot: warning: {}: {problem} (skipped)", path.display());
         }
     }
     Ok(ExitCode::SUCCESS)

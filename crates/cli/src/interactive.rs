@@ -159,7 +159,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 match Theme::load(&file) {
                     Ok(theme) => Some(theme),
                     Err(e) => {
-                        eprintln!("zot: warning: {e}");
+                        errln!("zot: warning: {e}");
                         None
                     }
                 }

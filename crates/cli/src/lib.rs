@@ -4,6 +4,9 @@
 //! trust` and `zot auth` subcommands. `main.rs` only parses arguments and
 //! calls [`run`], so all of this is testable without spawning the binary.
 
+#[macro_use]
+pub mod term;
+
 pub mod args;
 pub mod commands;
 pub mod config;
@@ -103,7 +106,7 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     }
     if mode != Mode::Interactive {
         for warning in &ctx.settings.warnings {
-            eprintln!("zot: warning: {warning}");
+            errln!("zot: warning: {warning}");
         }
     }
     match mode {

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
     match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("zot: {err:#}");
+            eprintln!("zot: {}", zot_cli::term::for_stderr(&format!("{err:#}")));
             ExitCode::FAILURE
         }
     }

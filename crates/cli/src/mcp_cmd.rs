@@ -175,7 +175,7 @@ fn add(ctx: &Context, args: &McpAddArgs) -> anyhow::Result<ExitCode> {
     let transport = transport_of(&entry).map_or("stdio", TransportKind::as_str);
     file.servers.insert(args.name.clone(), Value::Object(entry));
     file.save(ctx)?;
-    eprintln!(
+    errln!(
         "added {transport} server {} to {}",
         args.name,
         file.path.display()
@@ -193,9 +193,7 @@ fn scope_flag(scope: McpScope) -> &'static str {
 
 fn note_untrusted(ctx: &Context, scope: McpScope) {
     if scope == McpScope::Project && !ctx.config.project_trusted {
-        eprintln!(
-            "note: servers in {PROJECT_FILE} start once you trust this project (`zot trust`)"
-        );
+        errln!("note: servers in {PROJECT_FILE} start once you trust this project (`zot trust`)");
     }
 }
 
@@ -381,12 +379,12 @@ fn list(ctx: &Context, as_json: bool) -> anyhow::Result<ExitCode> {
     let items = listed(ctx, &files);
     if as_json {
         let doc: Vec<Value> = items.iter().map(Listed::summary).collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     if items.is_empty() {
-        eprintln!("no MCP servers configured");
-        eprintln!(
+        errln!("no MCP servers configured");
+        errln!(
             "add one with `zot mcp add <name> -- <command> [args...]`, or bring yours over with `zot mcp import`"
         );
         return Ok(ExitCode::SUCCESS);
@@ -447,16 +445,16 @@ fn get(ctx: &Context, name: &str, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     if as_json {
         let doc: Vec<Value> = items.iter().map(Listed::details).collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
-            println!();
+            outln!();
         }
         let details = item.details();
-        println!("{name}");
-        let line = |label: &str, value: String| println!("  {label:<22}{value}");
+        outln!("{name}");
+        let line = |label: &str, value: String| outln!("  {label:<22}{value}");
         line(
             "scope:",
             format!("{} ({})", scope_name(item.scope), display(item.path)),
@@ -513,7 +511,7 @@ fn remove(ctx: &Context, name: &str, scope: Option<McpScope>) -> anyhow::Result<
     };
     file.servers.shift_remove(name);
     file.save(ctx)?;
-    eprintln!("removed {name} from {}", file.path.display());
+    errln!("removed {name} from {}", file.path.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -674,7 +672,7 @@ fn import(ctx: &Context, names: &[String], all: bool, scope: McpScope) -> anyhow
             .flatten()
             .map(|p| display(p))
             .collect();
-        eprintln!("no MCP servers found (looked in {})", looked.join(" and "));
+        errln!("no MCP servers found (looked in {})", looked.join(" and "));
         return Ok(ExitCode::SUCCESS);
     }
     let chosen: Vec<usize> = if all {
@@ -707,14 +705,14 @@ fn import(ctx: &Context, names: &[String], all: bool, scope: McpScope) -> anyhow
         let candidate = &found[index];
         let name = &candidate.name;
         if existing.contains(name) || added.contains(name) {
-            eprintln!(
+            errln!(
                 "skipped {name} from {}: a server of that name is already configured",
                 candidate.origin
             );
             continue;
         }
         if candidate.entry.is_empty() || transport_of(&candidate.entry).is_none() {
-            eprintln!(
+            errln!(
                 "skipped {name} from {}: it has neither a command nor a URL zot can use",
                 candidate.origin
             );
@@ -723,23 +721,23 @@ fn import(ctx: &Context, names: &[String], all: bool, scope: McpScope) -> anyhow
         file.servers
             .insert(name.clone(), Value::Object(candidate.entry.clone()));
         added.push(name.clone());
-        eprintln!("imported {name} from {}", candidate.origin);
+        errln!("imported {name} from {}", candidate.origin);
     }
     if added.is_empty() {
-        eprintln!("nothing imported");
+        errln!("nothing imported");
         return Ok(ExitCode::SUCCESS);
     }
     file.save(ctx)?;
-    eprintln!("added {} server(s) to {}", added.len(), file.path.display());
+    errln!("added {} server(s) to {}", added.len(), file.path.display());
     note_untrusted(ctx, scope);
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_candidates(found: &[Candidate]) {
-    eprintln!("MCP servers found:");
+    errln!("MCP servers found:");
     for (i, candidate) in found.iter().enumerate() {
         let kind = transport_of(&candidate.entry).map_or("?", TransportKind::as_str);
-        eprintln!(
+        errln!(
             "  {:>2}. {} ({kind}, from {})",
             i + 1,
             candidate.name,
@@ -752,7 +750,7 @@ fn print_candidates(found: &[Candidate]) {
 /// numbers, `all`, or nothing for none.
 fn ask(found: &[Candidate]) -> anyhow::Result<Vec<usize>> {
     print_candidates(found);
-    eprint!("import which? (numbers such as `1 3`, `all`, or Enter for none): ");
+    err!("import which? (numbers such as `1 3`, `all`, or Enter for none): ");
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -812,7 +810,7 @@ fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(oauth::login(&ctx.zot_home, name, &url, open_browser))?;
-    eprintln!(
+    errln!(
         "signed in to {name}; the tokens are in {}",
         oauth::token_path(&ctx.zot_home, name).display()
     );
@@ -821,9 +819,9 @@ fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
 
 fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
     if oauth::logout(&ctx.zot_home, name)? {
-        eprintln!("removed the stored login of {name}");
+        errln!("removed the stored login of {name}");
     } else {
-        eprintln!("no stored login for {name}");
+        errln!("no stored login for {name}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -832,10 +830,10 @@ fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
 /// set. The browser runs on its own; the login waits for the redirect, not
 /// for it.
 fn open_browser(url: &str) {
-    eprintln!("to sign in, open this URL in a browser:\n\n  {url}\n");
+    errln!("to sign in, open this URL in a browser:\n\n  {url}\n");
     match zot_extensions::mcp::oauth::open_with_browser(url) {
-        Ok(Some(_)) => eprintln!("(opened with $BROWSER; waiting for the sign-in to finish)"),
+        Ok(Some(_)) => errln!("(opened with $BROWSER; waiting for the sign-in to finish)"),
         Ok(None) => {}
-        Err(e) => eprintln!("zot: warning: {e}"),
+        Err(e) => errln!("zot: warning: {e}"),
     }
 }

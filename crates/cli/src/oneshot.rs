@@ -11,7 +11,6 @@ use zot_core::event::AgentEvent;
 use zot_core::message::{Block, text_of};
 use zot_core::provider::StopReason;
 use zot_extensions::zot_protocol::events::Event;
-use zot_extensions::zot_protocol::ui::strip_controls;
 use zot_extensions::{HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
@@ -81,7 +80,7 @@ impl Out {
                 let level = serde_json::to_value(level)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned));
-                eprintln!("[{extension}] {}: {message}", level.unwrap_or_default());
+                errln!("[{extension}] {}: {message}", level.unwrap_or_default());
             }
             // An exit is reported by the warning that comes with it.
             HostEvent::Warning { extension, message }
@@ -89,7 +88,7 @@ impl Out {
                 extension,
                 error: message,
             } => {
-                eprintln!("zot: warning: extension {extension}: {message}");
+                errln!("zot: warning: extension {extension}: {message}");
             }
             _ => {}
         }
@@ -98,7 +97,7 @@ impl Out {
     fn load_error(&self, error: &LoadError) {
         match self.mode {
             Mode::Json => self.json(load_error_event(error)),
-            _ => eprintln!("zot: warning: {error}"),
+            _ => errln!("zot: warning: {error}"),
         }
     }
 }
@@ -152,7 +151,7 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
     for error in &manifest_errors {
         match out.mode {
             Mode::Json => out.json(manifest_error_event(error)),
-            _ => eprintln!("zot: warning: {error}"),
+            _ => errln!("zot: warning: {error}"),
         }
     }
     let cancel = CancellationToken::new();
@@ -219,7 +218,7 @@ async fn run_prompt(
                     command,
                     text,
                 }),
-                _ => println!("{}", strip_controls(&text)),
+                _ => outln!("{text}"),
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -252,8 +251,7 @@ async fn run_prompt(
                     }
                 }
                 AgentEvent::AssistantBlocked { extension, reason } => {
-                    let reason = strip_controls(&reason);
-                    eprintln!("zot: extension {extension} hid the answer: {reason}");
+                    errln!("zot: extension {extension} hid the answer: {reason}");
                 }
                 AgentEvent::TurnEnd {
                     stop: StopReason::Error,
@@ -262,7 +260,7 @@ async fn run_prompt(
                 AgentEvent::TurnEnd {
                     stop: StopReason::Aborted,
                     ..
-                } => eprintln!("zot: aborted"),
+                } => errln!("zot: aborted"),
                 _ => {}
             }
         }
@@ -274,23 +272,23 @@ async fn run_prompt(
     drop(events);
     let (answer, failure, blocked) = collector.await.unwrap_or((None, None, None));
     if let Some(session) = agent.session().and_then(|s| s.failure()) {
-        eprintln!("zot: warning: session not saved: {session}");
+        errln!("zot: warning: session not saved: {session}");
     }
     match result {
         // The prompt never ran: a failure in every mode (JSON has the line).
         Ok(()) if blocked.is_some() => {
             if mode != Mode::Json {
                 let why = blocked.unwrap_or_default();
-                eprintln!("zot: {}", strip_controls(&why));
+                errln!("zot: {why}");
             }
             Ok(ExitCode::FAILURE)
         }
         Ok(()) => {
             if let Some(answer) = answer {
-                println!("{answer}");
+                outln!("{answer}");
             }
             if let Some(failure) = failure {
-                eprintln!("zot: {failure}");
+                errln!("zot: {failure}");
             }
             Ok(ExitCode::SUCCESS)
         }

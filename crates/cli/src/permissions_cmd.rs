@@ -52,46 +52,46 @@ pub fn show(ctx: &Context, name: &str, as_json: bool) -> anyhow::Result<ExitCode
         let mut doc = permissions.to_json();
         doc["name"] = json!(name);
         doc["kernel"] = kernel.to_json();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     let Grant::Scoped(scope) = &permissions.effective else {
-        println!("{name}: unrestricted (runs with your full user privileges)");
+        outln!("{name}: unrestricted (runs with your full user privileges)");
         if permissions.declared.is_none() {
-            println!(
+            outln!(
                 "  its manifest has no \"permissions\" field and permissions.json names no scope for it"
             );
         } else {
-            println!("  permissions.json lets it run unrestricted");
+            outln!("  permissions.json lets it run unrestricted");
         }
         return Ok(ExitCode::SUCCESS);
     };
-    println!("{name}: scoped");
+    outln!("{name}: scoped");
     for line in scope_lines(scope) {
-        println!("  {line}");
+        outln!("  {line}");
     }
-    println!(
+    outln!(
         "  always: read and execute of its own directory, the system directories and its interpreter; read and write of its data directory"
     );
     if permissions.declared.as_ref() != Some(scope) {
         match &permissions.declared {
-            Some(declared) => println!(
+            Some(declared) => outln!(
                 "  (its manifest asks for more: {}; narrowed by permissions.json)",
                 declared.to_json()
             ),
-            None => println!("  (its manifest declares nothing; the scope is permissions.json's)"),
+            None => outln!("  (its manifest declares nothing; the scope is permissions.json's)"),
         }
     }
-    println!("enforcement: {}", permissions.enforce.as_str());
-    println!("kernel: {}", kernel.summary());
+    outln!("enforcement: {}", permissions.enforce.as_str());
+    outln!("kernel: {}", kernel.summary());
     if permissions.unenforced.is_empty() {
-        println!("enforced in full");
+        outln!("enforced in full");
     } else {
         let verdict = match permissions.enforce {
             Enforce::Strict => "it will not start; missing",
             Enforce::BestEffort => "not enforced",
         };
-        println!("{verdict}: {}", permissions.unenforced.join(", "));
+        outln!("{verdict}: {}", permissions.unenforced.join(", "));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -140,13 +140,13 @@ pub fn print_requests(manifest: &Manifest) {
         return;
     }
     match &manifest.permissions {
-        None => eprintln!(
+        None => errln!(
             "permissions: none declared; it runs unrestricted (your full user privileges) unless permissions.json gives it a scope"
         ),
         Some(scope) => {
-            eprintln!("permissions it asks for:");
+            errln!("permissions it asks for:");
             for line in scope_lines(scope) {
-                eprintln!("  {line}");
+                errln!("  {line}");
             }
         }
     }

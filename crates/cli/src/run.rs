@@ -218,7 +218,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
         missing_credentials,
     } = provider_and_model(args, ctx)?;
     if args.no_yolo && mode != Mode::Interactive {
-        eprintln!(
+        errln!(
             "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
         );
     }
@@ -230,7 +230,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     let id = session_id(session.as_ref());
     let loaded = load(args, ctx, provider.kind.name(), &model, &id, mode).await;
     for warning in &loaded.warnings {
-        eprintln!("zot: warning: {warning}");
+        errln!("zot: warning: {warning}");
     }
     let agent = agent(args, ctx, &loaded, provider, &model, session, mode)?;
     let manifest_errors = loaded.manifest_errors();
@@ -279,10 +279,10 @@ pub fn list_models(args: &AgentArgs) -> anyhow::Result<()> {
     };
     for kind in kinds {
         if kind == ProviderKind::Ollama {
-            println!("ollama: any model your server has (ollama list); pass it with --model");
+            outln!("ollama: any model your server has (ollama list); pass it with --model");
         }
         for m in models::models(kind) {
-            println!(
+            outln!(
                 "{}\t{}\tcontext {}\tmax output {}",
                 kind.name(),
                 m.id,

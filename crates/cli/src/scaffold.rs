@@ -170,7 +170,7 @@ pub fn run(ctx: &Context, name: &str, lang: Lang, dir: Option<&Path>) -> anyhow:
     write_all(&target, &files)
         .with_context(|| format!("cannot create {}; nothing was written", display(&target)))?;
 
-    eprintln!(
+    errln!(
         "created {} extension \"{name}\" in {}",
         lang.as_str(),
         display(&target)
@@ -178,22 +178,22 @@ pub fn run(ctx: &Context, name: &str, lang: Lang, dir: Option<&Path>) -> anyhow:
     let dir = shell_word(&shown);
     if sdk.is_none() {
         match lang {
-            Lang::Python => eprintln!(
+            Lang::Python => errln!(
                 "note: no zot checkout with sdk/python found; install the SDK with `pip install <zot checkout>/sdk/python` (or set {CHECKOUT_ENV} and run this again)"
             ),
-            Lang::Ts => eprintln!(
+            Lang::Ts => errln!(
                 "note: no zot checkout with sdk/typescript found; install the SDK with `npm install --install-links --prefix {dir} <zot checkout>/sdk/typescript` (or set {CHECKOUT_ENV} and run this again)"
             ),
             Lang::Rust | Lang::Sh => {}
         }
     }
-    eprintln!("next:");
+    errln!("next:");
     if lang == Lang::Rust {
-        eprintln!("  compile it:       {dir}/build   (again after every change)");
+        errln!("  compile it:       {dir}/build   (again after every change)");
     }
-    eprintln!("  check it loads:   zot ext doctor --ext {dir}");
-    eprintln!("  try its command:  zot --ext {dir} -p \"/{name} you\"");
-    eprintln!("  install it:       zot ext install {dir}");
+    errln!("  check it loads:   zot ext doctor --ext {dir}");
+    errln!("  try its command:  zot --ext {dir} -p \"/{name} you\"");
+    errln!("  install it:       zot ext install {dir}");
     Ok(ExitCode::SUCCESS)
 }
 

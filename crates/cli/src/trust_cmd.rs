@@ -19,12 +19,12 @@ pub fn run(ctx: &Context, args: &TrustArgs) -> anyhow::Result<ExitCode> {
             .map(|(path, entry)| (path.to_owned(), entry.trusted_at.clone()))
             .collect();
         if entries.is_empty() {
-            eprintln!("no trusted projects ({})", display(store.path()));
+            errln!("no trusted projects ({})", display(store.path()));
         }
         for (path, trusted_at) in entries {
             let dir = std::path::Path::new(&path);
             if !dir.is_dir() {
-                println!("{path}\t{trusted_at}\tmissing");
+                outln!("{path}\t{trusted_at}\tmissing");
                 continue;
             }
             let check = store.check(dir)?;
@@ -36,34 +36,32 @@ pub fn run(ctx: &Context, args: &TrustArgs) -> anyhow::Result<ExitCode> {
                     "trusted in the old format: the trust file format was upgraded, run `zot trust` there once more"
                 }
             };
-            println!("{path}\t{trusted_at}\t{state}");
-            print_changes(&check.changes, |line| println!("  {line}"));
+            outln!("{path}\t{trusted_at}\t{state}");
+            print_changes(&check.changes, |line| outln!("  {line}"));
         }
     } else if args.revoke {
         if store.revoke(&ctx.project)? {
-            eprintln!("revoked trust for {project}");
+            errln!("revoked trust for {project}");
         } else {
-            eprintln!("{project} was not trusted; nothing to revoke");
+            errln!("{project} was not trusted; nothing to revoke");
         }
     } else {
         let before = store.check(&ctx.project)?;
         match before.status {
             TrustStatus::Changed => {
-                eprintln!("changed since this project was last trusted:");
-                print_changes(&before.changes, |line| eprintln!("  {line}"));
+                errln!("changed since this project was last trusted:");
+                print_changes(&before.changes, |line| errln!("  {line}"));
             }
             TrustStatus::Outdated => {
-                eprintln!(
-                    "the trust file format was upgraded: every file is now pinned on its own"
-                );
+                errln!("the trust file format was upgraded: every file is now pinned on its own");
             }
             TrustStatus::Trusted | TrustStatus::Untrusted => {}
         }
         let entry = store.trust(&ctx.project)?;
         let files = entry.files.as_ref().map_or(0, |f| f.len());
-        eprintln!("trusted {project} ({}, {files} file(s))", entry.fingerprint);
+        errln!("trusted {project} ({}, {files} file(s))", entry.fingerprint);
         if !ctx.config.project_root().is_dir() {
-            eprintln!(
+            errln!(
                 "note: it has no project extensions yet ({})",
                 display(&ctx.config.project_root())
             );

@@ -889,12 +889,20 @@ impl Inner {
     fn apply(&self, ext: &Extension, registration: Registration) {
         match registration {
             Registration::Command(cmd) => self.add_command(ext, cmd),
-            Registration::Tool(tool) => self.add_tool(ext, tool),
+            Registration::Tool(tool) => {
+                if let Some(tool) = self.valid_schema(ext, tool) {
+                    self.add_tool(ext, tool);
+                }
+            }
             Registration::Subscribe(point, mode) => {
                 ext.registrations().hooks.insert((point, mode));
             }
             Registration::Ready => ext.set_readiness(Readiness::Ready),
             Registration::ReplaceTools(tools) => {
+                let tools: Vec<ToolInfo> = tools
+                    .into_iter()
+                    .filter_map(|tool| self.valid_schema(ext, tool))
+                    .collect();
                 let max = self.cx.config.limits.max_tools;
                 let outcomes = {
                     let mut regs = ext.registrations();
@@ -1422,6 +1430,25 @@ impl Inner {
     }
 
     /// Records a tool; logs and records any shadowing it causes.
+    /// `tool`, unless its input schema is not valid JSON Schema: then it is
+    /// left out with a warning (a provider would refuse every request that
+    /// offered it) and the extension's other tools stay.
+    fn valid_schema(&self, ext: &Extension, tool: ToolInfo) -> Option<ToolInfo> {
+        match zot_core::tool_schema::check(&tool.schema) {
+            Ok(()) => Some(tool),
+            Err(why) => {
+                self.warn(
+                    ext,
+                    format!(
+                        "tool \"{}\" rejected: invalid input schema: {why}",
+                        tool.name
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn add_tool(&self, ext: &Extension, tool: ToolInfo) {
         let (name, visible) = (tool.name.clone(), !tool.deferred);
         let max = self.cx.config.limits.max_tools;

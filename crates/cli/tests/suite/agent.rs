@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai, status};
 
-use super::support::{Run, World, events, turns_filling_the_context};
+use super::support::{Run, World, events, on_terminal, turns_filling_the_context};
 
 /// Runs `zot` against `model` as `provider` with `args`, without a session unless asked.
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
@@ -1033,9 +1033,17 @@ async fn extension_text_reaches_the_terminal_without_control_sequences() {
         &with_ext(&["-p", "--no-session", "/show"], &exts),
     );
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "shown red\n", "{run:?}");
     assert!(
         !run.stderr.contains('\u{1b}') && !run.stderr.contains('\u{7}'),
+        "{run:?}"
+    );
+    // The displayed text reaches a pipe as sent, a terminal without escapes.
+    assert!(run.stdout.contains('\u{1b}'), "{run:?}");
+    let args = with_ext(&["-p", "--no-session", "/show"], &exts);
+    let run = on_terminal(&w.against(&model, "openai", &args));
+    assert!(run.stdout.contains("shown red"), "{run:?}");
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{7}'),
         "{run:?}"
     );
     // The JSON stream carries the text as sent (JSON escapes it; no terminal reads it raw).

@@ -113,6 +113,46 @@ async fn tool_names_the_providers_reject_are_refused_and_zot_keeps_working() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn tools_whose_schema_is_not_json_schema_are_refused_and_the_others_offered() {
+    let w = World::new();
+    let ext = w.ext(
+        &w.scratch,
+        "schemas",
+        &[
+            r#"{"type":"register_tool","name":"type_seven","schema":{"type":7}}"#,
+            r#"{"type":"register_tool","name":"bad_pattern","schema":{"type":"object","properties":{"x":{"type":"string","pattern":"(unclosed"}}}}"#,
+            r#"{"type":"register_tool","name":"bad_required","schema":{"type":"object","required":"x"}}"#,
+            r#"{"type":"register_tool","name":"good","schema":{"type":"object","properties":{"x":{"type":"string","pattern":"^[a-z]+$"}},"required":["x"]}}"#,
+        ],
+    );
+    let model = MockModel::start([anthropic::text("fine")]).await;
+    let run: Run = w
+        .against(
+            &model,
+            "anthropic",
+            &["-p", "--no-session", "--ext", ext.to_str().unwrap(), "hi"],
+        )
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "fine\n");
+    for name in ["type_seven", "bad_pattern", "bad_required"] {
+        assert!(
+            run.stderr.contains(&format!(
+                "zot: warning: extension schemas: tool \"{name}\" rejected: invalid input schema"
+            )),
+            "{name}: {run:?}"
+        );
+    }
+    let names = tool_names(&model.requests()[0].body);
+    assert!(names.contains(&"good".to_owned()), "{names:?}");
+    for name in ["type_seven", "bad_pattern", "bad_required"] {
+        assert!(!names.contains(&name.to_owned()), "{names:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn one_extension_registers_at_most_256_commands_and_256_tools() {
     let w = World::new();
     let flood = r#"i=0

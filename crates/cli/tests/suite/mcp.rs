@@ -774,3 +774,68 @@ async fn tools_that_come_after_initialized_join_and_roots_are_the_project() {
     rpc.until_within(STEP, |v| v["type"] == "done");
     assert_eq!(rpc.close(), 0);
 }
+
+/// A stdio MCP server whose `tools/list` holds a malformed entry (its
+/// schema a string), a tool whose schema is not JSON Schema, and a good one,
+/// over two pages.
+const MIXED_TOOLS_SERVER: &str = r#"
+import json, sys
+def send(id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, id = msg.get("method"), msg.get("id")
+    if id is None:
+        continue
+    if method == "initialize":
+        send(id, {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "mixed", "version": "1.0.0"}})
+    elif method == "tools/list" and not (msg.get("params") or {}).get("cursor"):
+        send(id, {"tools": [{"name": "broken", "inputSchema": "not a schema"},
+                            {"name": "seven", "inputSchema": {"type": 7}},
+                            {"name": "good", "inputSchema": {"type": "object"}}],
+                  "nextCursor": "2"})
+    elif method == "tools/list":
+        send(id, {"tools": [{"name": "later", "inputSchema": {"type": "object"}}]})
+    else:
+        send(id, {})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_tools_list_entry_costs_only_that_entry() {
+    let w = World::new();
+    let script = w.scratch.join("mixed.py");
+    std::fs::write(&script, MIXED_TOOLS_SERVER).unwrap();
+    write_user_config(
+        &w,
+        json!({"mcpServers": {"mixed": {"command": "python3", "args": [script]}}}),
+    );
+    let model = MockModel::start([anthropic::text("listed")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "listed\n");
+    let tools = tool_names(&model.requests()[0].body);
+    assert!(
+        tools.contains(&"mcp__mixed__good".to_owned())
+            && tools.contains(&"mcp__mixed__later".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.contains("broken") || t.contains("seven")),
+        "{tools:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("tools/list entry 0 (\"broken\") dropped"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("tool \"mcp__mixed__seven\" rejected: invalid input schema"),
+        "{run:?}"
+    );
+}

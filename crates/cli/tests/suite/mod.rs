@@ -23,6 +23,7 @@ mod permissions;
 mod remote;
 mod rpc;
 mod scaffold;
+mod terminal;
 mod trust;
 mod tui;
 mod zot_doctor;

@@ -287,3 +287,42 @@ impl World {
         dir
     }
 }
+
+/// Runs `cmd` with stdin, stdout and stderr on a new pseudo-terminal and
+/// returns everything written to it (both streams, as the terminal got it).
+const PTY_RUNNER: &str = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        data = os.read(fd, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    out += data
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+pub fn on_terminal(cmd: &Command) -> Run {
+    let mut runner = Command::new("python3");
+    runner
+        .args(["-c", PTY_RUNNER])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => runner.env(key, value),
+            None => runner.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        runner.current_dir(dir);
+    }
+    runner.output().unwrap().into()
+}

@@ -76,7 +76,8 @@ fn optional_positive_int(obj: &Map<String, Value>, key: &str) -> Result<Option<u
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// `a boolean`, `an object`…, for messages about a wrong JSON type.
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

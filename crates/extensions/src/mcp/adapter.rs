@@ -59,6 +59,12 @@ use crate::transport::{FrameReader, Peer, ReadError, RequestError, Sender};
 /// The protocol version zot asks for (issue 15).
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
+/// Most pages of `tools/list` read from one server: one that keeps
+/// answering with a next cursor would otherwise keep zot listing forever
+/// (issue 26; at the 100-odd tools a page usually holds, far more than any
+/// model can be offered).
+const MAX_LIST_PAGES: usize = 100;
+
 /// Versions a server may answer `initialize` with. zot speaks 2025-11-25
 /// and negotiates down to 2025-06-18 and 2025-03-26 (issue 15); 2024-11-05
 /// is what servers behind the legacy HTTP+SSE transport speak.
@@ -289,7 +295,7 @@ impl Shared {
         let has = |key: &str| caps.get(key).is_some_and(|v| !v.is_null());
         let mut listing = Listing::default();
         if has("tools") {
-            match peer.list_all_tools().await {
+            match self.list_tools(peer, warn).await {
                 Ok(tools) => listing.tools = self.tool_infos(tools, warn),
                 Err(e) => warn(format!("{}: tools/list failed: {e}", self.ext)),
             }
@@ -311,6 +317,53 @@ impl Shared {
             }
         }
         listing
+    }
+
+    /// Every page of `tools/list`, read entry by entry: `rmcp`'s typed list
+    /// fails as a whole on one malformed entry, which would cost the
+    /// server all its tools; here it costs only that entry (a warning).
+    async fn list_tools(
+        &self,
+        peer: &rmcp::Peer<RoleClient>,
+        warn: &(dyn Fn(String) + Sync),
+    ) -> Result<Vec<rmcp::model::Tool>, String> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.take().map(|c| json!({ "cursor": c }));
+            let request =
+                ClientRequest::CustomRequest(rmcp::model::CustomRequest::new("tools/list", params));
+            let answer = peer
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            // Whichever shape `rmcp` read the answer as, its JSON is the page.
+            let page = serde_json::to_value(&answer).map_err(|e| e.to_string())?;
+            let Some(entries) = page.get("tools").and_then(Value::as_array) else {
+                return Err("the answer has no `tools` list".to_owned());
+            };
+            for (i, entry) in entries.iter().enumerate() {
+                match serde_json::from_value::<rmcp::model::Tool>(entry.clone()) {
+                    Ok(tool) => tools.push(tool),
+                    Err(e) => {
+                        let name = entry.get("name").and_then(Value::as_str).unwrap_or("?");
+                        warn(format!(
+                            "{}: tools/list entry {i} (\"{name}\") dropped: {e}",
+                            self.ext
+                        ));
+                    }
+                }
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return Ok(tools),
+            }
+        }
+        warn(format!(
+            "{}: tools/list still had more after {MAX_LIST_PAGES} pages; the rest is left out",
+            self.ext
+        ));
+        Ok(tools)
     }
 
     fn tool_infos(
