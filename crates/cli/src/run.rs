@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
-use zot_core::agent::{Agent, AgentConfig, ToolFilter, local_session_id};
+use zot_core::agent::{Agent, AgentConfig, Confirm, ToolFilter, local_session_id};
 use zot_core::models;
 use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
 use zot_core::session::Session;
 use zot_core::skills::{self, SkillTool};
 use zot_core::system_prompt::{PromptParts, assemble};
+use zot_core::tool::BoxFuture;
 use zot_extensions::{ExtensionHost, Found, FoundStatus, HostEvent, LoadError, discover};
 
 use crate::args::{AgentArgs, Mode};
@@ -203,7 +204,35 @@ pub fn agent(
     if let Some(session) = session {
         agent.set_session(session);
     }
+    if args.no_yolo && mode != Mode::Interactive {
+        agent.set_confirm(Arc::new(Unattended));
+    }
     Ok(agent)
+}
+
+/// `--no-yolo` where nobody can answer (print, JSON, RPC): tools run as
+/// without it (the start-up warning says so), except those that reach the
+/// network, which are refused with a tool error the model reads.
+struct Unattended;
+
+impl Confirm for Unattended {
+    fn needed(&self, _name: &str, network: bool) -> bool {
+        network
+    }
+
+    fn confirm<'a>(
+        &'a self,
+        _id: &'a str,
+        name: &'a str,
+        _preview: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            Err(format!(
+                "{name} reaches the network, which --no-yolo asks about first, and nobody can \
+                 answer in this mode (print, JSON or RPC); it did not run"
+            ))
+        })
+    }
 }
 
 /// The session id the host and the agent share.
@@ -219,7 +248,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     } = provider_and_model(args, ctx)?;
     if args.no_yolo && mode != Mode::Interactive {
         errln!(
-            "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here"
+            "zot: warning: --no-yolo asks for confirmation only in the interactive TUI; tools run without asking here, except network tools (web_fetch), which are refused"
         );
     }
     // Without a key no conversation can happen: no session file for it.

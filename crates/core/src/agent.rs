@@ -132,8 +132,10 @@ impl AgentConfig {
 
 /// Asks the user before a tool runs (`--no-yolo`); absent means yolo.
 pub trait Confirm: Send + Sync {
-    /// Whether this call needs the user's approval at all.
-    fn needed(&self, name: &str) -> bool;
+    /// Whether a call of `name` needs the user's approval. Never asked
+    /// for zot's own read-only local tools (see [`Tool::reaches_network`]);
+    /// `network` says the tool reaches the network.
+    fn needed(&self, name: &str, network: bool) -> bool;
     /// `Err(reason)` refuses the call.
     fn confirm<'a>(
         &'a self,
@@ -966,7 +968,13 @@ impl Agent {
                     return Gate::Done(ToolOutput::error(reason));
                 }
             },
-            Permission::Default => self.confirm.as_ref().filter(|c| c.needed(name)),
+            Permission::Default => match self.builtin_tool(name) {
+                Some(tool) if spec.read_only && !tool.reaches_network() => None,
+                tool => {
+                    let network = tool.is_some_and(|t| t.reaches_network());
+                    self.confirm.as_ref().filter(|c| c.needed(name, network))
+                }
+            },
         };
         if let Some(confirm) = ask {
             let preview = preview(args);
@@ -1015,11 +1023,7 @@ impl Agent {
             "tool call"
         );
         let ran_with = args.clone();
-        let builtin = self
-            .builtin_specs
-            .iter()
-            .position(|s| s.name == name)
-            .and_then(|i| self.builtin.get(i));
+        let builtin = self.builtin_tool(name);
         let (progress, mut reader) = progress_channel();
         let call = async move {
             match builtin {
@@ -1101,11 +1105,16 @@ impl Agent {
     /// Whether `name` runs a built-in tool that checks its own arguments
     /// (see [`Tool::checks_own_arguments`]).
     fn checks_own_arguments(&self, name: &str) -> bool {
+        self.builtin_tool(name)
+            .is_some_and(|tool| tool.checks_own_arguments())
+    }
+
+    /// The built-in (or added) tool called `name`.
+    fn builtin_tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.builtin_specs
             .iter()
             .position(|s| s.name == name)
             .and_then(|i| self.builtin.get(i))
-            .is_some_and(|tool| tool.checks_own_arguments())
     }
 
     /// Checks tool arguments against the tool's JSON Schema; a violation is

@@ -265,4 +265,12 @@ pub trait Tool: Send + Sync {
     fn checks_own_arguments(&self) -> bool {
         false
     }
+
+    /// Whether a call reaches the network (`web_fetch`). A built-in tool
+    /// that is read-only and local is never asked for under `--no-yolo`;
+    /// one that reaches the network is, and is refused where nobody can be
+    /// asked.
+    fn reaches_network(&self) -> bool {
+        false
+    }
 }

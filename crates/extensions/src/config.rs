@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::limits::Limits;
 
 /// Tools built into the agent; an extension tool of the same name is shadowed.
-pub const BUILTIN_TOOLS: &[&str] = &["read", "write", "edit", "bash", "skill"];
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read", "write", "edit", "bash", "grep", "find", "ls", "skill",
+];
 
 #[derive(Debug, Clone)]
 pub struct HostConfig {

@@ -74,7 +74,7 @@ struct TuiConfirm {
 }
 
 impl Confirm for TuiConfirm {
-    fn needed(&self, name: &str) -> bool {
+    fn needed(&self, name: &str, _network: bool) -> bool {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.ask && !state.always_all && !state.always.contains(name)
     }

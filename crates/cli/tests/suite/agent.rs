@@ -61,7 +61,7 @@ async fn print_mode_answers_and_sends_a_proper_request() {
     );
     assert_eq!(
         tool_names(&request.body, "anthropic"),
-        ["read", "write", "edit", "bash"]
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
     );
 }
 
@@ -222,9 +222,9 @@ async fn extension_tool_schema_call_and_result_both_providers() {
             "{first}"
         );
         let schema = if provider == "openai" {
-            first["tools"][4]["function"]["parameters"].clone()
+            first["tools"][7]["function"]["parameters"].clone()
         } else {
-            first["tools"][4]["input_schema"].clone()
+            first["tools"][7]["input_schema"].clone()
         };
         assert_eq!(schema["required"], json!(["city"]), "{provider}: {first}");
         assert!(
@@ -679,7 +679,9 @@ async fn system_prompt_parts_skills_and_tool_filters() {
     }
     assert_eq!(
         tool_names(first, "anthropic"),
-        ["read", "write", "edit", "bash", "skill", "weather"]
+        [
+            "read", "write", "edit", "bash", "grep", "find", "ls", "skill", "weather"
+        ]
     );
     let second = model.requests()[1].body.to_string();
     assert!(second.contains("Step 1: run the tests."), "{second}");
@@ -976,7 +978,7 @@ async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
         "zot starts",
         "extension started",
         "model request",
-        r#"tools=["read", "write", "edit", "bash", "echo"]"#,
+        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "echo"]"#,
         "tool call",
         "tool=\"echo\"",
         "frame in",

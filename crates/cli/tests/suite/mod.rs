@@ -23,6 +23,7 @@ mod permissions;
 mod remote;
 mod rpc;
 mod scaffold;
+mod search_tools;
 mod terminal;
 mod trust;
 mod tui;

@@ -1,12 +1,16 @@
-//! Built-in tools: read, write, edit, bash.
+//! Built-in tools: read, write, edit, bash, grep, find, ls.
 //! Also owns what they share: argument checking that turns bad arguments
 //! into tool errors, opening only regular files, atomic file replacement
 //! (in place for hard-linked files), and random file-name suffixes.
 
 pub(crate) mod bash;
 mod edit;
+mod find;
+mod grep;
+mod ls;
 pub mod output;
 mod read;
+mod walk;
 mod write;
 
 use std::fs::{File, FileType, Metadata};
@@ -21,6 +25,9 @@ use crate::tool::{Tool, ToolOutput};
 
 pub use bash::BashTool;
 pub use edit::{EditTool, MAX_EDIT_FILE_BYTES};
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
 pub use read::ReadTool;
 pub use write::{MAX_WRITE_BYTES, WriteTool};
 pub use zot_sandbox::{BashSandbox, SandboxMode};
@@ -32,6 +39,9 @@ pub fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(WriteTool),
         Arc::new(EditTool),
         Arc::new(BashTool),
+        Arc::new(GrepTool),
+        Arc::new(FindTool),
+        Arc::new(LsTool),
     ]
 }
 
@@ -73,6 +83,52 @@ fn optional_positive_int(obj: &Map<String, Value>, key: &str) -> Result<Option<u
             "argument `{key}` must be a positive integer, got {}",
             type_name(other)
         ))),
+    }
+}
+
+/// An optional string; `null` counts as absent.
+fn optional_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, ToolOutput> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ToolOutput::error(format!(
+            "argument `{key}` must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// An optional boolean; `null` counts as absent.
+fn optional_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>, ToolOutput> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(ToolOutput::error(format!(
+            "argument `{key}` must be a boolean, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// An optional integer in `min..=max`; `null` counts as absent.
+fn optional_count(
+    obj: &Map<String, Value>,
+    key: &str,
+    min: usize,
+    max: usize,
+) -> Result<Option<usize>, ToolOutput> {
+    let out_of_range = |got: &dyn std::fmt::Display| {
+        ToolOutput::error(format!(
+            "argument `{key}` must be an integer from {min} to {max}, got {got}"
+        ))
+    };
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64().and_then(|v| usize::try_from(v).ok()) {
+            Some(v) if (min..=max).contains(&v) => Ok(Some(v)),
+            _ => Err(out_of_range(n)),
+        },
+        Some(other) => Err(out_of_range(&type_name(other))),
     }
 }
 

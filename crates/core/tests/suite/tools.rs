@@ -45,7 +45,10 @@ fn numbered_lines(n: usize) -> String {
 #[test]
 fn builtin_tools_in_order() {
     let names: Vec<String> = tools::builtin().iter().map(|t| t.spec().name).collect();
-    assert_eq!(names, ["read", "write", "edit", "bash"]);
+    assert_eq!(
+        names,
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+    );
     for tool in tools::builtin() {
         let spec = tool.spec();
         assert_eq!(spec.schema["type"], "object", "{}", spec.name);
