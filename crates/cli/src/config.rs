@@ -32,6 +32,7 @@ pub const KEYS: &[&str] = &[
     "sandbox",
     "sandbox_net",
     "hooks",
+    "bash_timeout",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
@@ -248,6 +249,16 @@ impl Settings {
             .unwrap_or(true)
     }
 
+    /// How long a bash command runs when the model names no timeout.
+    pub fn bash_timeout(&self) -> std::time::Duration {
+        self.get("bash_timeout")
+            .and_then(|(v, _)| v.as_u64())
+            .map_or(
+                zot_core::tools::BASH_DEFAULT_TIMEOUT,
+                std::time::Duration::from_secs,
+            )
+    }
+
     /// The theme bundle's name, if one is chosen.
     pub fn theme(&self) -> Option<String> {
         self.string("theme")
@@ -299,6 +310,7 @@ impl Settings {
                     "auto_compact" => Value::from(DEFAULT_AUTO_COMPACT),
                     "sandbox" => Value::from("off"),
                     "sandbox_net" => Value::Bool(false),
+                    "bash_timeout" => Value::from(zot_core::tools::BASH_DEFAULT_TIMEOUT.as_secs()),
                     _ => Value::Null,
                 };
                 (key, default, Source::Default)
@@ -321,6 +333,9 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "max_steps" => value
             .as_u64()
             .is_some_and(|n| n >= 1 && u32::try_from(n).is_ok()),
+        "bash_timeout" => value
+            .as_u64()
+            .is_some_and(|n| (1..=zot_core::tools::BASH_MAX_TIMEOUT_SECS).contains(&n)),
         "auto_compact" => {
             value == &Value::Bool(false) || value.as_u64().is_some_and(|n| (1..=100).contains(&n))
         }
@@ -341,6 +356,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "yolo" | "sandbox_net" | "hooks" => "true or false",
         "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",
+        "bash_timeout" => "a number of seconds from 1 to 3600",
         _ => "a percentage (1 to 100) or false",
     };
     Err(format!("\"{key}\" must be {wanted}, not {value}"))

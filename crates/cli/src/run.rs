@@ -189,6 +189,7 @@ pub fn agent(
     config.sandbox = args.bash_sandbox();
     config.price = info.price;
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
+    config.bash_timeout = ctx.settings.bash_timeout();
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

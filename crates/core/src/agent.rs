@@ -109,6 +109,8 @@ pub struct AgentConfig {
     /// Where full tool outputs go (`$ZOT_HOME/tool-output`, see
     /// [`output::root`]), one folder per session; `None` keeps none.
     pub tool_output: Option<PathBuf>,
+    /// How long a bash command runs when its call names no timeout.
+    pub bash_timeout: std::time::Duration,
 }
 
 impl AgentConfig {
@@ -126,6 +128,7 @@ impl AgentConfig {
             sandbox: zot_sandbox::BashSandbox::default(),
             price: None,
             tool_output: None,
+            bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
         }
     }
 }
@@ -1034,6 +1037,7 @@ impl Agent {
                         progress: Some(progress),
                         output_dir: self.tool_output_dir(),
                         sandbox: self.config.sandbox,
+                        bash_timeout: self.config.bash_timeout,
                     };
                     let output = tool.call(args, &ctx).await;
                     drop(ctx);

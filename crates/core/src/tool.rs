@@ -65,6 +65,8 @@ pub struct ToolContext {
     pub output_dir: Option<PathBuf>,
     /// How the bash tool confines its commands.
     pub sandbox: zot_sandbox::BashSandbox,
+    /// How long a bash command runs when its call names no timeout.
+    pub bash_timeout: std::time::Duration,
 }
 
 impl ToolContext {
@@ -75,6 +77,7 @@ impl ToolContext {
             progress: None,
             output_dir: None,
             sandbox: zot_sandbox::BashSandbox::default(),
+            bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
         }
     }
 

@@ -311,3 +311,31 @@ async fn rpc_set_model_saves_only_when_asked() {
         json!({"theme": "dark", "model": "claude-haiku-4-5"})
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_timeout_sets_how_long_a_command_without_its_own_timeout_runs() {
+    let w = World::new();
+    let refused = w.zot(&["config", "set", "bash_timeout", "3601"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("\"bash_timeout\" must be a number of seconds from 1 to 3600"),
+        "{refused:?}"
+    );
+    let set = w.zot(&["config", "set", "bash_timeout", "1"]);
+    assert_eq!(set.code, 0, "{set:?}");
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"sleep 30"}"#),
+        anthropic::text("gave up"),
+    ])
+    .await;
+    let run: Run = w
+        .against(&model, "anthropic", &["-p", "--no-session", "wait"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let sent = model.requests()[1].body.to_string();
+    assert!(sent.contains("[timed out after 1s]"), "{sent}");
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
@@ -34,9 +34,6 @@ pub const HEAD_BYTES: usize = MAX_OUTPUT_BYTES / 5;
 /// Of [`MAX_OUTPUT_LINES`], what the start of a cut output may take.
 pub const HEAD_LINES: usize = MAX_OUTPUT_LINES / 5;
 
-/// Write buffer of the full-output file.
-const LOG_BUFFER: usize = 64 * 1024;
-
 /// How long the process group gets between SIGTERM and SIGKILL to clean up
 /// (temp files, child processes) after a timeout or abort.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -55,6 +52,16 @@ const READ_CHUNK: usize = 8192;
 
 const SHELL: &str = "/bin/sh";
 
+/// How long a command runs when the call names no timeout: a command that
+/// never ends (a server, a prompt waiting for input that never comes) must
+/// not hold the turn forever (issue 26). The user changes it with the
+/// `bash_timeout` setting.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// The longest timeout a call may ask for, in seconds (issue 26): long
+/// builds and test runs fit, a command left running all day does not.
+pub const MAX_TIMEOUT_SECS: u64 = 60 * 60;
+
 pub struct BashTool;
 
 impl Tool for BashTool {
@@ -72,7 +79,7 @@ impl Tool for BashTool {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The command line to run."},
-                    "timeout": {"type": "integer", "minimum": 1, "description": "Seconds before the command is killed; none by default."}
+                    "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": format!("Seconds before the command is killed, at most {MAX_TIMEOUT_SECS}; the user's default (10 minutes unless set) when absent.")}
                 },
                 "required": ["command"]
             }),
@@ -103,6 +110,11 @@ fn parse_args(args: &Value) -> Result<(String, Option<u64>), ToolOutput> {
         return Err(ToolOutput::error("argument `command` is empty"));
     }
     let timeout = optional_positive_int(obj, "timeout")?;
+    if let Some(secs) = timeout.filter(|&secs| secs > MAX_TIMEOUT_SECS) {
+        return Err(ToolOutput::error(format!(
+            "argument `timeout` must be at most {MAX_TIMEOUT_SECS} seconds, got {secs}"
+        )));
+    }
     Ok((command.to_owned(), timeout))
 }
 
@@ -168,7 +180,8 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
     let mut out_buf = [0u8; READ_CHUNK];
     let mut err_buf = [0u8; READ_CHUNK];
     let mut output = Output::default();
-    let timeout_at = timeout.map(|secs| Instant::now() + Duration::from_secs(secs));
+    let timeout = timeout.map_or(ctx.bash_timeout, Duration::from_secs);
+    let timeout_at = Some(Instant::now() + timeout);
     let mut exited: Option<(Instant, ExitStatus)> = None;
 
     let end = loop {
@@ -184,7 +197,7 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
         tokio::select! {
             () = ctx.cancel.cancelled() => break End::Aborted,
             () = sleep_until(timeout_at), if exited.is_none() => {
-                break End::TimedOut(timeout.unwrap_or_default());
+                break End::TimedOut(timeout.as_secs());
             }
             () = sleep_until(exited.map(|(at, _)| at)) => {
                 if let Some((_, status)) = exited {
@@ -326,7 +339,7 @@ struct Output {
     head: Option<Vec<u8>>,
     total_bytes: usize,
     newlines: usize,
-    log: Option<tokio::io::BufWriter<tokio::fs::File>>,
+    log: Option<output::SavedOutput>,
     log_path: Option<PathBuf>,
     log_error: Option<String>,
     /// The start of a UTF-8 sequence split across reads, held back so
@@ -354,7 +367,7 @@ impl Output {
             self.head = Some(head_of(&self.buf).to_vec());
             self.open_log(ctx).await;
         } else if let Some(file) = &mut self.log
-            && let Err(e) = file.write_all(chunk).await
+            && let Err(e) = file.write(chunk).await
         {
             self.log = None;
             self.log_error = Some(e.to_string());
@@ -387,9 +400,8 @@ impl Output {
                 return;
             }
         };
-        let mut file =
-            tokio::io::BufWriter::with_capacity(LOG_BUFFER, tokio::fs::File::from_std(file));
-        match file.write_all(&self.buf).await {
+        let mut file = output::SavedOutput::new(path.clone(), file);
+        match file.write(&self.buf).await {
             Ok(()) => {
                 self.log_path = Some(path);
                 self.log = Some(file);
@@ -421,11 +433,11 @@ impl Output {
         }
         // Flushed, not synced: the file is a copy for reading back, and a
         // sync would make every long command wait for the disk.
-        if let Some(mut file) = self.log.take()
-            && let Err(e) = file.flush().await
-            && let Some(path) = &self.log_path
-        {
-            self.log_error = Some(format!("{}: {e}", path.display()));
+        if let Some(file) = self.log.take() {
+            let path = file.path().to_owned();
+            if let Err(e) = file.finish().await {
+                self.log_error = Some(format!("{}: {e}", path.display()));
+            }
         }
     }
 

@@ -23,7 +23,9 @@ use serde_json::{Map, Value};
 
 use crate::tool::{Tool, ToolOutput};
 
-pub use bash::BashTool;
+pub use bash::{
+    BashTool, DEFAULT_TIMEOUT as BASH_DEFAULT_TIMEOUT, MAX_TIMEOUT_SECS as BASH_MAX_TIMEOUT_SECS,
+};
 pub use edit::{EditTool, MAX_EDIT_FILE_BYTES};
 pub use find::FindTool;
 pub use grep::GrepTool;

@@ -27,6 +27,151 @@ pub const TOOL_OUTPUT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// diffs): it keeps the start and ends with [`omitted_note`].
 pub const MAX_TOOL_RESULT_BYTES: usize = 64 * 1024;
 
+/// Most bytes one saved full output keeps: its first and last halves, with
+/// a line saying how much was cut between them ([`cut_note`]). `cat
+/// /dev/zero` through bash wrote 1.4 GB in 8 s before this cap (issue 26);
+/// 64 MiB is far more than anyone reads back, and a build log's start (the
+/// first error) and end (the summary) both survive.
+pub const MAX_SAVED_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What each end of a cut saved output keeps.
+const SAVED_HALF: u64 = MAX_SAVED_OUTPUT_BYTES / 2;
+
+/// Write buffer of a saved output (and of its tail ring).
+const SAVE_BUFFER: usize = 64 * 1024;
+
+/// The line a cut saved output holds where `cut` bytes were left out.
+pub fn cut_note(cut: u64) -> String {
+    format!(
+        "\n[zot: {cut} bytes cut here; a saved output keeps its first and last {} MiB]\n",
+        SAVED_HALF >> 20
+    )
+}
+
+/// A full output being saved while it is produced, within
+/// [`MAX_SAVED_OUTPUT_BYTES`] on disk at any time: the first half goes to
+/// the file as it comes, everything after it into a ring file of the same
+/// size beside it (`<file>.tail`, overwritten from its start once full),
+/// which [`SavedOutput::finish`] appends in order after the [`cut_note`].
+pub(crate) struct SavedOutput {
+    path: PathBuf,
+    file: tokio::io::BufWriter<tokio::fs::File>,
+    /// Bytes given so far.
+    written: u64,
+    ring: Option<tokio::io::BufWriter<tokio::fs::File>>,
+}
+
+impl SavedOutput {
+    pub(crate) fn new(path: PathBuf, file: File) -> Self {
+        Self {
+            path,
+            file: tokio::io::BufWriter::with_capacity(SAVE_BUFFER, tokio::fs::File::from_std(file)),
+            written: 0,
+            ring: None,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn ring_path(&self) -> PathBuf {
+        let mut name = self.path.clone().into_os_string();
+        name.push(".tail");
+        PathBuf::from(name)
+    }
+
+    pub(crate) async fn write(&mut self, mut chunk: &[u8]) -> io::Result<()> {
+        use tokio::io::{AsyncSeekExt as _, AsyncWriteExt as _};
+        if self.written < SAVED_HALF {
+            let n = usize::try_from(SAVED_HALF - self.written)
+                .unwrap_or(usize::MAX)
+                .min(chunk.len());
+            self.file.write_all(&chunk[..n]).await?;
+            self.written += n as u64;
+            chunk = &chunk[n..];
+        }
+        while !chunk.is_empty() {
+            let at = (self.written - SAVED_HALF) % SAVED_HALF;
+            let ring = match &mut self.ring {
+                Some(ring) => ring,
+                None => {
+                    let file = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(self.ring_path())?;
+                    self.ring.insert(tokio::io::BufWriter::with_capacity(
+                        SAVE_BUFFER,
+                        tokio::fs::File::from_std(file),
+                    ))
+                }
+            };
+            if at == 0 && self.written > SAVED_HALF {
+                ring.seek(io::SeekFrom::Start(0)).await?;
+            }
+            let n = usize::try_from(SAVED_HALF - at)
+                .unwrap_or(usize::MAX)
+                .min(chunk.len());
+            ring.write_all(&chunk[..n]).await?;
+            self.written += n as u64;
+            chunk = &chunk[n..];
+        }
+        Ok(())
+    }
+
+    /// Appends the kept end (after the cut note when something was cut) and
+    /// flushes; the ring file goes.
+    pub(crate) async fn finish(mut self) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt as _;
+        let appended = match self.ring.take() {
+            Some(mut ring) => {
+                let flushed = ring.flush().await;
+                drop(ring);
+                let appended = match flushed {
+                    Ok(()) => self.append_ring().await,
+                    Err(e) => Err(e),
+                };
+                let _ = tokio::fs::remove_file(self.ring_path()).await;
+                appended
+            }
+            None => Ok(()),
+        };
+        appended?;
+        self.file.flush().await
+    }
+
+    async fn append_ring(&mut self) -> io::Result<()> {
+        use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
+        let tail = self.written - SAVED_HALF;
+        let mut ring = tokio::fs::File::open(self.ring_path()).await?;
+        if tail <= SAVED_HALF {
+            tokio::io::copy(&mut (&mut ring).take(tail), &mut self.file).await?;
+            return Ok(());
+        }
+        self.file
+            .write_all(cut_note(tail - SAVED_HALF).as_bytes())
+            .await?;
+        // The oldest kept byte is where the next write would have gone.
+        let start = tail % SAVED_HALF;
+        ring.seek(io::SeekFrom::Start(start)).await?;
+        tokio::io::copy(&mut (&mut ring).take(SAVED_HALF - start), &mut self.file).await?;
+        ring.seek(io::SeekFrom::Start(0)).await?;
+        tokio::io::copy(&mut (&mut ring).take(start), &mut self.file).await?;
+        Ok(())
+    }
+}
+
+impl Drop for SavedOutput {
+    /// A call dropped mid-run leaves no ring file behind.
+    fn drop(&mut self) {
+        if self.ring.is_some() {
+            let _ = std::fs::remove_file(self.ring_path());
+        }
+    }
+}
+
 /// `$ZOT_HOME/tool-output`.
 pub fn root(zot_home: &Path) -> PathBuf {
     zot_home.join(TOOL_OUTPUT_DIR)
@@ -163,19 +308,30 @@ fn cut_point(text: &str, max: usize) -> usize {
     }
 }
 
-/// Writes the text blocks, one after another, to a new file in `dir`.
+/// Writes the text blocks, one after another, to a new file in `dir`;
+/// past [`MAX_SAVED_OUTPUT_BYTES`], their first and last halves with the
+/// [`cut_note`] between them.
 fn save(content: &[Block], tool: &str, dir: &Path) -> Result<PathBuf, String> {
     let (path, mut file) = create(dir, tool, "txt").map_err(|e| e.to_string())?;
-    let written = (|| {
-        let mut first = true;
-        for block in content {
-            if let Block::Text { text } = block {
-                if !first {
-                    file.write_all(b"\n")?;
-                }
-                file.write_all(text.as_bytes())?;
-                first = false;
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for block in content {
+        if let Block::Text { text } = block {
+            if !parts.is_empty() {
+                parts.push(b"\n");
             }
+            parts.push(text.as_bytes());
+        }
+    }
+    let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+    let written = (|| {
+        if total <= MAX_SAVED_OUTPUT_BYTES {
+            for part in &parts {
+                file.write_all(part)?;
+            }
+        } else {
+            write_range(&mut file, &parts, 0, SAVED_HALF)?;
+            file.write_all(cut_note(total - 2 * SAVED_HALF).as_bytes())?;
+            write_range(&mut file, &parts, total - SAVED_HALF, total)?;
         }
         file.flush()
     })();
@@ -186,6 +342,21 @@ fn save(content: &[Block], tool: &str, dir: &Path) -> Result<PathBuf, String> {
             Err(format!("{}: {e}", path.display()))
         }
     }
+}
+
+/// Writes bytes `from..to` of the concatenation of `parts`.
+fn write_range(file: &mut File, parts: &[&[u8]], from: u64, to: u64) -> io::Result<()> {
+    let mut at = 0u64;
+    for part in parts {
+        let end = at + part.len() as u64;
+        let (lo, hi) = (from.max(at), to.min(end));
+        if lo < hi {
+            let (lo, hi) = ((lo - at) as usize, (hi - at) as usize);
+            file.write_all(&part[lo..hi])?;
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// Deletes full outputs older than `max_age` under `root`, the session

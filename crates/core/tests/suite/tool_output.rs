@@ -334,3 +334,24 @@ fn dropped_bytes_are_on_the_wire_only_when_some_were_dropped() {
         json!({"type": "tool_progress", "id": "t1", "text": "out", "dropped_bytes": 42})
     );
 }
+
+#[test]
+fn a_saved_extension_output_over_the_cap_keeps_its_first_and_last_32_mib() {
+    let root = tempfile::tempdir().unwrap();
+    let max = output::MAX_SAVED_OUTPUT_BYTES as usize;
+    let text = format!("HEAD{}TAIL", "z".repeat(max));
+    let capped = output::cap(ToolOutput::text(text), "big", Some(root.path()));
+    let note = match capped.content.last() {
+        Some(Block::Text { text }) => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let path = note
+        .split_once("; full output: ")
+        .and_then(|(_, rest)| rest.strip_suffix(']'))
+        .unwrap();
+    let saved = std::fs::read(path).unwrap();
+    let cut = output::cut_note(8);
+    assert_eq!(saved.len(), max + cut.len());
+    assert!(saved.starts_with(b"HEADzzz") && saved.ends_with(b"zzzTAIL"));
+    assert_eq!(&saved[max / 2..max / 2 + cut.len()], cut.as_bytes());
+}

@@ -1158,3 +1158,75 @@ async fn bash_argument_errors() {
     .await;
     assert!(err.contains("no-such-dir"), "{err}");
 }
+
+#[tokio::test]
+async fn a_saved_bash_output_keeps_its_first_and_last_32_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
+    // 6 + 80 MiB + 1 + 4 bytes: START, a long line, END.
+    let filler = 80 * 1024 * 1024;
+    let command = format!("echo START; head -c {filler} /dev/zero | tr '\\0' x; echo; echo END");
+    let out = bash_saving(dir.path(), outputs.path(), &command).await;
+    let path = full_output_path(&text(&out));
+    let saved = std::fs::read(&path).unwrap();
+    let max = tools::output::MAX_SAVED_OUTPUT_BYTES;
+    let cut = 6 + filler + 1 + 4 - max;
+    let note = tools::output::cut_note(cut);
+    assert_eq!(saved.len() as u64, max + note.len() as u64);
+    assert!(saved.starts_with(b"START\nxxx"));
+    assert!(saved.ends_with(b"xxx\nEND\n"));
+    let half = usize::try_from(max / 2).unwrap();
+    assert_eq!(&saved[half..half + note.len()], note.as_bytes());
+    // The ring that held the end is gone.
+    let files: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
+#[tokio::test]
+async fn an_output_a_little_over_half_the_cap_is_saved_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = tempfile::tempdir().unwrap();
+    // Past the first half, so its end goes through the ring, but not cut.
+    let size = 40 * 1024 * 1024;
+    let command = format!("echo START; head -c {size} /dev/zero | tr '\\0' y; echo END");
+    let out = bash_saving(dir.path(), outputs.path(), &command).await;
+    let saved = std::fs::read(full_output_path(&text(&out))).unwrap();
+    assert_eq!(saved.len(), 6 + size + 4);
+    assert!(saved.starts_with(b"START\nyyy") && saved.ends_with(b"yyyEND\n"));
+}
+
+#[tokio::test]
+async fn bash_has_a_default_timeout_and_a_call_may_ask_for_at_most_an_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctx = ToolContext::new(dir.path());
+    assert_eq!(ctx.bash_timeout, Duration::from_secs(600));
+    ctx.bash_timeout = Duration::from_secs(1);
+    let out = BashTool
+        .call(json!({"command": "echo started; sleep 30"}), &ctx)
+        .await;
+    assert!(out.is_error);
+    assert!(text(&out).ends_with("[timed out after 1s]"), "{out:?}");
+
+    // The call's own timeout wins over the default.
+    let out = BashTool
+        .call(
+            json!({"command": "sleep 2; echo done", "timeout": 20}),
+            &ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+
+    let out = BashTool
+        .call(json!({"command": "true", "timeout": 3601}), &ctx)
+        .await;
+    assert!(out.is_error);
+    assert_eq!(
+        text(&out),
+        "argument `timeout` must be at most 3600 seconds, got 3601"
+    );
+    let schema = BashTool.spec().schema;
+    assert_eq!(schema["properties"]["timeout"]["maximum"], 3600);
+}
