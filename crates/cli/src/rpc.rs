@@ -36,6 +36,11 @@ pub const TOKEN_ENV: &str = "ZOTCORE_RPC_TOKEN";
 /// Longest request line accepted (research zot.md §1.2: 16 MiB).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Most prompts waiting behind the running one (issue 26: 100,000 queued
+/// prompts of 10 KB took 1.72 GB). Further prompts are refused, each with an
+/// error, until the queue drains; no client has a reason to queue more.
+pub const MAX_QUEUED_PROMPTS: usize = 1000;
+
 struct Server {
     agent: Arc<Mutex<Agent>>,
     host: ExtensionHost,
@@ -321,6 +326,16 @@ impl Server {
             }
             Request::Ping => Data::Pong { pong: true },
             Request::Prompt { message, images } => {
+                // Work counted as busy: the running item and those waiting.
+                let waiting = self
+                    .busy
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .saturating_sub(1);
+                if waiting >= MAX_QUEUED_PROMPTS {
+                    return Err(format!(
+                        "{MAX_QUEUED_PROMPTS} prompts are already waiting; send more once some have run (or abort)"
+                    ));
+                }
                 let content = prompt_content(message, images)?;
                 self.spawn(Some(Event::Done), |server, cancel| async move {
                     server.prompt(content, cancel).await

@@ -743,3 +743,41 @@ async fn command_hooks_block_prompts_and_hear_compaction_and_the_session_end() {
         "PreCompact manual\nSessionEnd other\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_most_1000_prompts_wait_and_each_further_one_gets_an_error() {
+    let w = World::new();
+    let stalled: Response = anthropic::Script::new()
+        .text("partial")
+        .build_partial()
+        .stall();
+    let model = MockModel::start([stalled]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"the running one","id":"run"}"#);
+    rpc.until(|v| v["type"] == "text_delta");
+    let max = zot_cli::rpc::MAX_QUEUED_PROMPTS;
+    let mut batch = String::new();
+    for i in 0..max + 2 {
+        batch.push_str(&format!(
+            "{{\"type\":\"prompt\",\"message\":\"waiting {i}\",\"id\":{i}}}\n"
+        ));
+    }
+    rpc.send_raw(batch.trim_end());
+    let (mut started, mut refused) = (0, Vec::new());
+    while started + refused.len() < max + 2 {
+        let response = rpc.response("prompt");
+        if response["success"] == true {
+            started += 1;
+        } else {
+            refused.push(response);
+        }
+    }
+    assert_eq!(started, max);
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for response in &refused {
+        assert_eq!(
+            response["error"],
+            format!("{max} prompts are already waiting; send more once some have run (or abort)")
+        );
+    }
+}
