@@ -223,7 +223,7 @@ impl Settings {
             )
         {
             let known = zot_core::models::info(kind, &model);
-            if !known.id.is_empty() && known.provider != kind {
+            if known.known() && known.provider != kind {
                 self.warnings.push(format!(
                     "the saved model {model} belongs to {}, not {}; using {}'s default",
                     known.provider.name(),

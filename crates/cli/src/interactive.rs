@@ -190,7 +190,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             cwd: ctx.project.display().to_string(),
             context_window: info.map_or(0, |i| i.context_window),
             models: kind
-                .map(|k| models::models(k).iter().map(|m| m.id.to_owned()).collect())
+                .map(|k| models::models(k).map(|m| m.id.clone()).collect())
                 .unwrap_or_default(),
             skills: loaded
                 .skills

@@ -239,6 +239,15 @@ async fn run_prompt(
             if let AgentEvent::PromptBlocked { source, reason } = &event {
                 blocked = Some(format!("{source} blocked the prompt: {reason}"));
             }
+            // A refusal fails the prompt in every mode (JSON has the line).
+            if let AgentEvent::TurnEnd {
+                stop: StopReason::Refusal,
+                error,
+            } = &event
+            {
+                let why = error.as_deref().unwrap_or("no reason given");
+                blocked = Some(format!("the model refused: {why}"));
+            }
             if mode == Mode::Json {
                 json_out.json(event.to_wire());
                 continue;
@@ -261,6 +270,10 @@ async fn run_prompt(
                     stop: StopReason::Aborted,
                     ..
                 } => errln!("zot: aborted"),
+                AgentEvent::TurnEnd {
+                    stop: StopReason::Length,
+                    error: Some(note),
+                } => errln!("zot: note: {note}"),
                 _ => {}
             }
         }
@@ -278,6 +291,10 @@ async fn run_prompt(
         // The prompt never ran: a failure in every mode (JSON has the line).
         Ok(()) if blocked.is_some() => {
             if mode != Mode::Json {
+                // Whatever the model said before it stopped.
+                if let Some(answer) = answer {
+                    outln!("{answer}");
+                }
                 let why = blocked.unwrap_or_default();
                 errln!("zot: {why}");
             }

@@ -405,8 +405,8 @@ impl Server {
             Request::SetModel { model, save } => {
                 let mut agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
-                let known = models::models(kind);
-                if !known.is_empty() && !known.iter().any(|m| m.id == model) {
+                let mut known = models::models(kind).peekable();
+                if known.peek().is_some() && !models::info(kind, &model).known() {
                     return Err(format!("unknown model \"{model}\" for {}", kind.name()));
                 }
                 let provider = Provider::new(agent.provider().config().clone());
@@ -428,13 +428,12 @@ impl Server {
                 let agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
                 let models = models::models(kind)
-                    .iter()
                     .map(|m| ModelInfo {
                         id: m.id.to_owned(),
                         provider: kind.name().to_owned(),
                         context_window: m.context_window,
                         max_output: m.max_output,
-                        reasoning: m.reasoning,
+                        reasoning: m.reasoning(),
                     })
                     .collect();
                 Data::Models { models }

@@ -1,6 +1,7 @@
 //! Builds a running agent from the arguments: provider and credentials,
 //! the extension host (as a `Hooks`), skills, the system prompt, the session.
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
@@ -187,7 +188,6 @@ pub fn agent(
         .map(|percent| percent as f64 / 100.0);
     config.plan = args.plan;
     config.sandbox = args.bash_sandbox();
-    config.price = info.price;
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
     config.bash_timeout = ctx.settings.bash_timeout();
     config.tools = match (&args.tools, args.no_tools) {
@@ -257,6 +257,10 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
         None => open_session(args, ctx, provider.kind.name(), &model, mode)?,
         Some(_) => None,
     };
+    let info = models::info(provider.kind, &model);
+    if args.reasoning.is_some() && info.known() && !info.reasoning() {
+        eprintln!("zot: warning: {model} does not reason; --reasoning is ignored");
+    }
     let id = session_id(session.as_ref());
     let loaded = load(args, ctx, provider.kind.name(), &model, &id, mode).await;
     for warning in &loaded.warnings {
@@ -307,18 +311,33 @@ pub fn list_models(args: &AgentArgs) -> anyhow::Result<()> {
         ],
         None => vec![ProviderKind::Anthropic, ProviderKind::OpenAi],
     };
+    // A closed pipe (`zot --list-models | head`) ends the listing, not the process.
+    let mut out = std::io::stdout().lock();
     for kind in kinds {
-        if kind == ProviderKind::Ollama {
-            outln!("ollama: any model your server has (ollama list); pass it with --model");
+        if kind == ProviderKind::Ollama
+            && writeln!(
+                out,
+                "ollama: any model your server has (ollama list); pass it with --model"
+            )
+            .is_err()
+        {
+            return Ok(());
         }
         for m in models::models(kind) {
-            outln!(
-                "{}\t{}\tcontext {}\tmax output {}",
+            let price = m.price.as_ref().map_or_else(String::new, |p| {
+                format!("\t${}/${} per MTok", p.base.input, p.base.output)
+            });
+            let line = writeln!(
+                out,
+                "{}\t{}\tcontext {}\tmax output {}{price}",
                 kind.name(),
                 m.id,
                 m.context_window,
                 m.max_output
             );
+            if line.is_err() {
+                return Ok(());
+            }
         }
     }
     Ok(())

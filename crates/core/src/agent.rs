@@ -22,7 +22,8 @@ use crate::hooks::{
 };
 use crate::message::{Block, Message, Role, now, text_of};
 use crate::provider::{
-    Completion, Provider, ProviderError, Reasoning, Request, StopReason, StreamEvent,
+    Completion, End, Provider, ProviderError, Reasoning, Request, STREAM_RETRY_BACKOFF, StopReason,
+    StreamEvent,
 };
 use crate::session::Session;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
@@ -55,6 +56,19 @@ pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
 /// Most times in a row the `before_stop` hook may send the agent on (the
 /// issue: at most 3), so a hook that always objects cannot loop forever.
 pub const MAX_STOP_CONTINUATIONS: u32 = 3;
+
+/// Most times in a row a paused turn (Anthropic `pause_turn`) is sent back
+/// to go on, so a server that pauses forever cannot hold the prompt.
+pub const MAX_PAUSE_CONTINUATIONS: u32 = 5;
+
+/// Characters per token assumed when capping the summary request's input:
+/// code and JSON run at about three (the usual estimate of four is for
+/// prose), so the cap errs on the side of fitting.
+const CHARS_PER_TOKEN: usize = 3;
+
+/// Tokens of the context window kept free for the summary request's system
+/// prompt and framing, beyond its output ([`COMPACT_MAX_TOKENS`]).
+const COMPACT_OVERHEAD_TOKENS: usize = 2048;
 
 /// Most read-only tool calls of one assistant message that run at once.
 pub const MAX_PARALLEL_TOOLS: usize = 8;
@@ -104,8 +118,6 @@ pub struct AgentConfig {
     pub plan: bool,
     /// How the bash tool's commands are confined (`--sandbox`).
     pub sandbox: zot_sandbox::BashSandbox,
-    /// USD per million input and output tokens, for usage reports.
-    pub price: Option<(f64, f64)>,
     /// Where full tool outputs go (`$ZOT_HOME/tool-output`, see
     /// [`output::root`]), one folder per session; `None` keeps none.
     pub tool_output: Option<PathBuf>,
@@ -126,7 +138,6 @@ impl AgentConfig {
             auto_compact: Some(AUTO_COMPACT_RATIO),
             plan: false,
             sandbox: zot_sandbox::BashSandbox::default(),
-            price: None,
             tool_output: None,
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
         }
@@ -158,6 +169,10 @@ pub enum AgentError {
     EmptySummary,
     #[error("compaction blocked: {0}")]
     CompactionBlocked(String),
+    /// The conversation does not fit the model's context window, even
+    /// after compacting it.
+    #[error("{0}")]
+    ContextFull(String),
 }
 
 /// The session id of a run without a session file (`--no-session`, RPC).
@@ -413,6 +428,8 @@ impl Agent {
         let mut step = 0;
         let mut failure = None;
         let mut sent_on = 0;
+        let mut pauses = 0;
+        let mut compacted_for_overflow = false;
         loop {
             step += 1;
             if self.config.max_steps.is_some_and(|max| step > max) {
@@ -438,21 +455,41 @@ impl Agent {
             emit(AgentEvent::AssistantStart);
             let completion = match self.call_model(events, cancel).await {
                 Ok(completion) => completion,
-                Err(ProviderError::Cancelled) => {
+                Err((ProviderError::Cancelled, _)) => {
                     self.end_turn(events, StopReason::Aborted, None).await;
                     break;
                 }
-                Err(e) => {
+                Err((e, _)) if e.is_context_overflow() => {
+                    failure = self
+                        .overflowed(e.to_string(), &mut compacted_for_overflow, events, cancel)
+                        .await
+                        .err();
+                    if failure.is_some() {
+                        break;
+                    }
+                    continue;
+                }
+                Err((e, partial)) => {
+                    // What the user saw stays in the conversation.
+                    if !partial.is_empty() {
+                        self.push(Message::new(
+                            Role::Assistant,
+                            vec![Block::Text { text: partial }],
+                        ));
+                    }
                     self.end_turn(events, StopReason::Error, Some(e.to_string()))
                         .await;
                     emit(AgentEvent::Error {
                         message: e.to_string(),
                     });
-                    failure = Some(e);
+                    failure = Some(e.into());
                     break;
                 }
             };
-            let usage = UsageReport::priced(completion.usage, self.config.price);
+            // Priced with the model that served the call (`/model` may
+            // have switched it since the last one).
+            let price = crate::models::price(self.provider.kind(), &self.config.model);
+            let usage = UsageReport::priced(completion.usage, price);
             self.usage += usage;
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
             emit(AgentEvent::Usage {
@@ -460,15 +497,47 @@ impl Agent {
                 cumulative: self.usage,
             });
 
-            let message = completion.message;
+            if completion.end == End::ContextFull {
+                // The answer was cut where the context ran out: dropped, and
+                // asked again of a compacted conversation.
+                let cause = "the model's context window is full".to_owned();
+                failure = self
+                    .overflowed(cause, &mut compacted_for_overflow, events, cancel)
+                    .await
+                    .err();
+                if failure.is_some() {
+                    break;
+                }
+                continue;
+            }
+            let mut message = completion.message;
+            let mut note = None;
+            if completion.stop == StopReason::Length {
+                note = Some(cut_note(&mut message, self.config.max_tokens));
+            }
             self.show_assistant(&message, events).await;
+            if completion.stop == StopReason::Refusal {
+                self.push(message);
+                let why = completion
+                    .detail
+                    .unwrap_or_else(|| "the model declined to answer".to_owned());
+                self.end_turn(events, StopReason::Refusal, Some(why)).await;
+                break;
+            }
+            if completion.end == End::Paused && pauses < MAX_PAUSE_CONTINUATIONS {
+                // The paused message goes back as it is; the model continues it.
+                pauses += 1;
+                self.push(message);
+                self.end_turn(events, StopReason::ToolUse, None).await;
+                continue;
+            }
             let calls: Vec<(String, String, Value)> = message
                 .tool_calls()
                 .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
                 .collect();
             self.push(message);
             if calls.is_empty() {
-                self.end_turn(events, completion.stop, None).await;
+                self.end_turn(events, completion.stop, note).await;
                 if sent_on < MAX_STOP_CONTINUATIONS
                     && completion.stop == StopReason::EndTurn
                     && !cancel.is_cancelled()
@@ -508,7 +577,7 @@ impl Agent {
         self.hooks.event(HookEvent::PromptEnd { interrupted }).await;
         self.store_entries();
         if let Some(e) = failure {
-            return Err(e.into());
+            return Err(e);
         }
         emit(AgentEvent::Done);
         Ok(())
@@ -685,7 +754,7 @@ impl Agent {
                         transcript.push_str(&format!("[{kind}] {}", text.join("\n")));
                     }
                     Block::Image { .. } => transcript.push_str("[image]"),
-                    Block::Thinking { .. } => {}
+                    Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
                 }
                 transcript.push('\n');
             }
@@ -694,6 +763,12 @@ impl Agent {
             Some(extra) if !extra.is_empty() => format!("{COMPACT_SYSTEM}\n{extra}"),
             _ => COMPACT_SYSTEM.to_owned(),
         };
+        // The summary request must fit the window it is shrinking.
+        if let Some(window) = self.config.context_window {
+            let tokens = (window as usize)
+                .saturating_sub(COMPACT_MAX_TOKENS as usize + COMPACT_OVERHEAD_TOKENS);
+            transcript = cap_transcript(transcript, tokens * CHARS_PER_TOKEN);
+        }
         let messages = [Message::user(format!(
             "Summarise this conversation:\n\n{transcript}"
         ))];
@@ -736,11 +811,41 @@ impl Agent {
         self.hooks.event(HookEvent::TurnEnd { stop, error }).await;
     }
 
+    /// One model call. A stream that fails with an `error` event before
+    /// anything was shown (thinking counts as shown) is asked again with
+    /// the usual backoff; a failure returns the text shown so far.
     async fn call_model(
         &self,
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
+    ) -> Result<Completion, (ProviderError, String)> {
+        let mut retries = 0;
+        loop {
+            let (result, shown) = self.call_model_once(events, cancel).await;
+            match result {
+                Ok(completion) => return Ok(completion),
+                Err(e @ ProviderError::ErrorEvent { .. })
+                    if shown.is_none() && retries < STREAM_RETRY_BACKOFF.len() =>
+                {
+                    tracing::warn!(error = %e, retries, "stream failed before any output; retrying");
+                    tokio::select! {
+                        () = cancel.cancelled() => return Err((ProviderError::Cancelled, String::new())),
+                        () = tokio::time::sleep(STREAM_RETRY_BACKOFF[retries]) => {}
+                    }
+                    retries += 1;
+                }
+                Err(e) => return Err((e, shown.unwrap_or_default())),
+            }
+        }
+    }
+
+    /// One request; with it, the text it showed (`Some("")` when only
+    /// thinking or tool calls were shown, `None` when nothing was).
+    async fn call_model_once(
+        &self,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> (Result<Completion, ProviderError>, Option<String>) {
         let tools = self.tool_specs();
         let request = Request {
             model: &self.config.model,
@@ -766,6 +871,8 @@ impl Agent {
                     stop = c.stop.as_str(),
                     input = c.usage.input,
                     output = c.usage.output,
+                    cache_read = c.usage.cache_read,
+                    cache_write = c.usage.cache_write,
                     "model reply"
                 ),
                 Err(e) => tracing::warn!(error = %e, "model request failed"),
@@ -774,18 +881,71 @@ impl Agent {
             result
         };
         let forward = async {
+            let mut shown: Option<String> = None;
             while let Some(event) = rx.recv().await {
+                let text = shown.get_or_insert_with(String::new);
                 let _ = events.send(match event {
-                    StreamEvent::TextDelta(delta) => AgentEvent::TextDelta { delta },
+                    StreamEvent::TextDelta(delta) => {
+                        text.push_str(&delta);
+                        AgentEvent::TextDelta { delta }
+                    }
                     StreamEvent::ThinkingDelta(delta) => AgentEvent::ThinkingDelta { delta },
                     StreamEvent::ToolUseStart { id, name } => AgentEvent::ToolUseStart { id, name },
                     StreamEvent::ToolUseArgs { id, delta } => AgentEvent::ToolUseArgs { id, delta },
                     StreamEvent::ToolUseEnd { id } => AgentEvent::ToolUseEnd { id },
                 });
             }
+            shown
         };
-        let (result, ()) = tokio::join!(call, forward);
-        result
+        tokio::join!(call, forward)
+    }
+
+    /// The conversation did not fit the context window (`cause` says how
+    /// that showed): compacts it, once per prompt, so the call can be made
+    /// again. When it cannot, the turn ends with the error, returned.
+    async fn overflowed(
+        &mut self,
+        cause: String,
+        compacted: &mut bool,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        let why = self.compact_for_overflow(compacted, events, cancel).await;
+        let Err(why) = why else { return Ok(()) };
+        let message = format!("{cause}; {why}");
+        self.end_turn(events, StopReason::Error, Some(message.clone()))
+            .await;
+        let _ = events.send(AgentEvent::Error {
+            message: message.clone(),
+        });
+        Err(AgentError::ContextFull(message))
+    }
+
+    async fn compact_for_overflow(
+        &mut self,
+        compacted: &mut bool,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        if std::mem::replace(compacted, true) {
+            return Err("it still does not fit after compacting".to_owned());
+        }
+        self.end_turn(
+            events,
+            StopReason::Length,
+            Some("the conversation no longer fits the model's context window: compacting it and asking again".to_owned()),
+        )
+        .await;
+        match self.compact_with(true, COMPACT_KEEP_TAIL, cancel).await {
+            Ok(summary) => {
+                let _ = events.send(AgentEvent::CompactDone {
+                    summary,
+                    automatic: true,
+                });
+                Ok(())
+            }
+            Err(e) => Err(format!("compacting failed: {e}")),
+        }
     }
 
     /// The assistant_message intercept and event. The transcript keeps the
@@ -1223,5 +1383,62 @@ pub fn preview(args: &Value) -> String {
         format!("{cut}…")
     } else {
         line.to_owned()
+    }
+}
+
+/// Drops the tool calls of an answer cut at the output limit (the last one
+/// is incomplete, and none may run on a cut answer) and says so.
+fn cut_note(message: &mut Message, max_tokens: u32) -> String {
+    let cut: Vec<String> = message
+        .tool_calls()
+        .map(|(_, name, _)| name.to_owned())
+        .collect();
+    message
+        .content
+        .retain(|block| !matches!(block, Block::ToolCall { .. }));
+    let mut note = format!("the answer was cut at the output limit ({max_tokens} tokens)");
+    if !cut.is_empty() {
+        note.push_str(&format!(
+            "; its tool calls were not run: {}",
+            cut.join(", ")
+        ));
+    }
+    note
+}
+
+/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
+/// its end (the latest work), with a marker where the middle was left out.
+fn cap_transcript(transcript: String, max_chars: usize) -> String {
+    if transcript.len() <= max_chars {
+        return transcript;
+    }
+    let floor = |at: usize| {
+        (0..=at)
+            .rev()
+            .find(|i| transcript.is_char_boundary(*i))
+            .unwrap_or(0)
+    };
+    let head = floor(max_chars / 4);
+    let tail = floor(transcript.len() - (max_chars - head));
+    let left_out = tail - head;
+    format!(
+        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
+        &transcript[..head],
+        &transcript[tail..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capped_transcript_keeps_its_start_and_end() {
+        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
+        let capped = cap_transcript(transcript.clone(), 1000);
+        assert!(capped.len() < 1100, "{}", capped.len());
+        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
+        assert!(capped.contains("bytes of the conversation left out"));
+        assert_eq!(cap_transcript("short".into(), 1000), "short");
     }
 }

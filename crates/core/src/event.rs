@@ -6,6 +6,7 @@ use serde_json::Value;
 use zot_protocol::events as wire;
 
 use crate::message::{Block, Message};
+use crate::models::Price;
 use crate::provider::{StopReason, Usage};
 
 /// Token counts and cost, per call and cumulative.
@@ -20,16 +21,9 @@ pub struct UsageReport {
 }
 
 impl UsageReport {
-    /// One call's usage, priced at `price` (USD per million input and output
-    /// tokens); cache reads cost a tenth of input, cache writes a quarter more.
-    pub fn priced(u: Usage, price: Option<(f64, f64)>) -> Self {
-        let cost_usd = price.map_or(0.0, |(input, output)| {
-            (u.input as f64 * input
-                + u.output as f64 * output
-                + u.cache_read as f64 * input * 0.1
-                + u.cache_write as f64 * input * 1.25)
-                / 1e6
-        });
+    /// One call's usage, priced at the model's list prices (0 when unknown).
+    pub fn priced(u: Usage, price: Option<&Price>) -> Self {
+        let cost_usd = price.map_or(0.0, |price| price.cost(&u));
         Self {
             input: u.input,
             output: u.output,
@@ -183,6 +177,7 @@ pub fn wire_block(block: &Block) -> wire::Block {
             thinking: thinking.clone(),
             signature: signature.clone(),
         },
+        Block::RedactedThinking { .. } => wire::Block::RedactedThinking {},
         Block::ToolCall { id, name, args } => wire::Block::ToolCall {
             id: id.clone(),
             name: name.clone(),

@@ -40,6 +40,11 @@ pub enum Block {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
+    /// Reasoning the provider encrypted (Anthropic `redacted_thinking`):
+    /// sent back verbatim with its turn.
+    RedactedThinking {
+        data: String,
+    },
     ToolCall {
         id: String,
         name: String,

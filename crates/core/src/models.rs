@@ -1,81 +1,217 @@
-//! A small model catalogue: defaults per provider, context windows and
-//! output limits. Unknown models are allowed and get conservative limits.
+//! The model table (`data/models.toml`): ids and aliases, limits, prices,
+//! the thinking interface and the request shape of every model zot knows.
+//! Unknown models are allowed and get conservative limits and no price.
 
-use crate::provider::ProviderKind;
+use std::sync::OnceLock;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelInfo {
-    pub id: &'static str,
-    pub provider: ProviderKind,
-    pub context_window: u32,
-    pub max_output: u32,
-    pub reasoning: bool,
-    /// USD per million input and output tokens (list prices), when known.
-    pub price: Option<(f64, f64)>,
-}
+use serde::Deserialize;
 
-/// Limits assumed for a model the catalogue does not know.
+use crate::provider::{ProviderKind, Usage};
+
+/// The table, compiled in: one file to update when providers change.
+const TABLE: &str = include_str!("../data/models.toml");
+
+/// Limits assumed for a model the table does not know.
 pub const UNKNOWN_CONTEXT_WINDOW: u32 = 32_000;
 pub const UNKNOWN_MAX_OUTPUT: u32 = 8192;
 
-const CATALOGUE: &[ModelInfo] = &[
-    ModelInfo {
-        id: "claude-sonnet-4-5",
-        provider: ProviderKind::Anthropic,
-        context_window: 200_000,
-        max_output: 64_000,
-        reasoning: true,
-        price: Some((3.0, 15.0)),
-    },
-    ModelInfo {
-        id: "claude-opus-4-1",
-        provider: ProviderKind::Anthropic,
-        context_window: 200_000,
-        max_output: 32_000,
-        reasoning: true,
-        price: Some((15.0, 75.0)),
-    },
-    ModelInfo {
-        id: "claude-haiku-4-5",
-        provider: ProviderKind::Anthropic,
-        context_window: 200_000,
-        max_output: 64_000,
-        reasoning: true,
-        price: Some((1.0, 5.0)),
-    },
-    ModelInfo {
-        id: "gpt-4.1",
-        provider: ProviderKind::OpenAi,
-        context_window: 1_047_576,
-        max_output: 32_768,
-        reasoning: false,
-        price: Some((2.0, 8.0)),
-    },
-    ModelInfo {
-        id: "gpt-4.1-mini",
-        provider: ProviderKind::OpenAi,
-        context_window: 1_047_576,
-        max_output: 32_768,
-        reasoning: false,
-        price: Some((0.4, 1.6)),
-    },
-    ModelInfo {
-        id: "o4-mini",
-        provider: ProviderKind::OpenAi,
-        context_window: 200_000,
-        max_output: 100_000,
-        reasoning: true,
-        price: Some((1.1, 4.4)),
-    },
-];
+/// How `--reasoning` reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Thinking {
+    /// No reasoning: `--reasoning` is ignored.
+    #[default]
+    None,
+    /// Anthropic `thinking.budget_tokens`.
+    Budget,
+    /// Anthropic adaptive thinking with `output_config.effort`.
+    Adaptive,
+    /// OpenAI `reasoning_effort` (and `max_completion_tokens`).
+    Effort,
+}
 
-/// Every catalogued model of `provider` (ollama models are whatever the server has).
-pub fn models(provider: ProviderKind) -> Vec<ModelInfo> {
-    CATALOGUE
+/// An API that serves a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wire {
+    /// Anthropic Messages.
+    Messages,
+    /// OpenAI chat completions.
+    Chat,
+    /// OpenAI Responses.
+    Responses,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct Rates {
+    pub input: f64,
+    pub output: f64,
+    pub cache_write_5m: f64,
+    pub cache_write_1h: f64,
+    pub cache_read: f64,
+}
+
+/// Rates that apply once the prompt is longer than `above` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct Tier {
+    pub above: u64,
+    #[serde(flatten)]
+    pub rates: Rates,
+}
+
+/// A model's list prices.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Price {
+    #[serde(flatten)]
+    pub base: Rates,
+    #[serde(default)]
+    pub tiers: Vec<Tier>,
+}
+
+impl Price {
+    /// The rates for a prompt of `prompt_tokens` (input, cache reads and
+    /// cache writes together): the highest tier it passes, else the base.
+    pub fn rates(&self, prompt_tokens: u64) -> &Rates {
+        self.tiers
+            .iter()
+            .filter(|tier| prompt_tokens > tier.above)
+            .max_by_key(|tier| tier.above)
+            .map_or(&self.base, |tier| &tier.rates)
+    }
+
+    /// What one model call with `usage` costs, in USD. The one place a
+    /// call is priced: usage events, the session total and the status line
+    /// all come from here.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let prompt = usage.input + usage.cache_read + usage.cache_write;
+        let rates = self.rates(prompt);
+        let write_1h = usage.cache_write_1h.min(usage.cache_write);
+        let write_5m = usage.cache_write - write_1h;
+        (usage.input as f64 * rates.input
+            + usage.output as f64 * rates.output
+            + usage.cache_read as f64 * rates.cache_read
+            + write_5m as f64 * rates.cache_write_5m
+            + write_1h as f64 * rates.cache_write_1h)
+            / 1e6
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    #[serde(deserialize_with = "provider_kind")]
+    pub provider: ProviderKind,
+    /// Other ids the provider accepts for it (dated snapshots).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    pub context_window: u32,
+    pub max_output: u32,
+    #[serde(default)]
+    pub thinking: Thinking,
+    /// Sampling parameters the model accepts.
+    #[serde(default)]
+    pub sampling: Vec<String>,
+    /// Whether it reads image input.
+    #[serde(default)]
+    pub images: bool,
+    /// The APIs that serve it, preferred first.
+    #[serde(default)]
+    pub wire: Vec<Wire>,
+    pub price: Option<Price>,
+}
+
+impl ModelInfo {
+    /// Whether `--reasoning` means anything to it.
+    pub fn reasoning(&self) -> bool {
+        self.thinking != Thinking::None
+    }
+
+    /// Whether the table knows it (unknown ids get an entry with an empty id).
+    pub fn known(&self) -> bool {
+        !self.id.is_empty()
+    }
+
+    fn unknown(provider: ProviderKind) -> Self {
+        Self {
+            id: String::new(),
+            provider,
+            aliases: Vec::new(),
+            context_window: UNKNOWN_CONTEXT_WINDOW,
+            max_output: UNKNOWN_MAX_OUTPUT,
+            // What the provider's API took before adaptive thinking: a new
+            // model that wants otherwise says so in its error.
+            thinking: match provider {
+                ProviderKind::Anthropic => Thinking::Budget,
+                ProviderKind::OpenAi | ProviderKind::Ollama => Thinking::Effort,
+            },
+            sampling: Vec::new(),
+            images: true,
+            wire: Vec::new(),
+            price: None,
+        }
+    }
+}
+
+fn provider_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ProviderKind, D::Error> {
+    let name = String::deserialize(d)?;
+    ProviderKind::parse(&name)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown provider \"{name}\"")))
+}
+
+#[derive(Debug, Deserialize)]
+struct File {
+    /// When the table was last checked against the providers' pages.
+    checked: String,
+    model: Vec<ModelInfo>,
+}
+
+struct Table {
+    checked: String,
+    models: Vec<ModelInfo>,
+    /// One per provider kind, for ids the table does not know.
+    unknown: [ModelInfo; 3],
+}
+
+fn table() -> &'static Table {
+    static TABLE_CELL: OnceLock<Table> = OnceLock::new();
+    TABLE_CELL.get_or_init(|| {
+        let file = parse(TABLE).unwrap_or_else(|e| {
+            // A unit test parses the file, so this is only a safety net.
+            tracing::error!(error = %e, "the built-in model table does not parse");
+            File {
+                checked: String::new(),
+                model: Vec::new(),
+            }
+        });
+        Table {
+            checked: file.checked,
+            models: file.model,
+            unknown: [
+                ModelInfo::unknown(ProviderKind::Anthropic),
+                ModelInfo::unknown(ProviderKind::OpenAi),
+                ModelInfo::unknown(ProviderKind::Ollama),
+            ],
+        }
+    })
+}
+
+fn parse(text: &str) -> Result<File, toml::de::Error> {
+    toml::from_str(text)
+}
+
+/// When the table's figures were last checked (`YYYY-MM-DD`).
+pub fn checked() -> &'static str {
+    &table().checked
+}
+
+/// Every known model of `provider`, current ones first (ollama models are
+/// whatever the server has).
+pub fn models(provider: ProviderKind) -> impl Iterator<Item = &'static ModelInfo> {
+    table()
+        .models
         .iter()
-        .filter(|m| m.provider == provider)
-        .copied()
-        .collect()
+        .filter(move |m| m.provider == provider)
 }
 
 /// The model used when `--model` is not given; ollama has none.
@@ -87,18 +223,100 @@ pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
     }
 }
 
-/// What the catalogue knows about `id`, or conservative limits.
-pub fn info(provider: ProviderKind, id: &str) -> ModelInfo {
-    CATALOGUE
+/// What the table knows about `id` (or one of its aliases), or conservative
+/// limits for `provider`.
+pub fn info(provider: ProviderKind, id: &str) -> &'static ModelInfo {
+    let table = table();
+    table
+        .models
         .iter()
-        .find(|m| m.id == id)
-        .copied()
-        .unwrap_or(ModelInfo {
-            id: "",
-            provider,
-            context_window: UNKNOWN_CONTEXT_WINDOW,
-            max_output: UNKNOWN_MAX_OUTPUT,
-            reasoning: false,
-            price: None,
+        .find(|m| m.id == id || m.aliases.iter().any(|a| a == id))
+        .unwrap_or(match provider {
+            ProviderKind::Anthropic => &table.unknown[0],
+            ProviderKind::OpenAi => &table.unknown[1],
+            ProviderKind::Ollama => &table.unknown[2],
         })
+}
+
+/// The list prices of `id`, when known. Usage is priced per call with the
+/// model that served it: `price(kind, model).map(|p| p.cost(&usage))`.
+pub fn price(provider: ProviderKind, id: &str) -> Option<&'static Price> {
+    info(provider, id).price.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_parses_and_every_entry_is_sane() {
+        let file = parse(TABLE).unwrap();
+        assert_eq!(file.checked.len(), "2026-12-02".len());
+        let mut ids = std::collections::HashSet::new();
+        for model in &file.model {
+            for id in std::iter::once(&model.id).chain(&model.aliases) {
+                assert!(ids.insert(id.clone()), "{id} listed twice");
+            }
+            assert!(model.max_output <= model.context_window, "{}", model.id);
+            assert!(!model.wire.is_empty(), "{}", model.id);
+            let price = model.price.as_ref().unwrap();
+            for rates in std::iter::once(&price.base).chain(price.tiers.iter().map(|t| &t.rates)) {
+                assert!(rates.cache_read <= rates.input, "{}", model.id);
+                assert!(rates.cache_write_5m <= rates.cache_write_1h, "{}", model.id);
+            }
+        }
+        // The models of the old table stay, with their prices.
+        for (id, input, output) in [
+            ("claude-sonnet-4-5", 3.0, 15.0),
+            ("claude-opus-4-1", 15.0, 75.0),
+            ("claude-haiku-4-5", 1.0, 5.0),
+            ("gpt-4.1", 2.0, 8.0),
+            ("gpt-4.1-mini", 0.4, 1.6),
+            ("o4-mini", 1.1, 4.4),
+        ] {
+            let base = &file.model.iter().find(|m| m.id == id).unwrap();
+            let rates = &base.price.as_ref().unwrap().base;
+            assert_eq!((rates.input, rates.output), (input, output), "{id}");
+        }
+    }
+
+    #[test]
+    fn aliases_and_unknown_ids() {
+        let dated = info(ProviderKind::Anthropic, "claude-haiku-4-5-20251001");
+        assert_eq!(dated.id, "claude-haiku-4-5");
+        let unknown = info(ProviderKind::OpenAi, "my-local-model");
+        assert!(!unknown.known());
+        assert_eq!(unknown.context_window, UNKNOWN_CONTEXT_WINDOW);
+        assert!(unknown.price.is_none());
+        assert_eq!(
+            info(ProviderKind::Anthropic, "claude-opus-5-5").thinking,
+            Thinking::Adaptive
+        );
+    }
+
+    #[test]
+    fn cost_prices_cache_writes_by_lifetime_and_long_prompts_by_tier() {
+        let sonnet = price(ProviderKind::Anthropic, "claude-sonnet-4-5").unwrap();
+        let usage = Usage {
+            input: 1_000_000,
+            output: 100_000,
+            cache_read: 1_000_000,
+            cache_write: 2_000_000,
+            cache_write_1h: 1_000_000,
+        };
+        // 3 + 1.5 + 0.30 + 3.75 + 6.
+        assert!((sonnet.cost(&usage) - 14.55).abs() < 1e-9);
+        let haiku = price(ProviderKind::Anthropic, "claude-haiku-5-5").unwrap();
+        let short = Usage {
+            input: 100_000,
+            output: 1_000_000,
+            ..Usage::default()
+        };
+        assert!((haiku.cost(&short) - (0.01 + 0.5)).abs() < 1e-9);
+        let long = Usage {
+            input: 100_001,
+            ..short
+        };
+        assert!((haiku.cost(&long) - (100_001.0 * 0.5 / 1e6 + 2.5)).abs() < 1e-9);
+    }
 }

@@ -23,6 +23,9 @@ pub enum StopReason {
     Error,
     /// The user cancelled.
     Aborted,
+    /// The model declined to answer; `turn_end.error` says why when the
+    /// provider did.
+    Refusal,
 }
 
 impl StopReason {
@@ -33,6 +36,7 @@ impl StopReason {
             Self::Length => "length",
             Self::Error => "error",
             Self::Aborted => "aborted",
+            Self::Refusal => "refusal",
         }
     }
 }
@@ -66,6 +70,9 @@ pub enum Block {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
+    /// Reasoning the provider encrypted: unreadable, kept in the session and
+    /// sent back with its turn; the streams show only that it was there.
+    RedactedThinking {},
     ToolCall {
         id: String,
         name: String,

@@ -320,8 +320,34 @@ pub(crate) fn validate(request: &Recorded) -> Verdict {
                     return invalid("`max_tokens` must be greater than `thinking.budget_tokens`");
                 }
             }
+            Some("adaptive") => {
+                if thinking.get("budget_tokens").is_some() {
+                    return invalid(
+                        "thinking.adaptive.budget_tokens: Extra inputs are not permitted",
+                    );
+                }
+            }
             Some("disabled") => {}
-            _ => return invalid("thinking: Input tag does not match 'enabled' or 'disabled'"),
+            _ => {
+                return invalid(
+                    "thinking: Input tag does not match 'enabled', 'adaptive' or 'disabled'",
+                );
+            }
+        }
+        let model = body["model"].as_str().unwrap_or_default();
+        if thinking["type"] == "enabled" && adaptive_only(model) {
+            return invalid(format!(
+                "thinking.type.enabled is not supported for {model}; use thinking.type.adaptive \
+                 and output_config.effort"
+            ));
+        }
+    }
+    if let Some(effort) = body.get("output_config").and_then(|c| c.get("effort")) {
+        let known = ["low", "medium", "high", "xhigh", "max"];
+        if !effort.as_str().is_some_and(|e| known.contains(&e)) {
+            return invalid(
+                "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'",
+            );
         }
     }
     if let Some(tools) = body.get("tools") {
@@ -403,6 +429,16 @@ pub(crate) fn validate(request: &Recorded) -> Verdict {
         return invalid(missing_results(messages.len() - 1, &ids));
     }
     Ok(())
+}
+
+/// Claude models from generation 5 on take adaptive thinking only
+/// (`claude-<family>-<major>[-<minor>]`).
+fn adaptive_only(model: &str) -> bool {
+    model
+        .strip_prefix("claude-")
+        .and_then(|rest| rest.split('-').nth(1))
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| (5..1000).contains(&major))
 }
 
 fn missing_results(assistant_index: usize, ids: &[&str]) -> String {

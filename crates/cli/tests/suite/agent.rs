@@ -837,26 +837,35 @@ async fn usage_events_carry_the_cost_at_list_prices() {
     let model = MockModel::start([anthropic::Script::new()
         .text("priced")
         .usage(1_000_000, 100_000)
+        .cache(1_000_000, 1_000_000)
         .build()])
     .await;
     let run = zot(
         &w,
         &model,
         "anthropic",
-        &["--json", "--no-session", "how much?"],
+        &[
+            "--json",
+            "--no-session",
+            "--model",
+            "claude-opus-5-5",
+            "how much?",
+        ],
     );
     assert_eq!(run.code, 0, "{run:?}");
     let usage = events(&run)
         .into_iter()
         .find(|e| e["type"] == "usage")
         .unwrap();
-    // claude-sonnet-4-5: $3 in, $15 out per million tokens.
+    // From the model table, claude-opus-5-5: $4 in, $20 out, $5 a 5-minute
+    // cache write and $0.20 a cache read (a twentieth of input) per million.
+    let cost = 4.0 + 2.0 + 5.0 + 0.2;
     assert!(
-        (usage["cost_usd"].as_f64().unwrap() - 4.5).abs() < 1e-9,
+        (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
         "{usage}"
     );
     assert!(
-        (usage["cumulative"]["cost_usd"].as_f64().unwrap() - 4.5).abs() < 1e-9,
+        (usage["cumulative"]["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
         "{usage}"
     );
 }

@@ -65,7 +65,7 @@ async fn the_user_config_picks_provider_and_base_url_a_project_cannot() {
     let model = MockModel::start([openai::text("from openai")]).await;
     write(
         &user_file(&w),
-        &json!({"provider": "openai", "base_url": model.url(), "model": "gpt-4.1"}),
+        &json!({"provider": "openai", "base_url": model.url(), "model": "o4-mini"}),
     );
     write(
         &project_file(&w),

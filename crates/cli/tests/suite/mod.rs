@@ -24,6 +24,7 @@ mod remote;
 mod rpc;
 mod scaffold;
 mod search_tools;
+mod stops;
 mod terminal;
 mod trust;
 mod tui;

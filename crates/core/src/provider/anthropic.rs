@@ -10,11 +10,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Completion, ProviderConfig, ProviderError, Reasoning, Request, StopReason, StreamEvent, Usage,
-    parse_args,
+    Completion, End, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
+    StreamEvent, Usage, parse_args,
 };
 use super::{retry, sse};
 use crate::message::{Block, Message, Role};
+use crate::models::{self, Thinking};
 
 const PROVIDER: &str = "anthropic";
 const API_VERSION: &str = "2023-06-01";
@@ -87,17 +88,35 @@ fn stream_error(message: String) -> ProviderError {
 /// from the conversation (no intermediate `Value` tree).
 pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
     let mut max_tokens = request.max_tokens;
-    let thinking = request.reasoning.map(|reasoning| {
-        let budget = thinking_budget(reasoning);
-        max_tokens = max_tokens.max(budget + ANSWER_TOKENS);
-        Thinking {
-            kind: "enabled",
-            budget_tokens: budget,
+    let model = models::info(ProviderKind::Anthropic, request.model);
+    let (thinking, output_config) = match (request.reasoning, model.thinking) {
+        (Some(reasoning), Thinking::Budget | Thinking::Effort) => {
+            let budget = thinking_budget(reasoning);
+            max_tokens = max_tokens.max(budget + ANSWER_TOKENS);
+            let thinking = WireThinking {
+                kind: "enabled",
+                budget_tokens: Some(budget),
+            };
+            (Some(thinking), None)
         }
-    });
+        // These models reject a budget: they decide how long to think,
+        // guided by the effort level.
+        (Some(reasoning), Thinking::Adaptive) => {
+            let thinking = WireThinking {
+                kind: "adaptive",
+                budget_tokens: None,
+            };
+            let effort = OutputConfig {
+                effort: reasoning.as_str(),
+            };
+            (Some(thinking), Some(effort))
+        }
+        (None, _) | (Some(_), Thinking::None) => (None, None),
+    };
     let body = Body {
         model: request.model,
         thinking,
+        output_config,
         max_tokens,
         system: request.system,
         messages: wire_messages(request.messages),
@@ -120,7 +139,9 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
 struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    thinking: Option<Thinking>,
+    thinking: Option<WireThinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig>,
     max_tokens: u32,
     #[serde(skip_serializing_if = "str::is_empty")]
     system: &'a str,
@@ -131,10 +152,16 @@ struct Body<'a> {
 }
 
 #[derive(Serialize)]
-struct Thinking {
+struct WireThinking {
     #[serde(rename = "type")]
     kind: &'static str,
-    budget_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct OutputConfig {
+    effort: &'static str,
 }
 
 #[derive(Serialize)]
@@ -163,6 +190,9 @@ enum WireBlock<'a> {
     Thinking {
         thinking: &'a str,
         signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
     },
     ToolUse {
         id: &'a str,
@@ -246,6 +276,7 @@ fn wire_block(block: &Block, assistant: bool) -> Option<WireBlock<'_>> {
             thinking,
             signature,
         }),
+        Block::RedactedThinking { data } if assistant => Some(WireBlock::RedactedThinking { data }),
         Block::ToolCall { id, name, args } if assistant => Some(WireBlock::ToolUse {
             id,
             name,
@@ -299,7 +330,8 @@ enum Partial {
         json: String,
         initial: Value,
     },
-    /// Blocks the message model has no place for (`redacted_thinking`, server tools).
+    RedactedThinking(String),
+    /// Blocks the message model has no place for (server tools).
     Other,
 }
 
@@ -308,6 +340,9 @@ struct StreamState {
     /// By the API's block index, which is the order of the final message.
     blocks: BTreeMap<u64, Partial>,
     stop: Option<StopReason>,
+    /// The refusal's `stop_details`, in words.
+    detail: Option<String>,
+    end: End,
     usage: Usage,
 }
 
@@ -336,44 +371,20 @@ impl StreamState {
                 if let Some(usage) = data.pointer("/message/usage") {
                     self.read_usage(usage);
                 }
+                // A message may start with content already in it (a
+                // continued turn): those blocks come first, complete.
+                let content = data.pointer("/message/content").and_then(Value::as_array);
+                for (at, block) in content.into_iter().flatten().enumerate() {
+                    let partial = start_block(block, &emit);
+                    if let Partial::ToolUse { id, .. } = &partial {
+                        emit(StreamEvent::ToolUseEnd { id: id.clone() });
+                    }
+                    self.blocks.insert(at as u64, partial);
+                }
             }
             "content_block_start" => {
                 let block = data.get("content_block").unwrap_or(&Value::Null);
-                let partial = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = str_field(block, "text");
-                        if !text.is_empty() {
-                            emit(StreamEvent::TextDelta(text.to_owned()));
-                        }
-                        Partial::Text(text.to_owned())
-                    }
-                    Some("thinking") => {
-                        let thinking = str_field(block, "thinking");
-                        if !thinking.is_empty() {
-                            emit(StreamEvent::ThinkingDelta(thinking.to_owned()));
-                        }
-                        Partial::Thinking {
-                            thinking: thinking.to_owned(),
-                            signature: str_field(block, "signature").to_owned(),
-                        }
-                    }
-                    Some("tool_use") => {
-                        let id = str_field(block, "id").to_owned();
-                        let name = str_field(block, "name").to_owned();
-                        emit(StreamEvent::ToolUseStart {
-                            id: id.clone(),
-                            name: name.clone(),
-                        });
-                        let initial = block.get("input").cloned().unwrap_or(Value::Null);
-                        Partial::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            initial,
-                        }
-                    }
-                    _ => Partial::Other,
-                };
+                let partial = start_block(block, &emit);
                 self.blocks.insert(index, partial);
             }
             "content_block_delta" => {
@@ -419,6 +430,14 @@ impl StreamState {
             "message_delta" => {
                 if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop = Some(stop_reason(reason));
+                    self.end = match reason {
+                        "pause_turn" => End::Paused,
+                        "model_context_window_exceeded" => End::ContextFull,
+                        _ => End::Normal,
+                    };
+                }
+                if let Some(details) = data.pointer("/delta/stop_details") {
+                    self.detail = stop_details(details);
                 }
                 if let Some(usage) = data.get("usage") {
                     self.read_usage(usage);
@@ -430,7 +449,12 @@ impl StreamState {
                     .pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("unknown error event");
-                return Err(stream_error(message.to_owned()));
+                let kind = data.pointer("/error/type").and_then(Value::as_str);
+                return Err(ProviderError::ErrorEvent {
+                    provider: PROVIDER,
+                    kind: kind.unwrap_or("error").to_owned(),
+                    message: message.to_owned(),
+                });
             }
             // `ping` keeps the connection alive; unknown events are the API
             // growing, which must not break old clients.
@@ -454,6 +478,12 @@ impl StreamState {
         }
         if let Some(n) = field("cache_creation_input_tokens") {
             self.usage.cache_write = n;
+        }
+        if let Some(n) = usage
+            .pointer("/cache_creation/ephemeral_1h_input_tokens")
+            .and_then(Value::as_u64)
+        {
+            self.usage.cache_write_1h = n;
         }
     }
 
@@ -484,6 +514,7 @@ impl StreamState {
                     };
                     Some(Block::ToolCall { id, name, args })
                 }
+                Partial::RedactedThinking(data) => Some(Block::RedactedThinking { data }),
                 Partial::Other => None,
             })
             .collect();
@@ -499,7 +530,50 @@ impl StreamState {
             message: Message::new(Role::Assistant, blocks),
             stop,
             usage: self.usage,
+            detail: self.detail,
+            end: self.end,
         }
+    }
+}
+
+/// A block as `content_block_start` (or `message_start`) carries it, with
+/// the stream events for what it holds already.
+fn start_block(block: &Value, emit: &impl Fn(StreamEvent)) -> Partial {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => {
+            let text = str_field(block, "text");
+            if !text.is_empty() {
+                emit(StreamEvent::TextDelta(text.to_owned()));
+            }
+            Partial::Text(text.to_owned())
+        }
+        Some("thinking") => {
+            let thinking = str_field(block, "thinking");
+            if !thinking.is_empty() {
+                emit(StreamEvent::ThinkingDelta(thinking.to_owned()));
+            }
+            Partial::Thinking {
+                thinking: thinking.to_owned(),
+                signature: str_field(block, "signature").to_owned(),
+            }
+        }
+        Some("redacted_thinking") => Partial::RedactedThinking(str_field(block, "data").to_owned()),
+        Some("tool_use") => {
+            let id = str_field(block, "id").to_owned();
+            let name = str_field(block, "name").to_owned();
+            emit(StreamEvent::ToolUseStart {
+                id: id.clone(),
+                name: name.clone(),
+            });
+            let initial = block.get("input").cloned().unwrap_or(Value::Null);
+            Partial::ToolUse {
+                id,
+                name,
+                json: String::new(),
+                initial,
+            }
+        }
+        _ => Partial::Other,
     }
 }
 
@@ -507,9 +581,29 @@ fn stop_reason(reason: &str) -> StopReason {
     match reason {
         "tool_use" => StopReason::ToolUse,
         "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
-        // end_turn, stop_sequence, and pause_turn/refusal, which end the
-        // turn as far as the agent is concerned.
+        "refusal" => StopReason::Refusal,
+        // end_turn, stop_sequence, and pause_turn (`End::Paused` says the
+        // model goes on).
         _ => StopReason::EndTurn,
+    }
+}
+
+/// A refusal's `stop_details` (`{type: "refusal", category, explanation}`)
+/// in words: the explanation, with the policy category when there is one.
+fn stop_details(details: &Value) -> Option<String> {
+    let explanation = details
+        .get("explanation")
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty());
+    let category = details
+        .get("category")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty());
+    match (explanation, category) {
+        (Some(e), Some(c)) => Some(format!("{} ({c})", e.trim())),
+        (Some(e), None) => Some(e.trim().to_owned()),
+        (None, Some(c)) => Some(format!("category {c}")),
+        (None, None) => None,
     }
 }
 
@@ -598,6 +692,28 @@ mod tests {
         assert!(sent.get("tools").is_none());
         request.max_tokens = 64000;
         assert_eq!(body(&request)["max_tokens"], 64000);
+    }
+
+    #[test]
+    fn adaptive_models_get_an_effort_not_a_budget() {
+        let messages = [Message::user("hi")];
+        let request = Request {
+            model: "claude-opus-5-5",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 32_000,
+            reasoning: Some(Reasoning::High),
+        };
+        let sent = body(&request);
+        assert_eq!(sent["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(sent["output_config"], json!({"effort": "high"}));
+        assert_eq!(sent["max_tokens"], 32_000);
+        let quiet = body(&Request {
+            reasoning: None,
+            ..request
+        });
+        assert!(quiet.get("thinking").is_none() && quiet.get("output_config").is_none());
     }
 
     #[test]

@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::message::Message;
 use crate::tool::ToolSpec;
 
+/// The waits before asking again after a stream failed with an `error`
+/// event before showing anything: the same backoff as a 503.
+pub use retry::BACKOFF as STREAM_RETRY_BACKOFF;
 /// An error with its causes, as one line; the MCP transports word errors the same way.
 pub use retry::error_chain;
 /// The SSE reader, also used by the extension host for MCP's legacy HTTP+SSE transport.
@@ -115,7 +118,10 @@ pub struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_read: u64,
+    /// Tokens written to the cache, of every lifetime.
     pub cache_write: u64,
+    /// The part of `cache_write` kept for an hour (priced higher).
+    pub cache_write_1h: u64,
 }
 
 /// What a provider reports while it streams.
@@ -144,6 +150,24 @@ pub struct Completion {
     pub message: Message,
     pub stop: StopReason,
     pub usage: Usage,
+    /// Why it stopped, in the provider's words, when it said more than the
+    /// reason (a refusal's explanation).
+    pub detail: Option<String>,
+    /// How the call ended beyond `stop`.
+    pub end: End,
+}
+
+/// What the agent must do about how a call ended, beyond its stop reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum End {
+    #[default]
+    Normal,
+    /// The provider paused a long turn (Anthropic `pause_turn`): send the
+    /// message back as it is and the model goes on.
+    Paused,
+    /// The conversation filled the context window (Anthropic
+    /// `model_context_window_exceeded`): the answer is cut.
+    ContextFull,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -161,14 +185,48 @@ pub enum ProviderError {
         url: String,
         message: String,
     },
-    /// An `error` event or a broken stream after the response started.
+    /// A broken or malformed stream after the response started.
     #[error("{provider}: {message}")]
     Stream {
         provider: &'static str,
         message: String,
     },
+    /// An `error` event in a streamed response (an `overloaded_error`, say):
+    /// the server gave up on the answer, which a new request may get.
+    #[error("{provider}: {message}")]
+    ErrorEvent {
+        provider: &'static str,
+        kind: String,
+        message: String,
+    },
     #[error("cancelled")]
     Cancelled,
+}
+
+impl ProviderError {
+    /// Whether the request was too long for the model's context window
+    /// (Anthropic "prompt is too long", OpenAI `context_length_exceeded`):
+    /// compacting the conversation may make it fit.
+    pub fn is_context_overflow(&self) -> bool {
+        let Self::Status {
+            status: 400 | 413,
+            message,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let message = message.to_ascii_lowercase();
+        [
+            "prompt is too long",
+            "context_length_exceeded",
+            "maximum context length",
+            "context window",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|needle| message.contains(needle))
+    }
 }
 
 /// A request body as JSON bytes.

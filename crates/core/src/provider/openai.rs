@@ -11,10 +11,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Completion, ProviderConfig, ProviderError, Request, StopReason, StreamEvent, Usage, parse_args,
+    Completion, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
+    StreamEvent, Usage, parse_args,
 };
 use super::{retry, sse};
 use crate::message::{Block, Message, Role};
+use crate::models::{self, Thinking};
 
 pub(crate) async fn complete(
     http: &reqwest::Client,
@@ -92,11 +94,20 @@ pub(crate) fn endpoint(base_url: &str) -> String {
 /// The JSON body of a streaming chat completions call, serialised straight
 /// from the conversation (no intermediate `Value` tree).
 pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
-    let (reasoning_effort, max_tokens, max_completion_tokens) = match request.reasoning {
-        // Reasoning models reject `max_tokens`; their limit includes the
-        // hidden reasoning.
-        Some(reasoning) => (Some(reasoning.as_str()), None, Some(request.max_tokens)),
-        None => (None, Some(request.max_tokens), None),
+    let model = models::info(ProviderKind::OpenAi, request.model);
+    let reasoning_effort = request
+        .reasoning
+        .filter(|_| model.thinking != Thinking::None)
+        .map(Reasoning::as_str);
+    // Reasoning models reject `max_tokens`; their limit includes the hidden
+    // reasoning. A model the table does not know gets `max_tokens` unless
+    // asked to reason: that is what other compatible servers take.
+    let reasoning_model =
+        reasoning_effort.is_some() || (model.known() && model.thinking == Thinking::Effort);
+    let (max_tokens, max_completion_tokens) = if reasoning_model {
+        (None, Some(request.max_tokens))
+    } else {
+        (Some(request.max_tokens), None)
     };
     let body = Body {
         model: request.model,
@@ -384,6 +395,8 @@ struct StreamState {
     thinking: String,
     /// By the API's `index`, which is also their order in the message.
     calls: BTreeMap<u64, PartialCall>,
+    /// What the model said instead of answering (`delta.refusal`).
+    refusal: String,
     stop: Option<StopReason>,
     usage: Usage,
 }
@@ -402,7 +415,16 @@ impl StreamState {
                 .and_then(Value::as_str)
                 .or_else(|| error.as_str())
                 .unwrap_or("unknown error");
-            return Err(stream_error(self.provider, message.to_owned()));
+            let kind = error
+                .get("type")
+                .or_else(|| error.get("code"))
+                .and_then(Value::as_str)
+                .unwrap_or("error");
+            return Err(ProviderError::ErrorEvent {
+                provider: self.provider,
+                kind: kind.to_owned(),
+                message: message.to_owned(),
+            });
         }
         // A closed receiver only means nobody watches the stream.
         let emit = |event| {
@@ -424,17 +446,32 @@ impl StreamState {
             .and_then(Value::as_str)
             .or_else(|| delta.get("reasoning").and_then(Value::as_str))
             .unwrap_or_default();
-        if !thinking.is_empty() {
-            self.thinking.push_str(thinking);
-            emit(StreamEvent::ThinkingDelta(thinking.to_owned()));
+        self.add_thinking(thinking, &emit);
+        match delta.get("content") {
+            Some(Value::String(text)) => self.add_text(text, &emit),
+            // Some servers (Mistral's reasoning models) send the content as
+            // parts: text, and thinking that holds text parts of its own.
+            Some(Value::Array(parts)) => {
+                for part in parts {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("text") => self.add_text(str_at(part, "text"), &emit),
+                        Some("thinking") => match part.get("thinking") {
+                            Some(Value::String(text)) => self.add_thinking(text, &emit),
+                            Some(Value::Array(inner)) => {
+                                for piece in inner {
+                                    self.add_thinking(str_at(piece, "text"), &emit);
+                                }
+                            }
+                            _ => {}
+                        },
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
         }
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
-            self.text.push_str(text);
-            emit(StreamEvent::TextDelta(text.to_owned()));
+        if let Some(refusal) = delta.get("refusal").and_then(Value::as_str) {
+            self.refusal.push_str(refusal);
         }
         for (position, fragment) in delta
             .get("tool_calls")
@@ -477,11 +514,26 @@ impl StreamState {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.stop = Some(match reason {
                 "length" => StopReason::Length,
+                "content_filter" => StopReason::Refusal,
                 "tool_calls" | "function_call" => StopReason::ToolUse,
                 _ => StopReason::EndTurn,
             });
         }
         Ok(())
+    }
+
+    fn add_text(&mut self, text: &str, emit: &impl Fn(StreamEvent)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            emit(StreamEvent::TextDelta(text.to_owned()));
+        }
+    }
+
+    fn add_thinking(&mut self, thinking: &str, emit: &impl Fn(StreamEvent)) {
+        if !thinking.is_empty() {
+            self.thinking.push_str(thinking);
+            emit(StreamEvent::ThinkingDelta(thinking.to_owned()));
+        }
     }
 
     fn finish(mut self, events: &mpsc::UnboundedSender<StreamEvent>) -> Completion {
@@ -522,12 +574,25 @@ impl StreamState {
         if has_calls && stop == StopReason::EndTurn {
             stop = StopReason::ToolUse;
         }
+        let mut detail = None;
+        if !self.refusal.trim().is_empty() {
+            stop = StopReason::Refusal;
+            detail = Some(self.refusal.trim().to_owned());
+        } else if stop == StopReason::Refusal {
+            detail = Some("the provider's content filter stopped the answer".to_owned());
+        }
         Completion {
             message: Message::new(Role::Assistant, blocks),
             stop,
             usage: self.usage,
+            detail,
+            end: super::End::Normal,
         }
     }
+}
+
+fn str_at<'a>(value: &'a Value, name: &str) -> &'a str {
+    value.get(name).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn start_call(call: &mut PartialCall, emit: &impl Fn(StreamEvent)) {
@@ -619,6 +684,32 @@ mod tests {
             "data:image/png;base64,AAAA"
         );
         assert_eq!(wire[1]["content"], Value::Null);
+    }
+
+    #[test]
+    fn the_table_decides_the_reasoning_fields() {
+        let messages = [Message::user("hi")];
+        let body = |model, reasoning| -> Value {
+            let request = Request {
+                model,
+                system: "",
+                messages: &messages,
+                tools: &[],
+                max_tokens: 100,
+                reasoning,
+            };
+            serde_json::from_slice(&request_body(&request)).unwrap()
+        };
+        let low = Some(crate::provider::Reasoning::Low);
+        // gpt-4.1 does not reason: no effort, and `max_tokens`.
+        let plain = body("gpt-4.1", low);
+        assert!(plain.get("reasoning_effort").is_none());
+        assert_eq!(plain["max_tokens"], 100);
+        // A reasoning model takes `max_completion_tokens` even without --reasoning.
+        let sol = body("gpt-6.2-sol", None);
+        assert!(sol.get("max_tokens").is_none() && sol.get("reasoning_effort").is_none());
+        assert_eq!(sol["max_completion_tokens"], 100);
+        assert_eq!(body("gpt-6.2-sol", low)["reasoning_effort"], "low");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::ProviderError;
 
 /// How long to wait before each retry of a connection failure or a 502/503/504,
 /// as the agent issue asks: two retries, 250 ms then 750 ms.
-pub(crate) const BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(750)];
+pub const BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(750)];
 
 /// The wait after a 429 without a usable `retry-after` header (the agent issue).
 pub(crate) const RATE_LIMIT_DEFAULT_WAIT: Duration = Duration::from_secs(1);

@@ -349,7 +349,8 @@ mod anthropic {
                 input: 10,
                 output: 5,
                 cache_read: 0,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0,
             }
         );
     }
@@ -440,7 +441,8 @@ mod anthropic {
                 input: 100,
                 output: 42,
                 cache_read: 30,
-                cache_write: 7
+                cache_write: 7,
+                cache_write_1h: 0,
             }
         );
     }
@@ -466,8 +468,9 @@ mod anthropic {
         let (result, _) = run(&anthropic(&mock), &request(vec![Message::user("hi")])).await;
         assert_eq!(
             result,
-            Err(ProviderError::Stream {
+            Err(ProviderError::ErrorEvent {
                 provider: "anthropic",
+                kind: "overloaded_error".into(),
                 message: "Overloaded".into()
             })
         );
@@ -643,7 +646,8 @@ mod openai {
                 input: 10,
                 output: 5,
                 cache_read: 0,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0,
             }
         );
     }
@@ -779,7 +783,8 @@ mod openai {
                 input: 70,
                 output: 20,
                 cache_read: 30,
-                cache_write: 0
+                cache_write: 0,
+                cache_write_1h: 0,
             }
         );
     }
@@ -805,8 +810,9 @@ mod openai {
         let (result, _) = run(&openai(&mock), &request(vec![Message::user("hi")])).await;
         assert_eq!(
             result,
-            Err(ProviderError::Stream {
+            Err(ProviderError::ErrorEvent {
                 provider: "openai",
+                kind: "server_error".into(),
                 message: "The server had an error".into()
             })
         );

@@ -62,7 +62,12 @@ fn chunked(bytes: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
 fn assert_clear(kind: ProviderKind, result: &Result<Completion, ProviderError>) {
     match result {
         Ok(_) => {}
-        Err(ProviderError::Stream { provider, message }) => {
+        Err(
+            ProviderError::Stream { provider, message }
+            | ProviderError::ErrorEvent {
+                provider, message, ..
+            },
+        ) => {
             assert_eq!(*provider, kind.name());
             assert!(!message.trim().is_empty(), "an error without a message");
         }

@@ -1,0 +1,426 @@
+//! How a model call can end, through the built binary: refusals, answers cut
+//! at the output limit, a full context window, paused turns, error events
+//! mid-stream, and the stream shapes that carry content in unusual places.
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, Response, anthropic, status};
+
+use super::rpc::Rpc;
+use super::support::{Run, World, events};
+
+fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
+    w.against(model, provider, args).output().unwrap().into()
+}
+
+/// An Anthropic stream of exactly these events (each `event:` named after
+/// its `type`, as the API sends them).
+fn anthropic_stream(events: &[Value]) -> Response {
+    Response::sse(
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())),
+    )
+}
+
+fn message_start(content: Value) -> Value {
+    json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-mock",
+        "content": content, "stop_reason": null,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }})
+}
+
+fn text_block(index: u64, text: &str) -> [Value; 3] {
+    [
+        json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
+        json!({"type": "content_block_stop", "index": index}),
+    ]
+}
+
+fn message_end(stop: &str, details: Value) -> [Value; 2] {
+    [
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_details": details}, "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+/// An OpenAI chat completions stream of these chunks' deltas, then `finish`.
+fn openai_stream(deltas: &[Value], finish: &str) -> Response {
+    let chunk = |delta: &Value, finish: Option<&str>| {
+        let body = json!({"id": "c1", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {body}\n\n")
+    };
+    let mut lines: Vec<String> = deltas.iter().map(|d| chunk(d, None)).collect();
+    lines.push(chunk(&json!({}), Some(finish)));
+    lines.push("data: [DONE]\n\n".to_owned());
+    Response::sse(lines)
+}
+
+fn turn_ends(run: &Run) -> Vec<Value> {
+    events(run)
+        .into_iter()
+        .filter(|e| e["type"] == "turn_end")
+        .collect()
+}
+
+fn refusal() -> Response {
+    let mut events = vec![message_start(json!([]))];
+    events.extend(text_block(0, "I can't"));
+    events.extend(message_end(
+        "refusal",
+        json!({"type": "refusal", "category": "cyber", "explanation": "This asks for working malware."}),
+    ));
+    anthropic_stream(&events)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_is_shown_with_its_reason_and_fails_the_prompt() {
+    let w = World::new();
+    let model = MockModel::start([refusal(), refusal()]).await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "write malware"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the model refused: This asks for working malware. (cyber)"),
+        "{run:?}"
+    );
+    assert_eq!(run.stdout, "I can't\n");
+
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["--json", "--no-session", "again"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let ends = turn_ends(&run);
+    assert_eq!(ends.len(), 1, "{run:?}");
+    assert_eq!(ends[0]["stop"], "refusal");
+    assert_eq!(ends[0]["error"], "This asks for working malware. (cyber)");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_openai_refusal_and_content_filter_are_refusals() {
+    let w = World::new();
+    let model = MockModel::start([
+        openai_stream(
+            &[json!({"role": "assistant", "refusal": "I won't help with that."})],
+            "stop",
+        ),
+        openai_stream(&[json!({"content": "Partial"})], "content_filter"),
+    ])
+    .await;
+    let run = zot(&w, &model, "openai", &["-p", "--no-session", "bad"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("the model refused: I won't help with that."),
+        "{run:?}"
+    );
+    let run = zot(&w, &model, "openai", &["--json", "--no-session", "bad"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(turn_ends(&run)[0]["stop"], "refusal", "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_cut_at_the_output_limit_says_so_and_runs_no_cut_tool_call() {
+    let w = World::new();
+    // The tool call's arguments stop mid-string: it must not run.
+    let cut = anthropic::Script::new()
+        .text("Let me write it.")
+        .tool_call("t1", "bash", r#"{"command": "touch ran"#)
+        .stop_reason("max_tokens")
+        .build();
+    let model = MockModel::start([cut, anthropic::text("next")]).await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let ends = turn_ends(&run);
+    assert_eq!(ends.len(), 1, "{run:?}");
+    assert_eq!(ends[0]["stop"], "length");
+    let note = ends[0]["error"].as_str().unwrap();
+    assert!(note.contains("cut at the output limit"), "{note}");
+    assert!(note.contains("not run: bash"), "{note}");
+    assert!(!events(&run).iter().any(|e| e["type"] == "tool_call"));
+    assert!(!w.project.join("ran").exists());
+    assert_eq!(model.requests().len(), 1);
+
+    // Print mode tells the user on stderr and keeps the answer.
+    let model = MockModel::start([anthropic::Script::new()
+        .text("The first half")
+        .stop_reason("max_tokens")
+        .build()])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "The first half\n");
+    assert!(
+        run.stderr
+            .contains("zot: note: the answer was cut at the output limit"),
+        "{run:?}"
+    );
+}
+
+/// Three tool-calling turns, so a compaction has something to summarise.
+fn three_tool_turns() -> Vec<Response> {
+    (1..=3)
+        .map(|n| anthropic::tool_call(&format!("t{n}"), "bash", r#"{"command":"echo hi"}"#))
+        .collect()
+}
+
+fn too_long() -> Response {
+    status(
+        400,
+        anthropic::error_body(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_context_window_compacts_and_retries_once() {
+    let w = World::new();
+    let mut script = three_tool_turns();
+    script.push(too_long());
+    script.push(anthropic::text("Summary of the work."));
+    script.push(anthropic::text("done"));
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = events(&run);
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        "{run:?}"
+    );
+    let answer = all
+        .iter()
+        .rfind(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(answer["content"][0]["text"], "done");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    let retry = &requests[5].body["messages"];
+    assert!(
+        retry[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Summary of the work."),
+        "{retry}"
+    );
+
+    // Still too long after compacting: a clear error, no third attempt.
+    let mut script = three_tool_turns();
+    script.extend([
+        too_long(),
+        anthropic::text("Summary."),
+        too_long(),
+        anthropic::text("never"),
+    ]);
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("prompt is too long")
+            && run.stderr.contains("still does not fit after compacting"),
+        "{run:?}"
+    );
+    assert_eq!(model.requests().len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_context_window_stop_reason_compacts_too() {
+    let w = World::new();
+    let mut script = three_tool_turns();
+    script.push(
+        anthropic::Script::new()
+            .text("cut by the window")
+            .stop_reason("model_context_window_exceeded")
+            .build(),
+    );
+    script.push(anthropic::text("Summary."));
+    script.push(anthropic::text("done"));
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "done\n");
+    // The cut answer is not part of the conversation asked again.
+    let last = model.requests().pop().unwrap();
+    assert!(
+        !last.raw_body.contains("cut by the window"),
+        "{}",
+        last.raw_body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_turn_is_sent_back_to_go_on() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .text("Searching the web")
+            .stop_reason("pause_turn")
+            .build(),
+        anthropic::text("Found it."),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "look it up"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "Found it.\n");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().unwrap().clone();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "assistant", "{last}");
+    assert_eq!(last["content"][0]["text"], "Searching the web");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_event_before_any_output_is_retried() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::error_event("Overloaded"),
+        anthropic::text("Second time lucky."),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "Second time lucky.\n");
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_event_after_output_fails_and_keeps_the_partial_answer() {
+    let w = World::new();
+    let mut events = vec![message_start(json!([]))];
+    events.extend(text_block(0, "Half an ans"));
+    events.push(
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    );
+    let model = MockModel::start([anthropic_stream(&events), anthropic::text("ok")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "first"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("Overloaded"), "{run:?}");
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "shown output is never asked again"
+    );
+    // The session goes on from the partial answer.
+    let run = zot(&w, &model, "anthropic", &["-p", "-c", "go on"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let messages = model.requests()[1].body["messages"].clone();
+    assert_eq!(messages[1]["role"], "assistant", "{messages}");
+    assert_eq!(messages[1]["content"][0]["text"], "Half an ans");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redacted_and_empty_thinking_go_back_verbatim_and_message_start_content_counts() {
+    let w = World::new();
+    let events = [
+        vec![message_start(json!([{"type": "text", "text": "Already here."}]))],
+        vec![
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "ENCRYPTED=="}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "signature_delta", "signature": "sig-empty"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 3, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"echo hi\"}"}}),
+            json!({"type": "content_block_stop", "index": 3}),
+        ],
+        message_end("tool_use", Value::Null).to_vec(),
+    ]
+    .concat();
+    let model = MockModel::start([anthropic_stream(&events), anthropic::text("done")]).await;
+    let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let first = super::support::events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(first["content"][0]["text"], "Already here.", "{first}");
+    assert_eq!(first["content"][1]["type"], "redacted_thinking", "{first}");
+    let sent = &model.requests()[1].body["messages"][1]["content"];
+    assert_eq!(
+        sent,
+        &json!([
+            {"type": "text", "text": "Already here."},
+            {"type": "redacted_thinking", "data": "ENCRYPTED=="},
+            {"type": "thinking", "thinking": "", "signature": "sig-empty"},
+            {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "echo hi"}},
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn content_sent_as_an_array_of_parts_is_read() {
+    let w = World::new();
+    let model = MockModel::start([openai_stream(
+        &[
+            json!({"role": "assistant", "content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me think."}]}]}),
+            json!({"content": [{"type": "text", "text": "The answer"}]}),
+            json!({"content": [{"type": "text", "text": " is 42."}]}),
+        ],
+        "stop",
+    )])
+    .await;
+    let run = zot(&w, &model, "openai", &["--json", "--no-session", "q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = events(&run);
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "thinking_delta" && e["delta"] == "Let me think."),
+        "{run:?}"
+    );
+    let answer = all
+        .iter()
+        .find(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(
+        answer["content"][1]["text"], "The answer is 42.",
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_ends_a_refused_turn_with_stop_refusal() {
+    let w = World::new();
+    let model = MockModel::start([refusal()]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"write malware"}"#);
+    let end = rpc.until(|v| v["type"] == "turn_end");
+    assert_eq!(end["stop"], "refusal", "{end}");
+    assert_eq!(end["error"], "This asks for working malware. (cyber)");
+    rpc.until(|v| v["type"] == "done");
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn adaptive_models_get_an_effort_not_a_budget() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("thought")]).await;
+    let args = [
+        "-p",
+        "--no-session",
+        "--model",
+        "claude-opus-5-5",
+        "--reasoning",
+        "high",
+        "hi",
+    ];
+    let run = zot(&w, &model, "anthropic", &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = &model.requests()[0].body;
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "high"}));
+}
