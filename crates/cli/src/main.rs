@@ -7,6 +7,9 @@ use clap::Parser;
 use zot_cli::args::Cli;
 
 fn main() -> ExitCode {
+    // Before anything else: no process zot starts may read its memory or
+    // environment (API keys, the RPC token).
+    zot_sandbox::make_undumpable();
     let cli = Cli::parse_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
         std::env::args_os().collect(),
     )));

@@ -2,8 +2,8 @@
 //! enforce and builds everything that allocates (the Landlock ruleset, the
 //! seccomp program, the uid/gid map lines) before the fork; [`Prepared::apply`]
 //! installs a `pre_exec` step that only makes async-signal-safe syscalls:
-//! `unshare`, writing the maps, `prctl(PR_SET_NO_NEW_PRIVS)`, `seccomp` and
-//! `landlock_restrict_self`.
+//! giving up the terminal, `unshare`, writing the maps, dropping every capability,
+//! `prctl(PR_SET_NO_NEW_PRIVS)`, `seccomp` and `landlock_restrict_self`.
 
 use std::fmt;
 
@@ -60,6 +60,9 @@ pub fn missing(resolved: &Resolved, kernel: &Kernel) -> Vec<String> {
     }
     if !resolved.net.unix() && !kernel.seccomp {
         missing.push("the Unix-socket filter (seccomp)".to_owned());
+    }
+    if !kernel.seccomp {
+        missing.push("the terminal-injection filter (seccomp)".to_owned());
     }
     missing
 }
@@ -128,12 +131,23 @@ mod linux {
             }
         }
 
-        /// In the child: namespaces, no_new_privs, seccomp, Landlock, in that
-        /// order (the maps must be written before Landlock hides `/proc/self`'s
-        /// writable files; seccomp and Landlock both need no_new_privs).
+        /// In the child: no controlling terminal, namespaces, no capabilities,
+        /// no_new_privs, seccomp, Landlock, in that order (the maps must be
+        /// written before Landlock hides `/proc/self`'s writable files and
+        /// while it still has the capabilities of its user namespace;
+        /// seccomp and Landlock both need no_new_privs).
         fn enter(&self) -> io::Result<()> {
             // SAFETY (all blocks below): syscalls on memory this struct owns.
+            give_up_terminal()?;
             if self.unshare != 0 {
+                if self.maps.is_some() {
+                    // zot is not dumpable, and so neither is this copy of it
+                    // until it execs; its `/proc/self` files belong to root
+                    // until it is dumpable again, and it must write its maps.
+                    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) } != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 if unsafe { libc::unshare(self.unshare) } != 0 {
                     return Err(io::Error::last_os_error());
                 }
@@ -142,8 +156,11 @@ mod linux {
                     write_file(&maps.uid_map, &maps.uid_line)?;
                     write_file(&maps.gid_map, &maps.gid_line)?;
                 }
-                loopback_up()?;
+                if self.unshare & libc::CLONE_NEWNET != 0 {
+                    loopback_up()?;
+                }
             }
+            drop_capabilities()?;
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -158,6 +175,87 @@ mod linux {
             }
             Ok(())
         }
+    }
+
+    /// Gives up the controlling terminal, if there is one: no `/dev/tty`
+    /// to type into the shell that started zot, or zot's own TUI, and none
+    /// for what the process starts. (Not a session of its own: it stays in
+    /// the process group zot stops it by.) `open`, `ioctl`, `close`:
+    /// async-signal-safe.
+    fn give_up_terminal() -> io::Result<()> {
+        // SAFETY: a NUL-terminated path; an ioctl without an argument.
+        unsafe {
+            let fd = libc::open(
+                c"/dev/tty".as_ptr(),
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                // ENXIO: no controlling terminal to give up.
+                return Ok(());
+            }
+            let r = libc::ioctl(fd, libc::TIOCNOTTY);
+            libc::close(fd);
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every capability, from the bounding set too, so that neither
+    /// root (which has them all without a user namespace) nor a process in
+    /// its own user namespace keeps any, or regains them by exec. Without
+    /// `CAP_SETPCAP` (an unprivileged user outside a user namespace) the
+    /// bounding set stays: such a process has no capabilities, and with
+    /// no_new_privs an exec grants none. `prctl`, `capset`: async-signal-safe.
+    fn drop_capabilities() -> io::Result<()> {
+        /// `_LINUX_CAPABILITY_VERSION_3` (linux/capability.h): two data words.
+        const VERSION_3: u32 = 0x2008_0522;
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: libc::c_int,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        // SAFETY: prctl and capset on values on the stack.
+        unsafe {
+            for cap in 0..64 {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                    // EINVAL: past the last capability; EPERM: see above.
+                    match io::Error::last_os_error().raw_os_error() {
+                        Some(libc::EINVAL | libc::EPERM) => break,
+                        _ => return Err(io::Error::last_os_error()),
+                    }
+                }
+            }
+            // Ambient capabilities (Linux 4.3); EINVAL before.
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+            let header = Header {
+                version: VERSION_3,
+                pid: 0,
+            };
+            let none = [Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            }; 2];
+            if libc::syscall(libc::SYS_capset, &header, none.as_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 
     /// Installs one seccomp program with `SECCOMP_FILTER_FLAG_SPEC_ALLOW`:
@@ -266,8 +364,10 @@ mod linux {
         } else {
             None
         };
-        let filters = if !resolved.net.unix() && kernel.seccomp {
-            Some(Arc::new(unix_socket_filter().map_err(|e| setup(&e))?))
+        let filters = if kernel.seccomp {
+            Some(Arc::new(
+                seccomp_filters(!resolved.net.unix()).map_err(|e| setup(&e))?,
+            ))
         } else {
             None
         };
@@ -333,38 +433,63 @@ mod linux {
         })
     }
 
-    /// `socket(AF_UNIX, …)` fails with `EACCES` (Landlock does not mediate
-    /// connecting to a socket path, so the Docker socket, the ssh agent and
-    /// D-Bus would otherwise be reachable); `socketpair` stays allowed.
-    /// `io_uring_setup` fails with `EPERM`, because io_uring can create
-    /// sockets without the `socket` syscall; programs fall back to plain
-    /// syscalls (container runtimes refuse it the same way).
-    fn unix_socket_filter() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+    /// The `ioctl`s `TIOCSTI` (push input into a terminal as if typed) and
+    /// `TIOCLINUX` (which can do the same with the console's selection)
+    /// fail with `EPERM`, always: a confined process must not type commands
+    /// into a terminal it can reach. The request is compared on its low 32
+    /// bits, as the kernel reads it.
+    ///
+    /// Without Unix sockets (`no_unix`): `socket(AF_UNIX, …)` fails with
+    /// `EACCES` (Landlock does not mediate connecting to a socket path, so
+    /// the Docker socket, the ssh agent and D-Bus would otherwise be
+    /// reachable); `socketpair` stays allowed. `io_uring_setup` fails with
+    /// `EPERM`, because io_uring can create sockets without the `socket`
+    /// syscall; programs fall back to plain syscalls (container runtimes
+    /// refuse it the same way).
+    fn seccomp_filters(no_unix: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-        let af_unix = u64::try_from(libc::AF_UNIX).unwrap_or_default();
-        let unix = SeccompRule::new(vec![SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            af_unix,
-        )?])?;
+        let arg_is = |index: u8, value: u64| -> Result<SeccompRule, seccompiler::Error> {
+            SeccompRule::new(vec![SeccompCondition::new(
+                index,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                value,
+            )?])
+            .map_err(seccompiler::Error::from)
+        };
         let errno = |e: libc::c_int| u32::try_from(e).unwrap_or_default();
-        let socket = SeccompFilter::new(
-            BTreeMap::from([(libc::SYS_socket, vec![unix])]),
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno(libc::EACCES)),
-            arch,
-        )?;
-        let uring = SeccompFilter::new(
-            BTreeMap::from([(libc::SYS_io_uring_setup, vec![])]),
+        let mut refused = BTreeMap::from([(
+            libc::SYS_ioctl,
+            vec![arg_is(1, TIOCSTI)?, arg_is(1, TIOCLINUX)?],
+        )]);
+        if no_unix {
+            refused.insert(libc::SYS_io_uring_setup, vec![]);
+        }
+        let eperm = SeccompFilter::new(
+            refused,
             SeccompAction::Allow,
             SeccompAction::Errno(errno(libc::EPERM)),
             arch,
         )?;
-        // seccompiler gives one match action per filter; the kernel runs
-        // every installed filter, so these are installed one after the other.
-        Ok(vec![socket.try_into()?, uring.try_into()?])
+        let mut programs = vec![eperm.try_into()?];
+        if no_unix {
+            let af_unix = u64::try_from(libc::AF_UNIX).unwrap_or_default();
+            let socket = SeccompFilter::new(
+                BTreeMap::from([(libc::SYS_socket, vec![arg_is(0, af_unix)?])]),
+                SeccompAction::Allow,
+                SeccompAction::Errno(errno(libc::EACCES)),
+                arch,
+            )?;
+            // seccompiler gives one match action per filter; the kernel runs
+            // every installed filter, so these are installed one after the other.
+            programs.push(socket.try_into()?);
+        }
+        Ok(programs)
     }
+
+    /// `TIOCSTI` and `TIOCLINUX` (asm-generic/ioctls.h: x86, Arm, RISC-V).
+    const TIOCSTI: u64 = 0x5412;
+    const TIOCLINUX: u64 = 0x541C;
 }
 
 #[cfg(target_os = "linux")]
@@ -456,6 +581,70 @@ mod tests {
     }
 
     #[test]
+    fn a_confined_child_has_no_capabilities() {
+        for scope in [json!({}), json!({"net": "all"})] {
+            let (code, out) = run(
+                scope.clone(),
+                "grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status",
+            );
+            assert_eq!(code, 0, "{out}");
+            assert_eq!(
+                out.matches("\t0000000000000000").count(),
+                4,
+                "{scope}: {out}"
+            );
+        }
+        // The bounding set too, wherever there was one to drop (root, or a
+        // user namespace); an unprivileged process outside one has nothing
+        // an exec could grant under no_new_privs.
+        let (_, out) = run(json!({}), "grep CapBnd /proc/self/status");
+        if Kernel::get().userns || Kernel::get().root {
+            assert!(out.contains("\t0000000000000000"), "{out}");
+        }
+    }
+
+    #[test]
+    fn a_confined_child_cannot_type_into_a_terminal() {
+        let resolved = resolve(
+            &Scope::empty(),
+            &Places {
+                project: "/nonexistent".into(),
+                data: "/nonexistent".into(),
+                tmp: "/nonexistent".into(),
+                home: "/nonexistent".into(),
+            },
+            "/usr/bin/python3".as_ref(),
+            None,
+            None,
+        );
+        let prepared = prepare(&resolved, &Kernel::get(), Enforce::Strict).unwrap();
+        // The terminal is the controlling terminal of the process that
+        // starts the confined one, as a shell's is of the zot it starts.
+        let mut command = Command::new("/usr/bin/python3");
+        let script = "import fcntl, os, termios\n\
+                      def sti(name, fd):\n\
+                      \x20   try:\n\
+                      \x20       fcntl.ioctl(fd(), termios.TIOCSTI, b'#'); print(name, 'injected')\n\
+                      \x20   except OSError as e:\n\
+                      \x20       print(name, 'refused', e.errno)\n\
+                      sti('tty', lambda: os.open('/dev/tty', os.O_RDONLY))\n\
+                      sti('stdin', lambda: 0)\n\
+                      print('ctty', open('/proc/self/stat').read().rsplit(')', 1)[1].split()[4])\n";
+        command.arg("-c").arg(script);
+        let _master = zot_testkit::terminal::with_terminal(&mut command);
+        crate::supervise(&mut command);
+        prepared.apply(&mut command);
+        let out = command.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        // No controlling terminal (and no access to `/dev/tty`); on the
+        // terminal it still holds open, the ioctl is refused (EPERM).
+        assert!(text.contains("ctty 0\n"), "{text}");
+        assert!(text.contains("tty refused"), "{text}");
+        assert!(text.contains("stdin refused 1"), "{text}");
+    }
+
+    #[test]
     fn what_a_weak_kernel_lacks_is_named() {
         let scope = Scope::parse(&json!({"net": ["tcp:443"]})).unwrap();
         let places = Places {
@@ -477,7 +666,8 @@ mod tests {
             [
                 "TCP port rules (Landlock ABI 4)",
                 "signal and abstract-socket scoping (Landlock ABI 6)",
-                "the Unix-socket filter (seccomp)"
+                "the Unix-socket filter (seccomp)",
+                "the terminal-injection filter (seccomp)"
             ]
         );
         let err = prepare(&resolved, &weak, Enforce::Strict).unwrap_err();

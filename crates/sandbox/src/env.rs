@@ -17,6 +17,11 @@ pub const SAFE_BASE: &[&str] = &[
     "PATH", "HOME", "LANG", "TERM", "TZ", "TMPDIR", "USER", "SHELL",
 ];
 
+/// The variables that hold model API keys: never passed to a sandboxed bash
+/// command (a scoped process gets them only when its scope lists them).
+/// Keep in step with the providers' key variables.
+pub const MODEL_KEY_ENV: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 /// The variable naming the user's project, passed to scoped processes too.
 pub const PROJECT_DIR_ENV: &str = "ZOT_PROJECT_DIR";
 

@@ -25,8 +25,9 @@ const SYSTEM_READ: &[&str] = &[
     "/sys/fs/cgroup",
 ];
 
-/// Read and write, always: the harmless devices.
-pub(crate) const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero", "/dev/tty"];
+/// Read and write, always: the harmless devices. (Not `/dev/tty`: a
+/// confined process has no controlling terminal.)
+pub(crate) const DEVICES_RW: &[&str] = &["/dev/null", "/dev/zero"];
 
 /// Read, always.
 const DEVICES_READ: &[&str] = &["/dev/urandom"];

@@ -1,7 +1,7 @@
 //! Short shell commands that zot runs to their end on the user's or a
 //! project's behalf: command hooks and the `` !`cmd` `` of Markdown
 //! commands. One runner for both: `/bin/sh -c <command>` in a process group
-//! of its own (on Linux dying with zot), with the environment of
+//! of its own (on Linux supervised: nothing it starts outlives zot), with the environment of
 //! [`child_env`](crate::child_env) and, when given, a sandbox; stdout and
 //! stderr read up to a cap while it runs; killed with its group at its
 //! timeout; whatever it leaves running in the background killed when it
@@ -11,7 +11,6 @@
 //! Also [`harden`], what every child zot starts for extensions and hooks
 //! gets before it is spawned.
 
-use std::io;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -88,7 +87,8 @@ pub struct ShellRun {
 /// Prepares `command` as every child zot starts for extensions, hooks and
 /// commands: the environment of [`child_env`](crate::child_env) for `scope`
 /// plus `env`, a process group of its own (so it is stopped with everything
-/// it started), on Linux death with zot, and `sandbox` when given.
+/// it started), a [`supervise`](crate::supervise)d start (nothing it starts
+/// outlives zot), and `sandbox` when given.
 pub fn harden(
     command: &mut std::process::Command,
     scope: Option<&Scope>,
@@ -98,29 +98,9 @@ pub fn harden(
     use std::os::unix::process::CommandExt;
     crate::set_child_env(command, scope, env);
     command.process_group(0);
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: getpid has no preconditions.
-        let zot = unsafe { libc::getpid() };
-        // SAFETY: the closure runs between fork and exec and only makes
-        // async-signal-safe syscalls (prctl, getppid) on no shared memory.
-        unsafe {
-            command.pre_exec(move || {
-                // The signal fires when the thread that forked us exits;
-                // zot spawns from runtime threads that live as long as it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::getppid() != zot {
-                    // zot died before prctl took effect.
-                    return Err(io::Error::other("zot exited during spawn"));
-                }
-                Ok(())
-            });
-        }
-    }
-    // After the parent-death signal: the sandbox forbids nothing it needs,
-    // and a child that cannot enter its sandbox must not run at all.
+    crate::supervise(command);
+    // In the command, below its supervisor: a command that cannot enter its
+    // sandbox does not run at all.
     if let Some(sandbox) = sandbox {
         sandbox.apply(command);
     }
@@ -349,6 +329,16 @@ mod tests {
             gone(pid_in(&cwd.join("bg.pid"))),
             "the background child went"
         );
+
+        // Nor does a daemon that left its group and session: its supervisor
+        // ends it when the command exits.
+        let run = run_shell(call(
+            "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > daemon.pid",
+            cwd,
+        ))
+        .await;
+        assert_eq!(run.ended, Ended::Exited(0));
+        assert!(gone(pid_in(&cwd.join("daemon.pid"))), "the daemon went");
 
         // Past its timeout it is killed with its group, keeping what it printed.
         let run = run_shell(ShellCall {

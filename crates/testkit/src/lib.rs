@@ -11,6 +11,7 @@ pub mod oauth;
 pub mod openai;
 pub mod proxy;
 pub mod remote;
+pub mod terminal;
 pub mod wait;
 
 use std::collections::VecDeque;

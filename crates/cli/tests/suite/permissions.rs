@@ -563,6 +563,24 @@ fn the_skeletons_of_every_language_run_under_a_project_default_scope() {
 /// Runs one bash command through the model with `flags`; returns the tool
 /// result the model was sent back.
 async fn bash_through_zot(w: &World, command: &str, flags: &[&str]) -> String {
+    bash_through(
+        w,
+        command,
+        flags,
+        |_| {},
+        |zot| zot.output().unwrap().into(),
+    )
+    .await
+}
+
+/// [`bash_through_zot`] with the zot command adjusted by `setup` and run by `run`.
+async fn bash_through(
+    w: &World,
+    command: &str,
+    flags: &[&str],
+    setup: impl FnOnce(&mut std::process::Command),
+    run: impl FnOnce(&mut std::process::Command) -> Run,
+) -> String {
     use zot_testkit::{MockModel, anthropic};
     let args = json!({ "command": command }).to_string();
     let model = MockModel::start([
@@ -573,11 +591,9 @@ async fn bash_through_zot(w: &World, command: &str, flags: &[&str]) -> String {
     let mut cli = vec!["-p", "--no-session"];
     cli.extend_from_slice(flags);
     cli.push("run it");
-    let run: Run = w
-        .against(&model, "anthropic", &cli)
-        .output()
-        .unwrap()
-        .into();
+    let mut zot = w.against(&model, "anthropic", &cli);
+    setup(&mut zot);
+    let run = run(&mut zot);
     assert_eq!(run.code, 0, "{run:?}");
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "{run:?}");
@@ -633,4 +649,167 @@ async fn the_bash_sandbox_confines_writes_and_the_network() {
     );
     let out = bash_through_zot(&w, &connect, &["--sandbox", "workspace", "--sandbox-net"]).await;
     assert!(out.contains("connected 42"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_command_has_no_terminal_to_type_into() {
+    let w = World::outside_tmp();
+    // TIOCSTI pushes input into a terminal as if typed: into the shell that
+    // started zot, or zot's own TUI.
+    let probe = r#"python3 -c "
+import fcntl, os, termios
+def sti(name, open_it):
+    try:
+        fcntl.ioctl(open_it(), termios.TIOCSTI, b'#')
+        print(name, 'injected')
+    except OSError as e:
+        print(name, 'refused', e.errno)
+sti('tty', lambda: os.open('/dev/tty', os.O_RDONLY))
+sti('null', lambda: os.open('/dev/null', os.O_RDONLY))
+""#;
+    for mode in ["off", "workspace", "read-only"] {
+        let mut master = None;
+        let out = bash_through(
+            &w,
+            probe,
+            &["--sandbox", mode],
+            |zot| master = Some(zot_testkit::terminal::with_terminal(zot)),
+            |zot| zot.output().unwrap().into(),
+        )
+        .await;
+        drop(master);
+        if mode == "off" {
+            // The terminal is there for an unconfined command (the test's own check).
+            assert!(out.contains("tty injected"), "{out}");
+            continue;
+        }
+        // No controlling terminal (ENXIO), and the ioctl itself is refused (EPERM).
+        assert!(out.contains("tty refused 6"), "{mode}: {out}");
+        assert!(out.contains("null refused 1"), "{mode}: {out}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_command_has_no_capabilities_keys_or_view_into_zot() {
+    let w = World::outside_tmp();
+    // Its parent is its supervisor, a copy of zot; the supervisor's is zot.
+    // (The markers are built when it runs: the result repeats the command.)
+    let probe = "h=host e=env; grep -E '^Cap(Eff|Bnd)' /proc/self/status; \
+                 hostname \"$(hostname)\" 2>/dev/null && echo ${h}name-set; \
+                 for p in $PPID $(cut -d' ' -f4 /proc/$PPID/stat); do \
+                   cat /proc/$p/environ >/dev/null 2>&1 && echo ${e}iron-read-$p; \
+                 done; \
+                 echo keys=$(env | grep -c -e ^ANTHROPIC_API_KEY= -e ^OPENAI_API_KEY=)";
+    let keys = |zot: &mut std::process::Command| {
+        zot.env("ANTHROPIC_API_KEY", "sk-ant-secret")
+            .env("OPENAI_API_KEY", "sk-openai-secret");
+    };
+    let run = |zot: &mut std::process::Command| zot.output().unwrap().into();
+    for mode in ["workspace", "read-only"] {
+        let out = bash_through(&w, probe, &["--sandbox", mode], keys, run).await;
+        // CapEff and CapBnd (the result is JSON text: the tab is escaped).
+        assert_eq!(out.matches("0000000000000000").count(), 2, "{mode}: {out}");
+        assert!(!out.contains("hostname-set"), "{mode}: {out}");
+        assert!(!out.contains("environ-read"), "{mode}: {out}");
+        assert!(out.contains("keys=0"), "{mode}: {out}");
+    }
+    let out = bash_through(&w, probe, &["--sandbox", "off"], keys, run).await;
+    assert!(out.contains("keys=2"), "{out}");
+}
+
+/// Whether `pid` runs (a zombie does not count).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// The pid written to `path`, once it is there.
+fn pid_in(path: &Path, deadline: std::time::Instant) -> i32 {
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Kills what a failed test left running.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_zot_started_outlives_it_however_it_ends() {
+    use nix::sys::signal::{Signal, kill};
+    use std::time::{Duration, Instant};
+    use zot_testkit::{MockModel, anthropic};
+
+    for signal in [Signal::SIGKILL, Signal::SIGTERM, Signal::SIGHUP] {
+        let w = World::new();
+        let dir = w.scratch.display().to_string();
+        // An extension that starts a daemon of its own, out of its group.
+        let daemon = format!(
+            "setsid sh -c 'echo $$ > \"{dir}/ext.pid\"; exec sleep 1003' </dev/null >/dev/null 2>&1 &\n"
+        );
+        let script = super::support::sh_ext("daemon", &[]).replacen(
+            "#!/bin/sh\n",
+            &format!("#!/bin/sh\n{daemon}"),
+            1,
+        );
+        let manifest = r#"{"name":"daemon","version":"1.0.0","exec":"./ext.sh","language":"sh"}"#;
+        w.ext_in(&w.global(), "daemon", manifest, &script);
+        // A bash command that does the same, and waits.
+        let command = format!(
+            "setsid sh -c 'echo $$ > \"{dir}/bash.pid\"; exec sleep 1002' </dev/null >/dev/null 2>&1 & \
+             sleep 1001 & echo $! > \"{dir}/sleep.pid\"; wait"
+        );
+        let args = json!({ "command": command }).to_string();
+        let model = MockModel::start([
+            anthropic::tool_call("b1", "bash", &args),
+            anthropic::text("done"),
+        ])
+        .await;
+        let mut zot = w
+            .against(&model, "anthropic", &["-p", "--no-session", "go"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let pids: Vec<i32> = ["ext.pid", "bash.pid", "sleep.pid"]
+            .iter()
+            .map(|f| pid_in(&w.scratch.join(f), deadline))
+            .collect();
+        let _cleanup = KillOnDrop(pids.clone());
+        assert!(pids.iter().all(|p| alive(*p)), "{signal}: {pids:?}");
+        let zot_pid = nix::unistd::Pid::from_raw(i32::try_from(zot.id()).unwrap());
+        kill(zot_pid, signal).unwrap();
+        zot.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left: Vec<&i32> = pids.iter().filter(|p| alive(**p)).collect();
+        assert!(left.is_empty(), "{signal}: still running: {left:?}");
+    }
 }

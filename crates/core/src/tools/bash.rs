@@ -131,11 +131,11 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
         return ToolOutput::error(format!("$ {command}\n\n(not started)\n\n[aborted]"));
     }
     let mut shell = Command::new(SHELL);
-    zot_sandbox::set_child_env(shell.as_std_mut(), None, &[]);
+    let mut sandbox = None;
     if let Some(resolved) = ctx.sandbox.resolve(&ctx.cwd) {
         let kernel = zot_sandbox::Kernel::get();
         match zot_sandbox::prepare(&resolved, &kernel, zot_sandbox::Enforce::Strict) {
-            Ok(sandbox) => sandbox.apply(shell.as_std_mut()),
+            Ok(prepared) => sandbox = Some(prepared),
             Err(e) => {
                 let why = match e {
                     zot_sandbox::SandboxError::Unsupported { missing } => {
@@ -150,6 +150,14 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
             }
         }
     }
+    // The user's environment (less the RPC token), a process group of its
+    // own, a supervisor that ends what it leaves behind, and its sandbox.
+    zot_sandbox::harden(shell.as_std_mut(), None, &[], sandbox.as_ref());
+    if sandbox.is_some() {
+        for key in zot_sandbox::MODEL_KEY_ENV {
+            shell.env_remove(key);
+        }
+    }
     let spawned = shell
         .arg("-c")
         .arg(command)
@@ -157,7 +165,6 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,

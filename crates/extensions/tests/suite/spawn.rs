@@ -12,7 +12,8 @@ use super::support::{
 const REPORTS_ITSELF: &str = r#"
 sys.stderr.write("to stderr from the extension\n")
 sys.stderr.flush()
-json.dump({"cwd": os.getcwd(), "argv": sys.argv[1:], "pgid": os.getpgid(0), "pid": os.getpid()},
+json.dump({"cwd": os.getcwd(), "argv": sys.argv[1:], "pgid": os.getpgid(0), "pid": os.getpid(),
+           "ppid": os.getppid(), "apart_from_supervisor": os.getpgid(os.getppid()) != os.getpgid(0)},
           open("self.json", "w"))
 "#;
 
@@ -39,7 +40,13 @@ async fn cwd_args_process_group_and_stderr_log() {
     let me = self_report(&dir);
     assert_eq!(me["cwd"], dir.canonicalize().unwrap().display().to_string());
     assert_eq!(me["argv"], serde_json::json!(["--mode", "daemon"]));
-    assert_eq!(me["pgid"], me["pid"], "not its own process group");
+    // Its group is the one its supervisor (its parent) was started with,
+    // apart from zot's, which the supervisor is in.
+    assert_eq!(me["pgid"], me["ppid"], "not the group it was started with");
+    assert_eq!(
+        me["apart_from_supervisor"], true,
+        "in its supervisor's group"
+    );
 
     let log = env.log("selfie");
     let marker = log.find("[zot] starting selfie/2.1.0 at ").expect(&log);
