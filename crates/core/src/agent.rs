@@ -22,8 +22,8 @@ use crate::hooks::{
 };
 use crate::message::{Block, Message, Role, now, text_of};
 use crate::provider::{
-    Completion, End, Provider, ProviderError, Reasoning, Request, STREAM_RETRY_BACKOFF, StopReason,
-    StreamEvent,
+    Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
+    STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
 use crate::session::Session;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
@@ -864,8 +864,10 @@ impl Agent {
             "model request"
         );
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let call = async move {
-            let result = self.provider.complete(&request, &tx, cancel).await;
+        // Cancelled, like the user's abort, once the response is too large.
+        let cut = cancel.child_token();
+        let call = async {
+            let result = self.provider.complete(&request, &tx, &cut).await;
             match &result {
                 Ok(c) => tracing::debug!(
                     stop = c.stop.as_str(),
@@ -882,7 +884,22 @@ impl Agent {
         };
         let forward = async {
             let mut shown: Option<String> = None;
+            let mut received = 0usize;
             while let Some(event) = rx.recv().await {
+                if received > MAX_RESPONSE_BYTES {
+                    continue;
+                }
+                received += match &event {
+                    StreamEvent::TextDelta(delta)
+                    | StreamEvent::ThinkingDelta(delta)
+                    | StreamEvent::ToolUseArgs { delta, .. } => delta.len(),
+                    StreamEvent::ToolUseStart { name, .. } => name.len(),
+                    StreamEvent::ToolUseEnd { .. } => 0,
+                };
+                if received > MAX_RESPONSE_BYTES {
+                    cut.cancel();
+                    continue;
+                }
                 let text = shown.get_or_insert_with(String::new);
                 let _ = events.send(match event {
                     StreamEvent::TextDelta(delta) => {
@@ -895,9 +912,14 @@ impl Agent {
                     StreamEvent::ToolUseEnd { id } => AgentEvent::ToolUseEnd { id },
                 });
             }
-            shown
+            (shown, received > MAX_RESPONSE_BYTES)
         };
-        tokio::join!(call, forward)
+        let (result, (shown, too_large)) = tokio::join!(call, forward);
+        // The user's abort, if that came first, is what stopped it.
+        if too_large && !cancel.is_cancelled() {
+            return (Err(ProviderError::TooLarge), shown);
+        }
+        (result, shown)
     }
 
     /// The conversation did not fit the context window (`cause` says how

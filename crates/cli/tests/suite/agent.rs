@@ -1299,3 +1299,52 @@ async fn a_command_hook_and_a_guard_extension_share_one_chain_hook_first() {
         "rewritten\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_response_over_64_mib_is_cut_with_an_error_and_its_start_kept_in_the_session() {
+    let w = World::new();
+    // Three blocks of 22 MiB: each event is under the per-event cap, their
+    // sum is over the response cap.
+    let block = 22 * 1024 * 1024;
+    let (a, b, c) = ("a".repeat(block), "b".repeat(block), "c".repeat(block));
+    let huge = anthropic::Script::new().text(&a).text(&b).text(&c).build();
+    let model = MockModel::start([huge]).await;
+    let run: Run = w
+        .against(&model, "anthropic", &["-p", "big answer please"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("the model's response is larger than 64 MiB; the rest of it was not read"),
+        "{}",
+        run.stderr
+    );
+
+    // The session keeps the partial answer.
+    let sessions = w.home.join("sessions");
+    let project_dir = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let file = std::fs::read_dir(project_dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let text = std::fs::read_to_string(file.path()).unwrap();
+    let kept = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|entry| {
+            let message = entry.get("message")?;
+            (message["role"] == "assistant").then(|| message["content"][0]["text"].clone())
+        })
+        .unwrap();
+    // Everything shown up to the delta that crossed the cap.
+    let kept = kept.as_str().unwrap();
+    assert!(kept.len() > 2 * block && kept.len() <= 64 * 1024 * 1024);
+    assert!(kept.starts_with("aaa") && kept.contains("abbb") && kept.ends_with("ccc"));
+}

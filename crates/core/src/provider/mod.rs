@@ -201,6 +201,10 @@ pub enum ProviderError {
     },
     #[error("cancelled")]
     Cancelled,
+    /// The response grew past [`MAX_RESPONSE_BYTES`]; the agent keeps the
+    /// text shown up to there.
+    #[error("the model's response is larger than {} MiB; the rest of it was not read", MAX_RESPONSE_BYTES >> 20)]
+    TooLarge,
 }
 
 impl ProviderError {
@@ -228,6 +232,13 @@ impl ProviderError {
         .any(|needle| message.contains(needle))
     }
 }
+
+/// Most bytes of one model response (its text, thinking and tool-call
+/// arguments together). Each stream event is capped already
+/// ([`MAX_SSE_EVENT_BYTES`]), but not their sum: six 50 MB deltas took
+/// 1.52 GB and wrote a 300 MB session line (issue 26). 64 MiB is hundreds of
+/// times any real answer (a 128k-token answer is about half a MiB).
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A request body as JSON bytes.
 ///
