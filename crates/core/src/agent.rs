@@ -209,6 +209,11 @@ pub struct Agent {
     session_source: Option<SessionSource>,
     /// A permission gate asked to stop the prompt after the current tools.
     halt: std::sync::Mutex<Option<String>>,
+    /// The model's plan (`todo_write`), restored from a session's messages.
+    plan: crate::tools::todo::Plan,
+    /// A plan came back with a resumed session: the next prompt tells the
+    /// front ends (a `todo` event) before anything else.
+    announce_plan: bool,
 }
 
 impl Agent {
@@ -225,7 +230,8 @@ impl Agent {
                 tracing::debug!(removed, root = %root.display(), "pruned old tool outputs");
             }
         }
-        let builtin = crate::tools::builtin();
+        let plan = crate::tools::todo::Plan::default();
+        let builtin = crate::tools::builtin(Arc::clone(&plan));
         Self {
             provider,
             config,
@@ -244,6 +250,8 @@ impl Agent {
             session_started: false,
             session_source: Some(SessionSource::Startup),
             halt: std::sync::Mutex::new(None),
+            plan,
+            announce_plan: false,
         }
     }
 
@@ -276,6 +284,17 @@ impl Agent {
         self.session = Some(session);
         self.session_started = false;
         self.reset_system_prompt();
+        let plan = crate::tools::todo::plan_in(&self.messages);
+        self.announce_plan = !plan.is_empty();
+        *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
+    }
+
+    /// The model's current plan (`todo_write`).
+    pub fn plan(&self) -> Vec<zot_protocol::events::TodoItem> {
+        self.plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Moves the conversation to another session, telling the hooks first.
@@ -344,6 +363,11 @@ impl Agent {
     pub async fn clear(&mut self) {
         self.hooks.cleared().await;
         self.messages.clear();
+        self.plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.announce_plan = false;
         self.session_source = Some(SessionSource::Clear);
         self.reset_system_prompt();
     }
@@ -416,6 +440,9 @@ impl Agent {
             time: user.time.clone(),
         });
         self.push(user);
+        if std::mem::take(&mut self.announce_plan) {
+            emit(AgentEvent::Todo { items: self.plan() });
+        }
         self.hooks.event(HookEvent::PromptStart).await;
         // A stop asked for in a prompt that was aborted before it was
         // taken does not carry over to this one.
@@ -1220,6 +1247,7 @@ impl Agent {
                         output_dir: self.tool_output_dir(),
                         sandbox: self.config.sandbox,
                         bash_timeout: self.config.bash_timeout,
+                        events: Some(events.clone()),
                     };
                     let output = tool.call(args, &ctx).await;
                     drop(ctx);

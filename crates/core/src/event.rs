@@ -135,6 +135,10 @@ pub enum AgentEvent {
     Error {
         message: String,
     },
+    /// The model's plan after a `todo_write` call (or restored with a session).
+    Todo {
+        items: Vec<zot_protocol::events::TodoItem>,
+    },
 }
 
 impl AgentEvent {
@@ -253,6 +257,7 @@ impl AgentEvent {
             Self::Done => W::Done,
             Self::CompactDone { summary, automatic } => W::CompactDone { summary, automatic },
             Self::Error { message } => W::Error { message },
+            Self::Todo { items } => W::Todo { items },
         }
     }
 }

@@ -67,6 +67,9 @@ pub struct ToolContext {
     pub sandbox: zot_sandbox::BashSandbox,
     /// How long a bash command runs when its call names no timeout.
     pub bash_timeout: std::time::Duration,
+    /// The agent's event stream, for a tool whose result is also state the
+    /// front ends show (`todo_write`'s plan); `None` outside an agent.
+    pub events: Option<tokio::sync::mpsc::UnboundedSender<crate::event::AgentEvent>>,
 }
 
 impl ToolContext {
@@ -78,6 +81,7 @@ impl ToolContext {
             output_dir: None,
             sandbox: zot_sandbox::BashSandbox::default(),
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
+            events: None,
         }
     }
 
@@ -88,6 +92,13 @@ impl ToolContext {
             path.to_path_buf()
         } else {
             self.cwd.join(path)
+        }
+    }
+
+    /// Sends `event` to the front ends (when there is an agent to carry it).
+    pub fn emit(&self, event: crate::event::AgentEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
         }
     }
 

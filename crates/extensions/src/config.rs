@@ -9,7 +9,15 @@ use crate::limits::Limits;
 
 /// Tools built into the agent; an extension tool of the same name is shadowed.
 pub const BUILTIN_TOOLS: &[&str] = &[
-    "read", "write", "edit", "bash", "grep", "find", "ls", "skill",
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "find",
+    "ls",
+    "todo_write",
+    "skill",
 ];
 
 #[derive(Debug, Clone)]

@@ -86,6 +86,33 @@ pub enum Block {
     },
 }
 
+/// One step of the model's plan (`todo_write`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TodoItem {
+    pub text: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    /// The step being worked on.
+    InProgress,
+    Done,
+}
+
+impl TodoStatus {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(Self::Pending),
+            "in_progress" => Some(Self::InProgress),
+            "done" => Some(Self::Done),
+            _ => None,
+        }
+    }
+}
+
 /// One line of `--json` output or of the `zot rpc` stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -180,6 +207,11 @@ pub enum Event {
     },
     Error {
         message: String,
+    },
+    /// The model's plan (`todo_write`), whole: each event replaces the last.
+    /// Also sent at the first prompt of a resumed session that had one.
+    Todo {
+        items: Vec<TodoItem>,
     },
     ExtNotify {
         extension: String,

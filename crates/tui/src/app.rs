@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message, Role};
 use zot_core::provider::StopReason;
+use zot_protocol::events::TodoItem;
 use zot_protocol::zot::{NotifyLevel, PanelContent};
 
 use zot_protocol::ui::{
@@ -139,6 +140,8 @@ pub struct App {
     last_input_tokens: u64,
     /// Plan mode: only read-only tools.
     plan: bool,
+    /// The model's plan (`todo_write`), shown above the editor.
+    todos: Vec<TodoItem>,
     /// Extension footer texts, in insertion order, keyed `<extension>:<key>`.
     statuses: Vec<(String, String)>,
     /// Extension widgets (lines above the footer), in insertion order.
@@ -177,6 +180,7 @@ impl App {
             notes: Vec::new(),
             status: None,
             queue: VecDeque::new(),
+            todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
             modal: Modal::default(),
@@ -242,6 +246,11 @@ impl App {
 
     pub fn queue(&self) -> &VecDeque<String> {
         &self.queue
+    }
+
+    /// The model's plan (`todo_write`).
+    pub fn todos(&self) -> &[TodoItem] {
+        &self.todos
     }
 
     /// The extensions a held-back prompt waits for, while it waits.
@@ -1238,6 +1247,7 @@ impl App {
                     .push(Entry::Info(format!("{how}older messages were summarised")));
             }
             AgentEvent::Error { message } => self.push_error_once(message),
+            AgentEvent::Todo { items } => self.todos = items,
             _ => {}
         }
     }

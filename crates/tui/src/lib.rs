@@ -58,11 +58,16 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         .as_ref()
         .map(|a| a.messages().to_vec())
         .unwrap_or_default();
+    let plan = agent.as_ref().map(|a| a.plan()).unwrap_or_default();
     let (worker, mut worker_events) = worker::spawn(agent, missing, ask_before_tools);
     let (msgs, mut app_msgs) = mpsc::unbounded_channel();
     let mut app = App::new(config, Some(worker.clone()), extensions, msgs);
     if !history.is_empty() {
         app.on_worker(worker::WorkerEvent::Transcript(history));
+    }
+    if !plan.is_empty() {
+        let todo = zot_core::event::AgentEvent::Todo { items: plan };
+        app.on_worker(worker::WorkerEvent::Agent(todo));
     }
 
     // ratatui::init installs a panic hook that restores the terminal first.

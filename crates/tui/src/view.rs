@@ -25,6 +25,8 @@ const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 const EDITOR_MAX_ROWS: usize = 8;
 /// Queued prompts shown at most.
 const QUEUE_ROWS: usize = 3;
+/// Plan steps shown at most (a window around the current one beyond that).
+const TODO_ROWS: usize = 8;
 /// Tool result lines shown when collapsed.
 const COLLAPSED_RESULT_LINES: usize = 3;
 
@@ -44,12 +46,14 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         .collect();
     notes.drain(..notes.len().saturating_sub(usize::from(area.height / 3)));
     let widgets = widget_lines(app, &theme);
-    let regions = Regions::new(area, app, notes.len(), widgets.len());
+    let todos = todo_lines(app, &theme, usize::from(area.height / 4));
+    let regions = Regions::new(area, app, notes.len(), widgets.len(), todos.len());
     frame.render_widget(Paragraph::new(widgets), regions.widgets);
     draw_chat(frame, app, regions.chat, &theme);
     draw_queue(frame, app, regions.queue, &theme);
     frame.render_widget(Paragraph::new(notes), regions.notes);
     draw_status(frame, app, regions.status, &theme);
+    frame.render_widget(Paragraph::new(todos), regions.todos);
     draw_editor(frame, app, regions.editor, &theme);
     draw_bar(frame, app, regions.bar, &theme);
     draw_floating(frame, app, area, regions.editor, &theme);
@@ -61,6 +65,7 @@ struct Regions {
     queue: Rect,
     notes: Rect,
     status: Rect,
+    todos: Rect,
     editor: Rect,
     widgets: Rect,
     bar: Rect,
@@ -69,17 +74,24 @@ struct Regions {
 impl Regions {
     /// The chat takes what the others leave; widgets get a quarter of the
     /// screen at most, queued prompts three rows.
-    fn new(area: Rect, app: &App, note_lines: usize, widget_lines: usize) -> Self {
+    fn new(
+        area: Rect,
+        app: &App,
+        note_lines: usize,
+        widget_lines: usize,
+        todo_lines: usize,
+    ) -> Self {
         let editor_rows = app.editor().lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
         let queue_rows = app.queue().len().min(QUEUE_ROWS) as u16;
         let note_rows = note_lines as u16;
         let status_rows = u16::from(app.status().is_some());
         let widget_rows = (widget_lines as u16).min(area.height / 4);
-        let [chat, queue, notes, status, editor, widgets, bar] = Layout::vertical([
+        let [chat, queue, notes, status, todos, editor, widgets, bar] = Layout::vertical([
             Constraint::Min(1),
             Constraint::Length(queue_rows),
             Constraint::Length(note_rows),
             Constraint::Length(status_rows),
+            Constraint::Length(todo_lines as u16),
             Constraint::Length(editor_rows),
             Constraint::Length(widget_rows),
             Constraint::Length(1),
@@ -90,11 +102,64 @@ impl Regions {
             queue,
             notes,
             status,
+            todos,
             editor,
             widgets,
             bar,
         }
     }
+}
+
+// ------------------------------------------------------------------- plan
+
+/// The model's plan above the editor: a heading with the count done, then
+/// the steps (done struck through, the current one marked and bold), at
+/// most [`TODO_ROWS`] of them and `max_rows` rows in all, as a window that
+/// keeps the current step in view.
+fn todo_lines(app: &App, theme: &Theme, max_rows: usize) -> Vec<Line<'static>> {
+    use zot_protocol::events::TodoStatus;
+    let items = app.todos();
+    if items.is_empty() || max_rows < 2 {
+        return Vec::new();
+    }
+    let done = items
+        .iter()
+        .filter(|i| i.status == TodoStatus::Done)
+        .count();
+    let rows = items.len().min(TODO_ROWS).min(max_rows - 1);
+    let current = items
+        .iter()
+        .position(|i| i.status == TodoStatus::InProgress)
+        .or_else(|| items.iter().position(|i| i.status == TodoStatus::Pending))
+        .unwrap_or(0);
+    let start = current.saturating_sub(rows / 2).min(items.len() - rows);
+    let mut heading = format!("plan {done}/{} done", items.len());
+    if rows < items.len() {
+        heading.push_str(&format!(" (steps {}-{} shown)", start + 1, start + rows));
+    }
+    let mut lines = vec![Line::styled(heading, Style::default().fg(theme.muted))];
+    for item in &items[start..start + rows] {
+        let (mark, style) = match item.status {
+            TodoStatus::Done => (
+                "  ✔ ",
+                Style::default()
+                    .fg(theme.muted)
+                    .add_modifier(Modifier::CROSSED_OUT),
+            ),
+            TodoStatus::InProgress => (
+                "  ▶ ",
+                Style::default()
+                    .fg(theme.accent)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            TodoStatus::Pending => ("  ○ ", Style::default()),
+        };
+        lines.push(Line::from(vec![
+            Span::styled(mark, style.remove_modifier(Modifier::CROSSED_OUT)),
+            Span::styled(first_line(&item.text).to_owned(), style),
+        ]));
+    }
+    lines
 }
 
 // ------------------------------------------------------------------- chat

@@ -215,6 +215,7 @@ async fn run(
         Work::Clear => {
             agent.clear().await;
             let _ = events.send(WorkerEvent::Transcript(Vec::new()));
+            send_plan(agent, events);
         }
         Work::SetModel(model) => {
             let provider = Provider::new(agent.provider().config().clone());
@@ -240,6 +241,7 @@ async fn run(
             Ok(session) => {
                 agent.switch_session(session).await;
                 let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                send_plan(agent, events);
                 let _ = events.send(WorkerEvent::Status(format!("resumed {}", path.display())));
             }
             Err(e) => {
@@ -250,6 +252,12 @@ async fn run(
 }
 
 /// `/compact`: the agent's events (its `compact_done`) reach the app like a prompt's.
+/// Tells the app the agent's plan, after the conversation was replaced.
+fn send_plan(agent: &Agent, events: &mpsc::UnboundedSender<WorkerEvent>) {
+    let items = agent.plan();
+    let _ = events.send(WorkerEvent::Agent(AgentEvent::Todo { items }));
+}
+
 async fn compact(
     agent: &mut Agent,
     events: &mpsc::UnboundedSender<WorkerEvent>,

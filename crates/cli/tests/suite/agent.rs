@@ -61,7 +61,16 @@ async fn print_mode_answers_and_sends_a_proper_request() {
     );
     assert_eq!(
         tool_names(&request.body, "anthropic"),
-        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+        [
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write"
+        ]
     );
 }
 
@@ -222,9 +231,9 @@ async fn extension_tool_schema_call_and_result_both_providers() {
             "{first}"
         );
         let schema = if provider == "openai" {
-            first["tools"][7]["function"]["parameters"].clone()
+            first["tools"][8]["function"]["parameters"].clone()
         } else {
-            first["tools"][7]["input_schema"].clone()
+            first["tools"][8]["input_schema"].clone()
         };
         assert_eq!(schema["required"], json!(["city"]), "{provider}: {first}");
         assert!(
@@ -680,7 +689,16 @@ async fn system_prompt_parts_skills_and_tool_filters() {
     assert_eq!(
         tool_names(first, "anthropic"),
         [
-            "read", "write", "edit", "bash", "grep", "find", "ls", "skill", "weather"
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write",
+            "skill",
+            "weather"
         ]
     );
     let second = model.requests()[1].body.to_string();
@@ -987,7 +1005,7 @@ async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
         "zot starts",
         "extension started",
         "model request",
-        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "echo"]"#,
+        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "todo_write", "echo"]"#,
         "tool call",
         "tool=\"echo\"",
         "frame in",

@@ -26,6 +26,7 @@ mod scaffold;
 mod search_tools;
 mod stops;
 mod terminal;
+mod todo;
 mod trust;
 mod tui;
 mod zot_doctor;

@@ -361,7 +361,7 @@ for msg in frames():
     let requests = model.requests();
     assert_eq!(
         names(&requests[0].body),
-        ["read", "grep", "find", "ls", "peek"],
+        ["read", "grep", "find", "ls", "todo_write", "peek"],
         "only read-only tools in plan mode"
     );
     // An act-only tool the model calls anyway is refused.
@@ -380,7 +380,17 @@ for msg in frames():
     assert_eq!(
         names(&model.requests()[2].body),
         [
-            "read", "write", "edit", "bash", "grep", "find", "ls", "peek", "poke", "plain",
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write",
+            "peek",
+            "poke",
+            "plain",
             "zot_tool"
         ]
     );

@@ -96,6 +96,16 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its SGR escape sequences (`capture-pane -e`), for
+    /// checking styles such as strike-through.
+    pub(super) fn styled_screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-e"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     pub(super) fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {

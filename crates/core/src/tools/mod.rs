@@ -1,4 +1,4 @@
-//! Built-in tools: read, write, edit, bash, grep, find, ls.
+//! Built-in tools: read, write, edit, bash, grep, find, ls, todo_write.
 //! Also owns what they share: argument checking that turns bad arguments
 //! into tool errors, opening only regular files, atomic file replacement
 //! (in place for hard-linked files), and random file-name suffixes.
@@ -10,6 +10,7 @@ mod grep;
 mod ls;
 pub mod output;
 mod read;
+pub mod todo;
 mod walk;
 mod write;
 
@@ -31,11 +32,13 @@ pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;
+pub use todo::TodoWriteTool;
 pub use write::{MAX_WRITE_BYTES, WriteTool};
 pub use zot_sandbox::{BashSandbox, SandboxMode};
 
-/// The built-in tools, in the order the model sees them.
-pub fn builtin() -> Vec<Arc<dyn Tool>> {
+/// The built-in tools, in the order the model sees them; `todo_write`
+/// keeps its plan in `plan`.
+pub fn builtin(plan: todo::Plan) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadTool),
         Arc::new(WriteTool),
@@ -44,6 +47,7 @@ pub fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(GrepTool),
         Arc::new(FindTool),
         Arc::new(LsTool),
+        Arc::new(TodoWriteTool::new(plan)),
     ]
 }
 

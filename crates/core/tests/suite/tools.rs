@@ -44,12 +44,24 @@ fn numbered_lines(n: usize) -> String {
 
 #[test]
 fn builtin_tools_in_order() {
-    let names: Vec<String> = tools::builtin().iter().map(|t| t.spec().name).collect();
+    let names: Vec<String> = tools::builtin(Default::default())
+        .iter()
+        .map(|t| t.spec().name)
+        .collect();
     assert_eq!(
         names,
-        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+        [
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write"
+        ]
     );
-    for tool in tools::builtin() {
+    for tool in tools::builtin(Default::default()) {
         let spec = tool.spec();
         assert_eq!(spec.schema["type"], "object", "{}", spec.name);
         assert!(!spec.description.is_empty());
