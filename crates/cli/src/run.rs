@@ -300,6 +300,9 @@ pub fn open_session(
         Session::create(&ctx.zot_home, &ctx.project, provider, model)
             .context("cannot create the session file")?
     };
+    for warning in session.warnings() {
+        errln!("zot: warning: {warning}");
+    }
     Ok(Some(session))
 }
 

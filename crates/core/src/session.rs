@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,18 @@ use crate::message::{Block, Message, Role, now};
 
 /// What a resumed session records for a tool call that never got a result.
 pub const ABORTED_RESULT: &str = "tool call was aborted; no result recorded.";
+
+/// Longest session line loaded (issue 26: a file with a 300 MB line loaded
+/// at 886 MB). Larger than any line zot writes for real content: an image
+/// is at most a few MiB of base64, and a model response is capped at 64 MiB
+/// ([`crate::provider::MAX_RESPONSE_BYTES`]). A longer line is skipped,
+/// read past without being held, with a warning naming the file and line;
+/// a message keeps its place as a short note of the same role.
+pub const MAX_SESSION_LINE_BYTES: usize = 128 * 1024 * 1024;
+
+/// How much of a skipped line is kept to tell what it was (its `type` and
+/// `role` come first).
+const SKIPPED_PREFIX_BYTES: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -67,6 +79,8 @@ pub struct Session {
     /// Set when a write failed; later writes are skipped rather than
     /// interleaving a partial line.
     failed: Option<String>,
+    /// What loading the file had to say (lines skipped for their size).
+    warnings: Vec<String>,
 }
 
 /// `$ZOT_HOME/sessions/<first 8 bytes of sha256(cwd), hex>`.
@@ -128,6 +142,7 @@ impl Session {
             file,
             messages: Vec::new(),
             failed: None,
+            warnings: Vec::new(),
         };
         session.write(&Line::Meta { meta });
         Ok(session)
@@ -142,20 +157,51 @@ impl Session {
             .append(true)
             .open(path)
             .map_err(io_err(path))?;
-        let mut text = String::new();
-        file.read_to_string(&mut text).map_err(io_err(path))?;
         let mut meta = None;
         let mut messages = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<Line>(line) {
+        let mut warnings = Vec::new();
+        let mut reader = io::BufReader::with_capacity(64 * 1024, &file);
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        let mut torn = false;
+        loop {
+            let (skipped, ended) = match read_line(&mut reader, &mut line).map_err(io_err(path))? {
+                LineRead::End => break,
+                LineRead::Line { ended } => (None, ended),
+                LineRead::TooLong { bytes, ended } => (Some(bytes), ended),
+            };
+            number += 1;
+            torn = !ended;
+            if let Some(bytes) = skipped {
+                warnings.push(format!(
+                    "{}: line {number} ({bytes} bytes) is larger than {} MiB and was not loaded",
+                    path.display(),
+                    MAX_SESSION_LINE_BYTES >> 20
+                ));
+                if let Some(note) = placeholder(&line, bytes, &messages) {
+                    messages.push(note);
+                }
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(&line) else {
+                continue;
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Line>(text) {
                 Ok(Line::Meta { meta: m }) => meta = meta.or(Some(m)),
                 Ok(Line::Message { message }) => messages.push(message),
                 Ok(Line::Extension { .. }) | Err(_) => {}
             }
         }
+        drop(reader);
+        if !warnings.is_empty() {
+            orphans_to_text(&mut messages);
+        }
         let meta = meta.ok_or_else(|| SessionError::NoMeta(path.to_path_buf()))?;
         // A torn last line must not swallow the next one.
-        if !text.is_empty() && !text.ends_with('\n') {
+        if torn {
             file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
             file.write_all(b"\n").map_err(io_err(path))?;
         }
@@ -165,6 +211,7 @@ impl Session {
             file,
             messages,
             failed: None,
+            warnings,
         };
         if let Some(closing) = unanswered(&session.messages) {
             session.append(&closing);
@@ -200,6 +247,11 @@ impl Session {
 
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// What loading the file had to say: each line skipped for its size.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The first write error, if any.
@@ -246,6 +298,136 @@ impl Drop for Session {
     fn drop(&mut self) {
         if self.messages.is_empty() {
             let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// How one line of a session file was read.
+#[derive(Clone, Copy)]
+enum LineRead {
+    End,
+    /// In the buffer, without its newline (`ended`: it had one).
+    Line {
+        ended: bool,
+    },
+    /// Over [`MAX_SESSION_LINE_BYTES`]: read past; the buffer holds its
+    /// first [`SKIPPED_PREFIX_BYTES`].
+    TooLong {
+        bytes: usize,
+        ended: bool,
+    },
+}
+
+/// Reads the next line into `line`, holding at most
+/// [`MAX_SESSION_LINE_BYTES`] of it.
+fn read_line(reader: &mut impl io::BufRead, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    line.clear();
+    let mut bytes = 0usize;
+    let mut too_long = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(match (bytes, too_long) {
+                (0, _) => LineRead::End,
+                (_, false) => LineRead::Line { ended: false },
+                (_, true) => LineRead::TooLong {
+                    bytes,
+                    ended: false,
+                },
+            });
+        }
+        let (part, ended) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        let used = part.len() + usize::from(ended);
+        bytes += part.len();
+        if !too_long && bytes > MAX_SESSION_LINE_BYTES {
+            too_long = true;
+            line.truncate(SKIPPED_PREFIX_BYTES);
+            line.shrink_to_fit();
+        }
+        if too_long {
+            let room = SKIPPED_PREFIX_BYTES.saturating_sub(line.len());
+            line.extend_from_slice(&part[..room.min(part.len())]);
+        } else {
+            line.extend_from_slice(part);
+        }
+        reader.consume(used);
+        if ended {
+            return Ok(if too_long {
+                LineRead::TooLong { bytes, ended }
+            } else {
+                LineRead::Line { ended }
+            });
+        }
+    }
+}
+
+/// What stands in for a skipped line that held a message: a note of the
+/// same role, so the conversation keeps its shape. A tool message's note
+/// answers the calls of the message before it with error results.
+fn placeholder(prefix: &[u8], bytes: usize, messages: &[Message]) -> Option<Message> {
+    let prefix = String::from_utf8_lossy(prefix);
+    if !prefix.contains(r#""type":"message""#) {
+        return None;
+    }
+    let note = format!(
+        "[zot: this message ({bytes} bytes) was larger than {} MiB and was not loaded]",
+        MAX_SESSION_LINE_BYTES >> 20
+    );
+    let role = ["assistant", "tool", "user"]
+        .into_iter()
+        .find(|role| prefix.contains(&format!(r#""role":"{role}""#)))?;
+    Some(match role {
+        "assistant" => Message::new(Role::Assistant, vec![Block::Text { text: note }]),
+        "tool" => {
+            let calls: Vec<Block> = messages
+                .last()
+                .filter(|m| m.role == Role::Assistant)
+                .into_iter()
+                .flat_map(Message::tool_calls)
+                .map(|(id, _, _)| Block::ToolResult {
+                    call_id: id.to_owned(),
+                    is_error: true,
+                    content: vec![Block::Text { text: note.clone() }],
+                })
+                .collect();
+            if calls.is_empty() {
+                return None;
+            }
+            Message::new(Role::Tool, calls)
+        }
+        _ => Message::new(Role::User, vec![Block::Text { text: note }]),
+    })
+}
+
+/// Tool results whose call is not in the message before them (it was in a
+/// skipped line) become text, which every provider accepts.
+fn orphans_to_text(messages: &mut [Message]) {
+    for i in 1..messages.len() {
+        let calls: Vec<String> = messages[i - 1]
+            .tool_calls()
+            .map(|(id, _, _)| id.to_owned())
+            .collect();
+        for block in &mut messages[i].content {
+            if let Block::ToolResult {
+                call_id, content, ..
+            } = block
+                && !calls.contains(call_id)
+            {
+                let text = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                *block = Block::Text {
+                    text: format!("[result of a tool call that was not loaded] {text}"),
+                };
+            }
         }
     }
 }

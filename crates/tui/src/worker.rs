@@ -239,6 +239,9 @@ async fn run(
         }
         Work::OpenSession(path) => match Session::open(&path) {
             Ok(session) => {
+                for warning in session.warnings() {
+                    let _ = events.send(WorkerEvent::Error(warning.clone()));
+                }
                 agent.switch_session(session).await;
                 let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
                 send_plan(agent, events);

@@ -1366,3 +1366,69 @@ async fn a_response_over_64_mib_is_cut_with_an_error_and_its_start_kept_in_the_s
     assert!(kept.len() > 2 * block && kept.len() <= 64 * 1024 * 1024);
     assert!(kept.starts_with("aaa") && kept.contains("abbb") && kept.ends_with("ccc"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_line_over_128_mib_is_skipped_with_a_warning_and_keeps_its_place() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("resumed")]).await;
+    let session = w.scratch.join("big.jsonl");
+    let message = |role: &str, content: Value| {
+        json!({"type":"message","message":{"role":role,"content":content}}).to_string()
+    };
+    let head = [
+        json!({"type":"meta","meta":{"id":"big","cwd":w.project,"provider":"anthropic","model":"m","started":"2026-01-01T00:00:00Z","version":"0"}}).to_string(),
+        message("user", json!([{"type":"text","text":"read it"}])),
+        message(
+            "assistant",
+            json!([{"type":"tool_call","id":"c1","name":"read","args":{"path":"big"}}]),
+        ),
+    ];
+    // Line 4, the result of c1, is larger than the limit: written a MiB at a time.
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&session).unwrap());
+    use std::io::Write as _;
+    writeln!(file, "{}", head.join("\n")).unwrap();
+    write!(
+        file,
+        r#"{{"type":"message","message":{{"role":"tool","content":[{{"type":"tool_result","call_id":"c1","content":[{{"type":"text","text":""#
+    )
+    .unwrap();
+    let mib = vec![b'x'; 1024 * 1024];
+    for _ in 0..=zot_core::session::MAX_SESSION_LINE_BYTES / mib.len() {
+        file.write_all(&mib).unwrap();
+    }
+    writeln!(file, r#""}}]}}]}}}}"#).unwrap();
+    writeln!(
+        file,
+        "{}",
+        message("assistant", json!([{"type":"text","text":"that was big"}]))
+    )
+    .unwrap();
+    file.flush().unwrap();
+    drop(file);
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--session", session.to_str().unwrap(), "go on"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "resumed\n");
+    assert!(
+        run.stderr
+            .contains(&format!("zot: warning: {}: line 4 (", session.display()))
+            && run
+                .stderr
+                .contains("bytes) is larger than 128 MiB and was not loaded"),
+        "{}",
+        run.stderr
+    );
+    // The call keeps an (error) result in its place, and what came after it stays.
+    let body = &model.requests()[0].body["messages"];
+    let result = &body[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "c1");
+    assert_eq!(result["is_error"], true);
+    assert!(result.to_string().contains("was not loaded"), "{result}");
+    assert_eq!(body[3]["content"][0]["text"], "that was big");
+    assert_eq!(body[4]["content"][0]["text"], "go on");
+}
