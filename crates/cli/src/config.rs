@@ -281,6 +281,36 @@ impl Settings {
             .filter(|s| matches!(s, Source::Env(_) | Source::Project(_)))
     }
 
+    /// [`resolved`](Self::resolved), with the defaults that depend on the
+    /// provider (provider, model, base URL) as `choice`, the run's pick,
+    /// has them: what `zot doctor` and `zot config list|get` both show.
+    pub fn resolved_with(
+        &self,
+        args: &AgentArgs,
+        choice: Option<&crate::run::Choice>,
+    ) -> Vec<(&'static str, Value, Source)> {
+        let mut resolved = self.resolved(args);
+        if let Some(choice) = choice {
+            for (key, value, _) in resolved.iter_mut().filter(|(_, v, _)| v.is_null()) {
+                match *key {
+                    "provider" => *value = Value::from(choice.provider.kind.name()),
+                    "model" => *value = Value::from(choice.model.clone()),
+                    "base_url" => *value = Value::from(choice.provider.base_url.clone()),
+                    _ => {}
+                }
+            }
+        }
+        resolved
+    }
+
+    /// What a run with no flags resolves (`zot config list|get`).
+    fn resolved_for_run(&mut self, zot_home: &Path) -> Vec<(&'static str, Value, Source)> {
+        let mut args = AgentArgs::default();
+        self.apply(&mut args);
+        let choice = crate::run::choose(&args, zot_home).ok();
+        self.resolved_with(&AgentArgs::default(), choice.as_ref())
+    }
+
     /// Every key with its effective value (flags applied), defaults filled in,
     /// for `zot doctor` and `zot config list`.
     pub fn resolved(&self, args: &AgentArgs) -> Vec<(&'static str, Value, Source)> {
@@ -532,12 +562,12 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
             }
         }
         ConfigCommand::List { project: false } => {
-            let settings = Settings::load(zot_home, project)?;
+            let mut settings = Settings::load(zot_home, project)?;
+            let resolved = settings.resolved_for_run(zot_home);
             for warning in &settings.warnings {
                 errln!("zot: warning: {warning}");
             }
-            let args = AgentArgs::default();
-            for (key, value, source) in settings.resolved(&args) {
+            for (key, value, source) in resolved {
                 if value.is_null() {
                     outln!("{key}  # unset");
                 } else {
@@ -555,8 +585,13 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                     .get(key.as_str())
                     .cloned()
             } else {
-                let settings = Settings::load(zot_home, project)?;
-                settings.get(key).map(|(v, _)| v.clone()).or_else(|| {
+                let mut settings = Settings::load(zot_home, project)?;
+                let known = settings
+                    .resolved_for_run(zot_home)
+                    .into_iter()
+                    .find(|(k, ..)| k == key)
+                    .map(|(_, v, _)| v);
+                known.filter(|v| !v.is_null()).or_else(|| {
                     settings
                         .unknown
                         .iter()
@@ -566,7 +601,10 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
             };
             match value {
                 Some(value) => outln!("{}", show(&value)),
-                None => return Ok(ExitCode::FAILURE),
+                None => {
+                    errln!("zot: {key} is unset");
+                    return Ok(ExitCode::FAILURE);
+                }
             }
         }
         ConfigCommand::Set {

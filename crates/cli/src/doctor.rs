@@ -40,18 +40,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
 
     let choice = crate::run::provider_and_model(&args, ctx);
     let mut config = Map::new();
-    for (key, mut value, source) in ctx.settings.resolved(&cli.agent) {
-        // Defaults that depend on the provider are filled in from the choice.
-        if let Ok(choice) = &choice
-            && value.is_null()
-        {
-            match key {
-                "provider" => value = json!(choice.provider.kind.name()),
-                "model" => value = json!(choice.model),
-                "base_url" => value = json!(choice.provider.base_url),
-                _ => {}
-            }
-        }
+    for (key, value, source) in ctx.settings.resolved_with(&cli.agent, choice.as_ref().ok()) {
         let mut entry = json!({"value": value, "source": source.kind()});
         if let Some(origin) = source.origin() {
             entry["from"] = json!(origin);

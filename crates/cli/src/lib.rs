@@ -62,13 +62,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut command, "zot", &mut std::io::stdout());
-            Ok(ExitCode::SUCCESS)
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut command, "zot", &mut script);
+            print_to_pipe(&script)
         }
         Command::Man => {
             let command = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
-            Ok(ExitCode::SUCCESS)
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page)?;
+            print_to_pipe(&page)
         }
         Command::Doctor { json } => {
             let mut ctx = context::Context::new(&cli)?;
@@ -91,6 +93,19 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let ctx = context::Context::new(&cli)?;
             trust_cmd::run(&ctx, args)
         }
+    }
+}
+
+/// Writes `bytes` to stdout. A reader that stops early (`zot man | head`)
+/// is not an error: the output was for it, and it has what it wanted.
+fn print_to_pipe(bytes: &[u8]) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, BufReader};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, OwnedMutexGuard, mpsc};
 use zot_core::CancellationToken;
 use zot_core::agent::Agent;
 use zot_core::message::Block;
@@ -46,8 +46,12 @@ struct Server {
     host: ExtensionHost,
     commands: Commands,
     out: mpsc::UnboundedSender<Event>,
-    /// Cancels whatever prompt or compaction runs now.
-    current: std::sync::Mutex<CancellationToken>,
+    /// Prompts and compactions in the order they came, the one running (or
+    /// about to) first; each leaves when done. `abort` cancels the first,
+    /// `abort {"queue": true}` also takes the others out.
+    line: std::sync::Mutex<std::collections::VecDeque<Waiting>>,
+    /// The number the next piece of work gets in `line`.
+    next_work: std::sync::atomic::AtomicU64,
     busy: Arc<std::sync::atomic::AtomicUsize>,
     provider_name: String,
     cwd: String,
@@ -63,6 +67,14 @@ struct Server {
     missing_credentials: Option<String>,
     /// Where `set_model` with `save` writes (`None` in tests that save nothing).
     zot_home: Option<std::path::PathBuf>,
+}
+
+/// A prompt or compaction waiting its turn (or running, first in line).
+struct Waiting {
+    id: u64,
+    /// A prompt's text, which `abort {"queue": true}` gives back.
+    prompt: Option<String>,
+    cancel: CancellationToken,
 }
 
 /// What `get_state` reports about the agent.
@@ -140,7 +152,8 @@ pub async fn serve(
         host: running.host,
         commands: running.commands,
         out,
-        current: std::sync::Mutex::new(CancellationToken::new()),
+        line: std::sync::Mutex::default(),
+        next_work: std::sync::atomic::AtomicU64::new(0),
         busy: Arc::default(),
         provider_name,
         cwd: project.display().to_string(),
@@ -273,27 +286,37 @@ impl Server {
         self.busy.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 
-    /// Runs `work` in the background with a fresh cancellation token;
-    /// work items run one after another (the agent lock queues them).
+    fn line(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Waiting>> {
+        self.line
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `work` in the background with a fresh cancellation token, once
+    /// it holds the agent; work items run one after another in the order
+    /// they came (see [`Server::line`]). `prompt` is a prompt's text.
     /// `finish` (e.g. `done`) is written once the work has let go of the
     /// agent and is no longer counted as busy, so a client that reacts to it
     /// with `get_state` sees an idle agent.
     fn spawn<F>(
         self: &Arc<Self>,
         finish: Option<Event>,
-        work: impl FnOnce(Arc<Self>, CancellationToken) -> F,
+        prompt: Option<String>,
+        work: impl FnOnce(Arc<Self>, OwnedMutexGuard<Agent>, CancellationToken) -> F + Send + 'static,
     ) where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
         let cancel = CancellationToken::new();
-        *self
-            .current
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = cancel.clone();
+        let id = self
+            .next_work
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.line().push_back(Waiting {
+            id,
+            prompt,
+            cancel: cancel.clone(),
+        });
         self.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let busy = Arc::clone(&self.busy);
-        let out = self.out.clone();
-        let future = work(Arc::clone(self), cancel);
+        let server = Arc::clone(self);
         let (go, ready) = tokio::sync::oneshot::channel();
         *self
             .gate
@@ -301,10 +324,18 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(go);
         let handle = tokio::spawn(async move {
             let _ = ready.await;
-            future.await;
-            busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-            if let Some(finish) = finish {
-                let _ = out.send(finish);
+            let agent = Arc::clone(&server.agent).lock_owned().await;
+            // Taken out of the line by `abort {"queue": true}`: it never runs.
+            let dropped = !server.line().iter().any(|w| w.id == id);
+            if !dropped {
+                work(Arc::clone(&server), agent, cancel).await;
+                server.line().retain(|w| w.id != id);
+            }
+            server
+                .busy
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            if let Some(finish) = finish.filter(|_| !dropped) {
+                let _ = server.out.send(finish);
             }
         });
         self.tasks
@@ -336,25 +367,30 @@ impl Server {
                         "{MAX_QUEUED_PROMPTS} prompts are already waiting; send more once some have run (or abort)"
                     ));
                 }
+                let text = message.clone();
                 let content = prompt_content(message, images)?;
-                self.spawn(Some(Event::Done), |server, cancel| async move {
-                    server.prompt(content, cancel).await
+                self.spawn(Some(Event::Done), Some(text), |server, agent, cancel| {
+                    server.prompt(agent, content, cancel)
                 });
                 Data::Started { started: true }
             }
-            Request::Abort => {
-                self.current
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .cancel();
-                return Ok(None);
+            Request::Abort { queue } => {
+                let mut line = self.line();
+                if let Some(running) = line.front() {
+                    running.cancel.cancel();
+                }
+                if !queue {
+                    return Ok(None);
+                }
+                let behind = line.len().min(1)..;
+                let dropped = line.drain(behind).filter_map(|w| w.prompt).collect();
+                Data::Aborted { dropped }
             }
             Request::Compact => {
                 if let Some(missing) = &self.missing_credentials {
                     return Err(missing.clone());
                 }
-                self.spawn(None, |server, cancel| async move {
-                    let mut agent = server.agent.lock().await;
+                self.spawn(None, None, |server, mut agent, cancel| async move {
                     let (events, mut rx) = mpsc::unbounded_channel();
                     let result = agent.compact_now(&events, &cancel).await;
                     server.remember(&agent);
@@ -398,8 +434,9 @@ impl Server {
             }
             Request::Clear => {
                 let mut agent = self.agent.lock().await;
-                agent.clear().await;
+                let cleared = agent.clear().await;
                 self.remember(&agent);
+                cleared.map_err(|e| format!("cannot start a new session: {e}"))?;
                 return Ok(None);
             }
             Request::SetModel { model, save } => {
@@ -501,8 +538,12 @@ impl Server {
     }
 
     /// One prompt: an extension command when it names one, else a turn.
-    async fn prompt(self: Arc<Self>, content: Vec<Block>, cancel: CancellationToken) {
-        let mut agent = self.agent.lock().await;
+    async fn prompt(
+        self: Arc<Self>,
+        mut agent: OwnedMutexGuard<Agent>,
+        content: Vec<Block>,
+        cancel: CancellationToken,
+    ) {
         let mut content = content;
         // Expanding a Markdown command may run shell commands: `abort` stops them.
         let typed = first_text(&content);

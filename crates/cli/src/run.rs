@@ -48,7 +48,13 @@ pub struct Choice {
 
 /// The provider config and model the arguments ask for.
 pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Choice> {
-    let (provider, missing_credentials) = credentials::resolve(args, &ctx.zot_home)?;
+    choose(args, &ctx.zot_home)
+}
+
+/// [`provider_and_model`] from `$ZOT_HOME` alone (`zot config`, which
+/// needs no project context).
+pub fn choose(args: &AgentArgs, zot_home: &std::path::Path) -> anyhow::Result<Choice> {
+    let (provider, missing_credentials) = credentials::resolve(args, zot_home)?;
     let model = match (&args.model, models::default_model(provider.kind)) {
         (Some(model), _) => model.clone(),
         (None, Some(model)) => model.to_owned(),
@@ -294,9 +300,12 @@ pub fn open_session(
     }
     let session = if let Some(path) = &args.session {
         Session::open(path)?
-    } else if args.continue_session {
-        Session::open(&Session::latest(&ctx.zot_home, &ctx.project)?)?
+    } else if args.continue_session
+        && let Ok(latest) = Session::latest(&ctx.zot_home, &ctx.project)
+    {
+        Session::open(&latest)?
     } else {
+        // `-c` with nothing to continue starts the conversation it asked for.
         Session::create(&ctx.zot_home, &ctx.project, provider, model)
             .context("cannot create the session file")?
     };

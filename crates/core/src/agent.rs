@@ -25,7 +25,7 @@ use crate::provider::{
     Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
-use crate::session::Session;
+use crate::session::{Compaction, Served, Session, summary_message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
 
@@ -50,8 +50,11 @@ Keep every fact the next steps need: goals, constraints, files and functions tou
 why, what is done, what is left, errors seen. Be concise; use the headings Goal, Constraints, \
 Progress, Key Decisions, Next Steps, Critical Context.";
 
-/// The first line of a compacted conversation's summary message.
-pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+pub use crate::session::SUMMARY_HEADING;
+
+/// What closes the answer to a prompt the user cancelled, after whatever
+/// text had arrived, so the next prompt is a message of its own.
+pub const INTERRUPTED: &str = "[interrupted by the user]";
 
 /// Most times in a row the `before_stop` hook may send the agent on (the
 /// issue: at most 3), so a hook that always objects cannot loop forever.
@@ -342,9 +345,19 @@ impl Agent {
         self.base_prompt.send_replace(prompt);
     }
 
+    /// Goes on with `model` (each call is priced at the model that served
+    /// it): its context window from now on, and a model-change line in the
+    /// session.
     pub fn set_model(&mut self, provider: Provider, model: String) {
+        let info = crate::models::info(provider.kind(), &model);
+        if self.config.context_window.is_some() {
+            self.config.context_window = Some(info.context_window);
+        }
         self.provider = provider;
         self.config.model = model;
+        if let Some(session) = &mut self.session {
+            session.append_model_change(self.provider.kind().name(), &self.config.model);
+        }
         self.reset_system_prompt();
     }
 
@@ -359,8 +372,11 @@ impl Agent {
         self.config.sandbox = sandbox;
     }
 
-    /// Forgets the conversation (`/clear`), telling the hooks first.
-    pub async fn clear(&mut self) {
+    /// Forgets the conversation (`/clear`), telling the hooks first. With a
+    /// session file, the next messages go to a new session (the old one
+    /// stays resumable as it was), so resuming never brings back what was
+    /// cleared.
+    pub async fn clear(&mut self) -> Result<(), crate::session::SessionError> {
         self.hooks.cleared().await;
         self.messages.clear();
         self.plan
@@ -368,8 +384,23 @@ impl Agent {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
         self.announce_plan = false;
+        self.last_input = 0;
+        let next = match &self.session {
+            Some(session) => {
+                Some(session.successor(self.provider.kind().name(), &self.config.model)?)
+            }
+            None => None,
+        };
+        if let Some(next) = next {
+            self.store_entries();
+            self.hooks.session_changed(next.id()).await;
+            self.session_id = next.id().to_owned();
+            self.hooks.session_file(Some(next.path()));
+            self.session = Some(next);
+        }
         self.session_source = Some(SessionSource::Clear);
         self.reset_system_prompt();
+        Ok(())
     }
 
     /// The tools the model sees now: allowed built-ins, then allowed
@@ -472,7 +503,10 @@ impl Agent {
 
             if self.needs_compaction() {
                 // Best effort: a failed auto-compaction leaves the transcript as it was.
-                if let Ok(summary) = self.compact_with(true, COMPACT_KEEP_TAIL, cancel).await {
+                if let Ok(summary) = self
+                    .compact_with(true, COMPACT_KEEP_TAIL, events, cancel)
+                    .await
+                {
                     emit(AgentEvent::CompactDone {
                         summary,
                         automatic: true,
@@ -482,7 +516,8 @@ impl Agent {
             emit(AgentEvent::AssistantStart);
             let completion = match self.call_model(events, cancel).await {
                 Ok(completion) => completion,
-                Err((ProviderError::Cancelled, _)) => {
+                Err((ProviderError::Cancelled, partial)) => {
+                    self.close_interrupted(&partial);
                     self.end_turn(events, StopReason::Aborted, None).await;
                     break;
                 }
@@ -543,8 +578,9 @@ impl Agent {
                 note = Some(cut_note(&mut message, self.config.max_tokens));
             }
             self.show_assistant(&message, events).await;
+            let served = self.served(completion.usage);
             if completion.stop == StopReason::Refusal {
-                self.push(message);
+                self.push_served(message, Some(served));
                 let why = completion
                     .detail
                     .unwrap_or_else(|| "the model declined to answer".to_owned());
@@ -554,7 +590,7 @@ impl Agent {
             if completion.end == End::Paused && pauses < MAX_PAUSE_CONTINUATIONS {
                 // The paused message goes back as it is; the model continues it.
                 pauses += 1;
-                self.push(message);
+                self.push_served(message, Some(served));
                 self.end_turn(events, StopReason::ToolUse, None).await;
                 continue;
             }
@@ -562,7 +598,7 @@ impl Agent {
                 .tool_calls()
                 .map(|(id, name, args)| (id.to_owned(), name.to_owned(), args.clone()))
                 .collect();
-            self.push(message);
+            self.push_served(message, Some(served));
             if calls.is_empty() {
                 self.end_turn(events, completion.stop, note).await;
                 if sent_on < MAX_STOP_CONTINUATIONS
@@ -584,6 +620,7 @@ impl Agent {
             let results = self.run_tools(&calls, events, cancel).await;
             self.push(Message::new(Role::Tool, results));
             if cancel.is_cancelled() {
+                self.close_interrupted("");
                 self.end_turn(events, StopReason::Aborted, None).await;
                 break;
             }
@@ -634,7 +671,9 @@ impl Agent {
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        let summary = self.compact(COMPACT_KEEP_TAIL, cancel).await?;
+        let summary = self
+            .compact_with(false, COMPACT_KEEP_TAIL, events, cancel)
+            .await?;
         let _ = events.send(AgentEvent::CompactDone {
             summary: summary.clone(),
             automatic: false,
@@ -651,14 +690,17 @@ impl Agent {
         keep_tail: usize,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        self.compact_with(false, keep_tail, cancel).await
+        let (events, _) = mpsc::unbounded_channel();
+        self.compact_with(false, keep_tail, &events, cancel).await
     }
 
-    /// [`compact`](Self::compact), saying whether the context filled up (`automatic`).
+    /// [`compact`](Self::compact), saying whether the context filled up
+    /// (`automatic`); the summarising call's usage goes to `events`.
     async fn compact_with(
         &mut self,
         automatic: bool,
         keep_tail: usize,
+        events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
         let entries = serde_json::to_value(&self.messages).unwrap_or_default();
@@ -693,13 +735,35 @@ impl Agent {
                 {
                     split -= 1;
                 }
-                self.replace_with_summary(&summary, split);
+                self.replace_with_summary(Compaction {
+                    summary: summary.clone(),
+                    first_kept: split,
+                    tokens_before,
+                    automatic,
+                    served: None,
+                });
                 Ok((summary, split, "Compacted by extension."))
             }
-            _ => self
-                .summarise(keep_tail, extra.as_deref(), cancel)
-                .await
-                .map(|(s, split)| (s, split, "Compacted.")),
+            _ => match self.summarise(keep_tail, extra.as_deref(), cancel).await {
+                Ok((summary, split, served)) => {
+                    let price = crate::models::price(self.provider.kind(), &served.model);
+                    let usage = UsageReport::priced(served.usage, price);
+                    self.usage += usage;
+                    let _ = events.send(AgentEvent::Usage {
+                        usage,
+                        cumulative: self.usage,
+                    });
+                    self.replace_with_summary(Compaction {
+                        summary: summary.clone(),
+                        first_kept: split,
+                        tokens_before,
+                        automatic,
+                        served: Some(served),
+                    });
+                    Ok((summary, split, "Compacted."))
+                }
+                Err(e) => Err(e),
+            },
         };
         let outcome = match &result {
             Ok((summary, kept, message)) => CompactOutcome {
@@ -721,22 +785,28 @@ impl Agent {
         result.map(|(summary, ..)| summary)
     }
 
-    fn replace_with_summary(&mut self, summary: &str, split: usize) {
-        let mut compacted = vec![Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
-        compacted.extend(self.messages.drain(split..));
+    /// Puts the summary in place of the messages before `first_kept`, in
+    /// the session too.
+    fn replace_with_summary(&mut self, compaction: Compaction) {
+        let mut compacted = vec![summary_message(&compaction.summary)];
+        compacted.extend(self.messages.drain(compaction.first_kept..));
         self.messages = compacted;
         self.last_input = 0;
         self.session_source = Some(SessionSource::Compact);
+        self.store_entries();
+        if let Some(session) = &mut self.session {
+            session.append_compaction(compaction);
+        }
     }
 
-    /// The model's summary of all but the last `keep_tail` messages, and the
-    /// index the kept tail started at.
+    /// The model's summary of all but the last `keep_tail` messages, the
+    /// index the kept tail starts at, and who wrote the summary.
     async fn summarise(
         &mut self,
         keep_tail: usize,
         extra: Option<&str>,
         cancel: &CancellationToken,
-    ) -> Result<(String, usize), AgentError> {
+    ) -> Result<(String, usize, Served), AgentError> {
         let mut split = self.messages.len().saturating_sub(keep_tail);
         while split > 0
             && self
@@ -813,16 +883,42 @@ impl Agent {
         if summary.trim().is_empty() {
             return Err(AgentError::EmptySummary);
         }
-        self.replace_with_summary(&summary, split);
-        Ok((summary, split))
+        Ok((summary, split, self.served(completion.usage)))
     }
 
     fn push(&mut self, message: Message) {
+        self.push_served(message, None);
+    }
+
+    /// Appends a message to the conversation and the session; `served` says
+    /// which provider and model produced it.
+    fn push_served(&mut self, message: Message, served: Option<Served>) {
         self.store_entries();
         if let Some(session) = &mut self.session {
-            session.append(&message);
+            session.append_served(&message, served);
         }
         self.messages.push(message);
+    }
+
+    /// The current provider and model, for a call's `usage`.
+    fn served(&self, usage: crate::provider::Usage) -> Served {
+        Served {
+            provider: self.provider.kind().name().to_owned(),
+            model: self.config.model.clone(),
+            usage,
+        }
+    }
+
+    /// Closes a cancelled prompt with an assistant message: the text that
+    /// had arrived (no thinking, no half-streamed tool call), then
+    /// [`INTERRUPTED`]. The next prompt is then a user message of its own
+    /// and the model sees that the user stopped this one.
+    fn close_interrupted(&mut self, partial: &str) {
+        let text = match partial.trim_end() {
+            "" => INTERRUPTED.to_owned(),
+            partial => format!("{partial}\n\n{INTERRUPTED}"),
+        };
+        self.push(Message::new(Role::Assistant, vec![Block::Text { text }]));
     }
 
     async fn end_turn(
@@ -985,7 +1081,10 @@ impl Agent {
             Some("the conversation no longer fits the model's context window: compacting it and asking again".to_owned()),
         )
         .await;
-        match self.compact_with(true, COMPACT_KEEP_TAIL, cancel).await {
+        match self
+            .compact_with(true, COMPACT_KEEP_TAIL, events, cancel)
+            .await
+        {
             Ok(summary) => {
                 let _ = events.send(AgentEvent::CompactDone {
                     summary,

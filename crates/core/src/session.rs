@@ -1,6 +1,8 @@
 //! Sessions: one JSONL transcript per conversation under
 //! `$ZOT_HOME/sessions/<hash of cwd>/`, written line by line as messages
-//! arrive, so a crash loses at most the line being written.
+//! arrive, so a crash loses at most the line being written. Every change to
+//! the conversation is a typed line (a message, a compaction, a model
+//! switch), so replaying the file gives exactly what the model saw last.
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
@@ -11,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::message::{Block, Message, Role, now};
+use crate::provider::Usage;
 
 /// What a resumed session records for a tool call that never got a result.
 pub const ABORTED_RESULT: &str = "tool call was aborted; no result recorded.";
@@ -26,6 +29,40 @@ pub const MAX_SESSION_LINE_BYTES: usize = 128 * 1024 * 1024;
 /// How much of a skipped line is kept to tell what it was (its `type` and
 /// `role` come first).
 const SKIPPED_PREFIX_BYTES: usize = 256;
+
+/// The first line of a compacted conversation's summary message.
+pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
+
+/// The message a compaction puts in place of the messages it replaced.
+pub fn summary_message(summary: &str) -> Message {
+    Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))
+}
+
+/// Who produced an assistant message: the provider and model that served
+/// the call, and its token counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Served {
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+}
+
+/// A compaction as the session records it: the messages before
+/// `first_kept` (an index into the conversation as it was) were replaced
+/// by one [`summary_message`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub summary: String,
+    pub first_kept: usize,
+    /// The context's size before, in tokens (the model's count when known).
+    pub tokens_before: u64,
+    /// Started because the context filled up, not asked for.
+    #[serde(default)]
+    pub automatic: bool,
+    /// The summarising call, when a model wrote the summary (an extension may).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Served>,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -45,11 +82,25 @@ enum Line {
     },
     Message {
         message: Message,
+        /// Set on assistant messages (files before it have none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served: Option<Served>,
     },
     /// Extension bookkeeping (nimlet `entry`): kept in the file, never sent to the model.
     Extension {
         extension: String,
         data: serde_json::Value,
+    },
+    Compaction {
+        #[serde(flatten)]
+        compaction: Compaction,
+        time: String,
+    },
+    /// The conversation goes on with another model (`/model`, RPC `set_model`).
+    ModelChange {
+        provider: String,
+        model: String,
+        time: String,
     },
 }
 
@@ -98,7 +149,23 @@ impl Session {
         provider: &str,
         model: &str,
     ) -> Result<Self, SessionError> {
-        let dir = sessions_dir(zot_home, cwd);
+        Self::create_in(&sessions_dir(zot_home, cwd), cwd, provider, model)
+    }
+
+    /// Starts the session that follows this one (`/clear`): a new file
+    /// beside it; this one stays as it is, resumable.
+    pub fn successor(&self, provider: &str, model: &str) -> Result<Self, SessionError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        Self::create_in(dir, Path::new(&self.meta.cwd), provider, model)
+    }
+
+    fn create_in(
+        dir: &Path,
+        cwd: &Path,
+        provider: &str,
+        model: &str,
+    ) -> Result<Self, SessionError> {
+        let dir = dir.to_path_buf();
         // Sessions hold code and often secrets: only the user may read them.
         private_dir(&dir).map_err(io_err(&dir))?;
         let started = now();
@@ -191,8 +258,10 @@ impl Session {
             }
             match serde_json::from_str::<Line>(text) {
                 Ok(Line::Meta { meta: m }) => meta = meta.or(Some(m)),
-                Ok(Line::Message { message }) => messages.push(message),
-                Ok(Line::Extension { .. }) | Err(_) => {}
+                Ok(Line::Message { message, .. }) => messages.push(message),
+                Ok(Line::Compaction { compaction, .. }) => compact(&mut messages, &compaction),
+                // Lines of a newer zot are skipped, like a torn last line.
+                Ok(Line::Extension { .. } | Line::ModelChange { .. }) | Err(_) => {}
             }
         }
         drop(reader);
@@ -261,9 +330,33 @@ impl Session {
 
     /// Appends a message and writes it at once.
     pub fn append(&mut self, message: &Message) {
+        self.append_served(message, None);
+    }
+
+    /// Appends a message with who produced it (assistant messages).
+    pub fn append_served(&mut self, message: &Message, served: Option<Served>) {
         self.messages.push(message.clone());
         self.write(&Line::Message {
             message: message.clone(),
+            served,
+        });
+    }
+
+    /// Records a compaction and applies it to the conversation.
+    pub fn append_compaction(&mut self, compaction: Compaction) {
+        compact(&mut self.messages, &compaction);
+        self.write(&Line::Compaction {
+            compaction,
+            time: now(),
+        });
+    }
+
+    /// Records that the conversation goes on with `provider`/`model`.
+    pub fn append_model_change(&mut self, provider: &str, model: &str) {
+        self.write(&Line::ModelChange {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            time: now(),
         });
     }
 
@@ -430,6 +523,14 @@ fn orphans_to_text(messages: &mut [Message]) {
             }
         }
     }
+}
+
+/// `messages` after `compaction`: its summary, then the messages it kept.
+fn compact(messages: &mut Vec<Message>, compaction: &Compaction) {
+    let kept = messages.split_off(compaction.first_kept.min(messages.len()));
+    *messages = std::iter::once(summary_message(&compaction.summary))
+        .chain(kept)
+        .collect();
 }
 
 /// Error results for the tool calls of the last assistant message that

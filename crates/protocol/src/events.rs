@@ -280,6 +280,9 @@ pub enum Data {
     Pong { pong: bool },
     /// `prompt`, `compact`: the work runs; its events follow.
     Started { started: bool },
+    /// `abort` with `"queue": true`: the text of each queued prompt it
+    /// dropped, in order (they never run and get no `done`).
+    Aborted { dropped: Vec<String> },
     /// `get_state`.
     State {
         provider: String,

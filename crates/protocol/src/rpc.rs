@@ -22,8 +22,13 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<Image>,
     },
-    /// Cancels the running prompt or compaction.
-    Abort,
+    /// Cancels the running prompt or compaction; prompts queued behind it
+    /// still run in order. With `"queue": true` they are dropped too, and
+    /// the response gives back their text.
+    Abort {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        queue: bool,
+    },
     /// Summarises older messages; ends with `compact_done` or `error`.
     Compact,
     GetState,
@@ -168,7 +173,7 @@ mod tests {
         );
         assert_eq!(
             parse(r#"{"type":"abort","id":"x"}"#).request,
-            Ok(Request::Abort)
+            Ok(Request::Abort { queue: false })
         );
         let prompt = parse(
             r#"{"type":"prompt","message":"hi","images":[{"mime_type":"image/png","data":"AA=="}]}"#,

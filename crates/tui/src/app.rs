@@ -147,6 +147,8 @@ pub struct App {
     /// Extension widgets (lines above the footer), in insertion order.
     widgets: Vec<(String, Vec<String>)>,
     cost: f64,
+    /// A `/model` the provider's list lacks: saved once it has answered.
+    unsaved_model: Option<String>,
     quit: bool,
     last_ctrl_c: Option<Instant>,
     commands: Vec<CommandInfo>,
@@ -191,6 +193,7 @@ impl App {
             statuses: Vec::new(),
             widgets: Vec::new(),
             cost: 0.0,
+            unsaved_model: None,
             quit: false,
             last_ctrl_c: None,
             commands: ext.commands(),
@@ -540,8 +543,22 @@ impl App {
         if self.busy {
             self.abort();
         }
-        self.queue.clear();
+        self.unqueue();
         self.notes.clear();
+    }
+
+    /// Queued prompts go back into the editor, before what is typed there:
+    /// a cancel never throws away what the user wrote.
+    fn unqueue(&mut self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let mut parts: Vec<String> = self.queue.drain(..).collect();
+        let typed = self.editor.text();
+        if !typed.is_empty() {
+            parts.push(typed);
+        }
+        self.editor.set_text(&parts.join("\n"));
     }
 
     fn abort(&mut self) {
@@ -743,14 +760,28 @@ impl App {
                         worker.send(Work::SetModel(args.to_owned()));
                     }
                     self.config.model = args.to_owned();
-                    self.save_model(args);
+                    let listed = self.config.models.iter().any(|m| m == args);
+                    if listed || self.config.models.is_empty() {
+                        self.unsaved_model = None;
+                        self.save_model(args);
+                    } else {
+                        // A typo must not become every later start-up's model.
+                        self.unsaved_model = Some(args.to_owned());
+                        self.set_status(
+                            format!(
+                                "model: {args} is not a {} model zot knows; it is saved once it answers",
+                                self.config.provider
+                            ),
+                            StatusKind::Error,
+                        );
+                    }
                 }
             }
             Builtin::Clear => {
                 self.abort();
                 self.transcript.clear();
                 self.notes.clear();
-                self.queue.clear();
+                self.unqueue();
                 if let Some(worker) = &self.worker {
                     worker.send(Work::Clear);
                 }
@@ -1228,6 +1259,9 @@ impl App {
             AgentEvent::Usage { usage, cumulative } => {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
                 self.cost = cumulative.cost_usd;
+                if let Some(model) = self.unsaved_model.take() {
+                    self.save_model(&model);
+                }
             }
             AgentEvent::TurnEnd {
                 stop: StopReason::Error,

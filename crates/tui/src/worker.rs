@@ -213,9 +213,14 @@ async fn run(
             }
         },
         Work::Clear => {
-            agent.clear().await;
+            let cleared = agent.clear().await;
             let _ = events.send(WorkerEvent::Transcript(Vec::new()));
             send_plan(agent, events);
+            if let Err(e) = cleared {
+                let _ = events.send(WorkerEvent::Error(format!(
+                    "cannot start a new session: {e}"
+                )));
+            }
         }
         Work::SetModel(model) => {
             let provider = Provider::new(agent.provider().config().clone());

@@ -27,3 +27,22 @@ fn man_writes_a_roff_page() {
         assert!(run.stdout.contains(word), "{word}");
     }
 }
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    let w = World::new();
+    for args in [&["completions", "bash"][..], &["man"]] {
+        let mut child = w
+            .cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before zot writes, like `| head` that has read enough.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

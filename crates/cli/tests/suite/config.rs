@@ -192,8 +192,9 @@ fn config_verbs() {
     let run = w.zot(&["config", "path", "--project"]);
     assert_eq!(run.stdout.trim(), project_file(&w).display().to_string());
 
-    let run = w.zot(&["config", "get", "model"]);
+    let run = w.zot(&["config", "get", "theme"]);
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "unset: {run:?}");
+    assert!(run.stderr.contains("theme is unset"), "{run:?}");
     for (key, value) in [
         ("provider", "openai"),
         ("model", "gpt-4.1"),
@@ -259,6 +260,50 @@ fn config_verbs() {
     let run = w.zot(&["config", "unset", "--project", "max_steps"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(Value::Object(read(&project_file(&w))), json!({}));
+}
+
+#[test]
+fn config_and_doctor_agree_on_every_value_and_its_source() {
+    let w = World::new();
+    let run = w.zot(&["config", "get", "provider"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "anthropic\n"),
+        "{run:?}"
+    );
+    let run = w.zot(&["config", "get", "model"]);
+    assert_eq!(run.stdout, "claude-sonnet-4-5\n", "{run:?}");
+    let list = w.zot(&["config", "list"]).stdout;
+    let doctor: Value = serde_json::from_str(&w.zot(&["doctor", "--json"]).stdout).unwrap();
+    for (key, entry) in doctor["config"].as_object().unwrap() {
+        let line = list
+            .lines()
+            .find(|l| l.split([' ', '=']).next() == Some(key.as_str()))
+            .unwrap_or_else(|| panic!("{key} not listed: {list}"));
+        match &entry["value"] {
+            Value::Null => assert_eq!(line, format!("{key}  # unset")),
+            value => {
+                let shown = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                assert!(
+                    line.starts_with(&format!(
+                        "{key} = {shown}  # {}",
+                        entry["source"].as_str().unwrap()
+                    )),
+                    "{line} vs {entry}"
+                );
+            }
+        }
+    }
+    // With a key for OpenAI only, both pick OpenAI.
+    let run: Run = w
+        .cmd(&["config", "get", "provider"])
+        .env("OPENAI_API_KEY", "sk-test")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.stdout, "openai\n", "{run:?}");
 }
 
 /// Serves `requests` to `zot rpc` against `model`; every line out.

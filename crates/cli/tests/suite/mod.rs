@@ -4,6 +4,7 @@ mod agent;
 mod claude;
 mod completions;
 mod config;
+mod conversation;
 mod doctor;
 mod ext_hardening;
 mod first_run;

@@ -113,7 +113,8 @@ pub struct Request<'a> {
 pub use zot_protocol::events::StopReason;
 
 /// Token counts of one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Usage {
     pub input: u64,
     pub output: u64,

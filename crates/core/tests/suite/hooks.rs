@@ -205,7 +205,7 @@ async fn before_stop_sends_the_agent_on_at_most_three_times_and_prompt_gates_hol
     );
     assert_eq!(model.requests().len(), 4, "a blocked prompt is never sent");
 
-    agent.clear().await;
+    agent.clear().await.unwrap();
     agent
         .prompt(text("after clear"), &tx, &cancel)
         .await

@@ -289,8 +289,12 @@ async fn cancelling_aborts_every_running_read_only_call() {
     }
     // The write after them never started.
     assert!(!log.iter().any(|e| e.ends_with(":w")), "{log:?}");
-    let last = agent.messages().last().unwrap();
-    let texts: Vec<String> = last
+    // The prompt is closed after the results, for the next one to follow.
+    let [.., results, closing] = agent.messages() else {
+        panic!("too few messages")
+    };
+    assert_eq!(closing.text(), zot_core::agent::INTERRUPTED);
+    let texts: Vec<String> = results
         .content
         .iter()
         .filter_map(|b| match b {

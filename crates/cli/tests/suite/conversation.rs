@@ -1,0 +1,398 @@
+//! What the user sees is what happened: `clear`, `compact`, cancels, queued
+//! prompts and model switches, checked in the next model request and in the
+//! session file a resume reads.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use zot_testkit::{MockModel, Response, anthropic};
+
+use super::rpc::Rpc;
+use super::support::{Run, World};
+use super::tui::Tmux;
+
+/// Each message of a request body as its text blocks joined with `|`.
+fn texts(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("|"),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+/// Every session file of the world's project.
+fn session_files(w: &World) -> Vec<PathBuf> {
+    let Ok(dirs) = std::fs::read_dir(w.home.join("sessions")) else {
+        return Vec::new();
+    };
+    dirs.flatten()
+        .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The lines of a session file.
+fn session_lines(path: &PathBuf) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A stream that sends `text` and then neither ends nor closes.
+fn stalled(text: &str) -> Response {
+    anthropic::Script::new().text(text).build_partial().stall()
+}
+
+/// Waits until the text deltas streamed so far spell `text`.
+fn streamed(rpc: &Rpc, text: &str) {
+    let mut got = String::new();
+    rpc.until(|v| {
+        if v["type"] == "text_delta" {
+            got.push_str(v["delta"].as_str().unwrap());
+        }
+        got == text
+    });
+}
+
+fn prompt(rpc: &mut Rpc, text: &str) {
+    rpc.send(&json!({"type": "prompt", "message": text}).to_string());
+    assert_eq!(rpc.response("prompt")["success"], true);
+}
+
+fn answered(rpc: &mut Rpc, text: &str) {
+    prompt(rpc, text);
+    rpc.until(|v| v["type"] == "done");
+}
+
+/// What `--json`/`-p` printed, for messages.
+fn ok(run: Run) -> Run {
+    assert_eq!(run.code, 0, "{run:?}");
+    run
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clear_starts_a_new_session_and_resuming_sends_only_what_came_after() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("first"),
+        anthropic::text("second"),
+        anthropic::text("after clear"),
+        anthropic::text("resumed"),
+    ])
+    .await;
+    // `-c` with no session yet starts one.
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &["-c"], None);
+    answered(&mut rpc, "one");
+    answered(&mut rpc, "two");
+    rpc.send(r#"{"type":"clear"}"#);
+    assert_eq!(rpc.response("clear")["success"], true);
+    answered(&mut rpc, "three");
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(texts(&model.requests()[2].body), ["three"]);
+
+    ok(w.against(&model, "anthropic", &["-p", "-c", "four"])
+        .output()
+        .unwrap()
+        .into());
+    assert_eq!(
+        texts(&model.requests()[3].body),
+        ["three", "after clear", "four"]
+    );
+    // The conversation before the clear stays whole in a file of its own.
+    let files = session_files(&w);
+    assert_eq!(files.len(), 2, "{files:?}");
+    let old = files
+        .iter()
+        .map(std::fs::read_to_string)
+        .map(Result::unwrap)
+        .find(|text| text.contains("\"one\""))
+        .unwrap();
+    assert!(
+        old.contains("\"second\"") && !old.contains("three"),
+        "{old}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_session_keeps_its_compaction_and_who_answered_each_message() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("one"),
+        anthropic::text("two"),
+        anthropic::text("three"),
+        anthropic::Script::new()
+            .text("THE SUMMARY")
+            .usage(1000, 200)
+            .build(),
+        anthropic::text("resumed"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &["-c"], None);
+    for n in 1..=3 {
+        answered(&mut rpc, &format!("message {n}"));
+    }
+    rpc.send(r#"{"type":"compact"}"#);
+    let done = rpc.until(|v| v["type"] == "compact_done" || v["type"] == "error");
+    assert_eq!(done["summary"], "THE SUMMARY", "{done}");
+    rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5"}"#);
+    assert_eq!(rpc.response("set_model")["success"], true);
+    assert_eq!(rpc.close(), 0);
+
+    ok(w.against(
+        &model,
+        "anthropic",
+        &["-p", "-c", "--model", "claude-haiku-4-5", "next"],
+    )
+    .output()
+    .unwrap()
+    .into());
+    let sent = texts(&model.requests()[4].body);
+    assert_eq!(
+        sent,
+        [
+            // Anthropic takes the summary and the next prompt as one user turn.
+            "## Context Summary (compacted)\n\nTHE SUMMARY|message 2",
+            "two",
+            "message 3",
+            "three",
+            "next"
+        ]
+    );
+
+    let files = session_files(&w);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let lines = session_lines(&files[0]);
+    let compaction = lines.iter().find(|l| l["type"] == "compaction").unwrap();
+    assert_eq!(compaction["summary"], "THE SUMMARY");
+    assert_eq!(compaction["first_kept"], 2);
+    assert_eq!(compaction["automatic"], false);
+    assert_eq!(compaction["served"]["model"], "claude-sonnet-4-5");
+    assert_eq!(compaction["served"]["usage"]["input"], 1000);
+    let change = lines.iter().find(|l| l["type"] == "model_change").unwrap();
+    assert_eq!(
+        (&change["provider"], &change["model"]),
+        (&json!("anthropic"), &json!("claude-haiku-4-5"))
+    );
+    // Every assistant message says who wrote it; the switch shows.
+    let served: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["type"] == "message" && l["message"]["role"] == "assistant")
+        .map(|l| {
+            (
+                l["served"]["provider"].as_str().unwrap(),
+                l["served"]["model"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        served,
+        [
+            ("anthropic", "claude-sonnet-4-5"),
+            ("anthropic", "claude-sonnet-4-5"),
+            ("anthropic", "claude-sonnet-4-5"),
+            ("anthropic", "claude-haiku-4-5"),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abort_closes_the_prompt_and_leaves_the_queue_and_abort_queue_drops_it() {
+    let w = World::new();
+    let model = MockModel::start([
+        stalled("partial A"),
+        anthropic::text("B answer"),
+        stalled("partial D"),
+        anthropic::text("G answer"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    prompt(&mut rpc, "A");
+    streamed(&rpc, "partial A");
+    prompt(&mut rpc, "B");
+    rpc.send(r#"{"type":"abort"}"#);
+    let end = rpc.until(|v| v["type"] == "turn_end");
+    assert_eq!(end["stop"], "aborted");
+    // B was queued: it runs once A is over.
+    let answer = rpc.until(|v| v["type"] == "assistant_message");
+    assert_eq!(answer["content"][0]["text"], "B answer");
+    rpc.until(|v| v["type"] == "done");
+    // The cancelled prompt is closed, not glued to the next one.
+    assert_eq!(
+        texts(&model.requests()[1].body),
+        ["A", "partial A\n\n[interrupted by the user]", "B"]
+    );
+
+    prompt(&mut rpc, "D");
+    streamed(&rpc, "partial D");
+    prompt(&mut rpc, "E");
+    prompt(&mut rpc, "F");
+    rpc.send(r#"{"type":"abort","queue":true}"#);
+    // D's `done` and the response may come in either order.
+    let (mut response, mut done) = (Value::Null, false);
+    rpc.until(|v| {
+        done |= v["type"] == "done";
+        if v["type"] == "response" {
+            response = v.clone();
+        }
+        done && !response.is_null()
+    });
+    assert_eq!(
+        response["data"],
+        json!({"dropped": ["E", "F"]}),
+        "{response}"
+    );
+    // E and F never run: the next prompt is answered next, with no `done` between.
+    prompt(&mut rpc, "G");
+    let mut dones = 0;
+    rpc.until(|v| {
+        dones += usize::from(v["type"] == "done");
+        v["type"] == "assistant_message"
+    });
+    assert_eq!(dones, 0, "E and F never ran");
+    rpc.until(|v| v["type"] == "done");
+    assert_eq!(
+        texts(&model.requests()[3].body),
+        [
+            "A",
+            "partial A\n\n[interrupted by the user]",
+            "B",
+            "B answer",
+            "D",
+            "partial D\n\n[interrupted by the user]",
+            "G"
+        ]
+    );
+    assert_eq!(model.requests().len(), 4);
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_call_is_priced_at_the_model_that_served_it_compaction_included() {
+    let w = World::new();
+    let million = |text: &str| {
+        anthropic::Script::new()
+            .text(text)
+            // Output tokens: input this large would start auto-compaction.
+            .usage(10, 1_000_000)
+            .build()
+    };
+    let model = MockModel::start([
+        million("sonnet"),
+        million("haiku"),
+        million("opus"),
+        million("opus summary"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    let mut costs = Vec::new();
+    for (prompt_text, next) in [
+        ("a", Some("claude-haiku-4-5")),
+        ("b", Some("claude-opus-4-1")),
+        ("c", None),
+    ] {
+        prompt(&mut rpc, prompt_text);
+        let usage = rpc.until(|v| v["type"] == "usage");
+        costs.push(usage["cost_usd"].as_f64().unwrap());
+        rpc.until(|v| v["type"] == "done");
+        if let Some(next) = next {
+            rpc.send(&json!({"type": "set_model", "model": next}).to_string());
+            assert_eq!(rpc.response("set_model")["success"], true);
+        }
+    }
+    rpc.send(r#"{"type":"compact"}"#);
+    let usage = rpc.until(|v| v["type"] == "usage");
+    costs.push(usage["cost_usd"].as_f64().unwrap());
+    let total = usage["cumulative"]["cost_usd"].as_f64().unwrap();
+    assert!((total - 170.0).abs() < 0.01, "{usage}");
+    rpc.until(|v| v["type"] == "compact_done");
+    // Sonnet $15, haiku $5, opus $75 per million output tokens (the ten
+    // input tokens add a few ten-thousandths).
+    assert_eq!(
+        costs.iter().map(|c| c.round()).collect::<Vec<_>>(),
+        [15.0, 5.0, 75.0, 75.0]
+    );
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state");
+    assert_eq!(
+        state["data"]["usage"]["cost_usd"],
+        usage["cumulative"]["cost_usd"]
+    );
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_without_a_session_starts_one() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("fresh")]).await;
+    let run = ok(w
+        .against(&model, "anthropic", &["-p", "-c", "hello"])
+        .output()
+        .unwrap()
+        .into());
+    assert_eq!(run.stdout, "fresh\n");
+    assert_eq!(session_files(&w).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_puts_queued_prompts_back_in_the_editor() {
+    let w = World::new();
+    let model = MockModel::start([
+        stalled("thinking about it"),
+        anthropic::text("second answer"),
+    ])
+    .await;
+    let tmux = Tmux::against(&w, "unqueue", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("first prompt");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("thinking about it");
+    tmux.type_text("queued words");
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("aborted");
+    // Enter sends what Esc put back.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("second answer");
+    assert_eq!(
+        texts(&model.requests()[1].body),
+        [
+            "first prompt",
+            "thinking about it\n\n[interrupted by the user]",
+            "queued words"
+        ]
+    );
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_the_provider_does_not_list_is_saved_only_once_it_answers() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("hi from the new model")]).await;
+    let tmux = Tmux::against(&w, "unknown-model", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("/model claude-nonsense");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("saved once it answers");
+    let config = w.home.join("config.json");
+    assert!(!config.exists(), "saved before it answered");
+    tmux.type_text("hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("saved to");
+    assert_eq!(model.requests()[0].body["model"], "claude-nonsense");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(saved["model"], "claude-nonsense");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
