@@ -13,11 +13,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
         std::env::args_os().collect(),
     )));
-    match zot_cli::run(cli) {
+    let code = match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("zot: {}", zot_cli::term::for_stderr(&format!("{err:#}")));
             ExitCode::FAILURE
         }
-    }
+    };
+    // The sandboxed bash commands' temporary directory goes with the session.
+    zot_sandbox::remove_private_tmp();
+    code
 }

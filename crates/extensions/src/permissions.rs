@@ -36,12 +36,12 @@ impl Permissions {
             Found::Project => Origin::Project,
             Found::Explicit | Found::Global => Origin::User,
         };
-        let effective = policy.effective(
-            &manifest.name,
-            manifest.permissions.as_ref(),
-            origin,
-            |a, b| places.under(a, b),
-        );
+        // Symbolic links resolved first: a path under the project that
+        // links outside it is not "under the project".
+        let declared = manifest.permissions.as_ref().map(|s| places.resolved(s));
+        let effective = policy.effective(&manifest.name, declared.as_ref(), origin, |a, b| {
+            places.under(a, b)
+        });
         let unenforced = match effective.scope() {
             Some(scope) => {
                 let dir =
@@ -155,17 +155,16 @@ pub(crate) fn confine(
     let Grant::Scoped(scope) = grant else {
         return Ok(Confinement::default());
     };
-    let places = places(config, name, found);
-    let tmp = if scope.names(&zot_sandbox::Place::Tmp) {
-        Some(PrivateTmp::create(&config.zot_home, name).map_err(|e| {
-            format!(
-                "cannot create its temporary directory {}: {e}",
-                places.tmp.display()
-            )
-        })?)
-    } else {
-        None
-    };
+    let mut places = places(config, name, found);
+    // A private temporary directory for every scoped process, whether or
+    // not its scope names `tmp`: it may not write the shared `/tmp`.
+    let tmp = PrivateTmp::create(&config.zot_home, name).map_err(|e| {
+        format!(
+            "cannot create its temporary directory under {}: {e}",
+            config.zot_home.join("tmp").display()
+        )
+    })?;
+    places.tmp = tmp.path().to_path_buf();
     let resolved = resolve(scope, &places, program, dir);
     let sandbox =
         zot_sandbox::prepare(&resolved, &Kernel::get(), enforce).map_err(|e| e.to_string())?;
@@ -173,13 +172,13 @@ pub(crate) fn confine(
         "ZOT_PROJECT_DIR".to_owned(),
         places.project.display().to_string(),
     )];
-    if let Some(tmp) = &tmp {
-        env.push(("TMPDIR".to_owned(), tmp.path().display().to_string()));
+    for var in zot_sandbox::TMP_ENV {
+        env.push(((*var).to_owned(), tmp.path().display().to_string()));
     }
     Ok(Confinement {
         scope: Some(scope.clone()),
         env,
         sandbox: Some(sandbox),
-        tmp,
+        tmp: Some(tmp),
     })
 }

@@ -22,6 +22,10 @@ pub const SAFE_BASE: &[&str] = &[
 /// Keep in step with the providers' key variables.
 pub const MODEL_KEY_ENV: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
+/// The variables that name the temporary directory; a confined process
+/// gets its private one in all three.
+pub const TMP_ENV: &[&str] = &["TMPDIR", "TMP", "TEMP"];
+
 /// The variable naming the user's project, passed to scoped processes too.
 pub const PROJECT_DIR_ENV: &str = "ZOT_PROJECT_DIR";
 

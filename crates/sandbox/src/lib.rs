@@ -23,9 +23,11 @@ mod scope;
 mod shell;
 mod supervise;
 
-pub use bash::{BashSandbox, SandboxMode};
+pub use bash::{BashSandbox, SandboxMode, private_tmp, remove_private_tmp};
 pub use enforce::{Prepared, SandboxError, missing, prepare};
-pub use env::{MODEL_KEY_ENV, PROJECT_DIR_ENV, RPC_TOKEN_ENV, SAFE_BASE, child_env, set_child_env};
+pub use env::{
+    MODEL_KEY_ENV, PROJECT_DIR_ENV, RPC_TOKEN_ENV, SAFE_BASE, TMP_ENV, child_env, set_child_env,
+};
 pub use policy::{Enforce, Origin, POLICY_FILE, Policy, PolicyError};
 pub use probe::{Kernel, PRETEND_MISSING_ENV};
 pub use resolve::{Places, PrivateTmp, Resolved, resolve};

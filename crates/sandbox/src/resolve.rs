@@ -54,8 +54,35 @@ pub struct Places {
 }
 
 impl Places {
-    /// The absolute path of `place` (`~` expanded), lexically normalised.
+    /// The absolute path of `place` (`~` expanded), lexically normalised,
+    /// then with every symbolic link along it resolved: the path the kernel
+    /// will grant, so a link under the project to a directory outside it is
+    /// not taken for a place under the project.
     pub fn path(&self, place: &Place) -> PathBuf {
+        real(&self.lexical(place))
+    }
+
+    /// `scope` with each of its paths ([`Place::Path`]) as [`Places::path`]
+    /// resolves it: what narrowing and `zot ext permissions` work on.
+    pub fn resolved(&self, scope: &Scope) -> Scope {
+        let resolve = |places: &[Place]| -> Vec<Place> {
+            places
+                .iter()
+                .map(|place| match place {
+                    Place::Path(_) => Place::Path(self.path(place).display().to_string()),
+                    named => named.clone(),
+                })
+                .collect()
+        };
+        Scope {
+            read: resolve(&scope.read),
+            write: resolve(&scope.write),
+            ..scope.clone()
+        }
+    }
+
+    /// `place` as an absolute path, lexically normalised.
+    fn lexical(&self, place: &Place) -> PathBuf {
         let path = match place {
             Place::Project => self.project.clone(),
             Place::Data => self.data.clone(),
@@ -73,6 +100,26 @@ impl Places {
     /// Whether `inner` lies under (or is) `outer`: what policy narrowing asks.
     pub fn under(&self, inner: &Place, outer: &Place) -> bool {
         self.path(inner).starts_with(self.path(outer))
+    }
+}
+
+/// `path` with its symbolic links resolved: its longest existing ancestor
+/// made canonical, the rest appended as written.
+fn real(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(mut real) = existing.canonicalize() {
+            real.extend(rest.iter().rev());
+            return real;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }
 
@@ -134,8 +181,9 @@ pub fn resolve(
     }
     read.extend(scope.read.iter().map(|p| places.path(p)));
     let mut write: Vec<PathBuf> = scope.write.iter().map(|p| places.path(p)).collect();
-    // Its own data directory is always its to keep.
+    // Its own data and temporary directories are always its to keep.
     write.push(places.data.clone());
+    write.push(places.tmp.clone());
     let mut devices: Vec<PathBuf> = DEVICES_RW.iter().map(PathBuf::from).collect();
     let device_reads = DEVICES_READ.iter().map(PathBuf::from);
     read.extend(device_reads);
@@ -224,7 +272,7 @@ fn install_root(program: &Path) -> PathBuf {
     }
 }
 
-/// A private temporary directory, `$ZOT_HOME/tmp/<name>-<pid>/` (mode
+/// A private temporary directory, `$ZOT_HOME/tmp/<name>-<pid>-<n>/` (mode
 /// 0700), removed when dropped.
 #[derive(Debug)]
 pub struct PrivateTmp {
@@ -232,18 +280,23 @@ pub struct PrivateTmp {
 }
 
 impl PrivateTmp {
-    /// The path it has for `name` in this zot process.
+    /// The path it has for `name` in this zot process, less its number.
     pub fn path_for(zot_home: &Path, name: &str) -> PathBuf {
         zot_home
             .join("tmp")
             .join(format!("{name}-{}", std::process::id()))
     }
 
-    /// Creates it afresh (a leftover of an earlier zot with the same pid is
-    /// removed first).
+    /// Creates a new one (a leftover of an earlier zot with the same pid is
+    /// removed first); each has a number of its own, so two processes of
+    /// one name (hooks running side by side) never share one.
     pub fn create(zot_home: &Path, name: &str) -> io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
-        let path = Self::path_for(zot_home, name);
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let mut path = Self::path_for(zot_home, name).into_os_string();
+        path.push(format!("-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let path = PathBuf::from(path);
         if let Some(parent) = path.parent() {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -292,6 +345,40 @@ mod tests {
         );
         assert!(!places.under(&Place::Path("/p/../etc".into()), &Place::Project));
         assert!(places.under(&Place::Path("~/a".into()), &Place::Home));
+    }
+
+    #[test]
+    fn symbolic_links_are_resolved_before_narrowing() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let (project, outside) = (root.join("project"), root.join("outside"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(outside.join("keys")).unwrap();
+        std::os::unix::fs::symlink(&outside, project.join("link")).unwrap();
+        let places = Places {
+            project: project.clone(),
+            data: root.join("d"),
+            tmp: root.join("t"),
+            home: root.clone(),
+        };
+        let through_link = Place::Path(project.join("link/keys").display().to_string());
+        assert!(!places.under(&through_link, &Place::Project));
+        assert_eq!(places.path(&through_link), outside.join("keys"));
+        // A path that does not exist yet resolves as far as it exists.
+        let later = Place::Path(project.join("link/new/file").display().to_string());
+        assert_eq!(places.path(&later), outside.join("new/file"));
+        let scope = Scope::parse(&json!({"read": [through_link.as_str(), "project"]})).unwrap();
+        let resolved = places.resolved(&scope);
+        assert_eq!(
+            resolved.read,
+            [
+                Place::Path(outside.join("keys").display().to_string()),
+                Place::Project
+            ]
+        );
+        let policy = Scope::parse(&json!({"read": ["project"]})).unwrap();
+        let narrowed = resolved.narrow(&policy, |a, b| places.under(a, b));
+        assert_eq!(narrowed.read, [Place::Project]);
     }
 
     #[test]

@@ -813,3 +813,84 @@ async fn nothing_zot_started_outlives_it_however_it_ends() {
         assert!(left.is_empty(), "{signal}: still running: {left:?}");
     }
 }
+
+#[test]
+fn a_manifest_path_that_links_out_of_the_project_is_not_granted() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let project = w.project.canonicalize().unwrap();
+    // `keys` under the project is a link to the directory holding the key;
+    // `alias` links to a directory that is under the project.
+    std::os::unix::fs::symlink(w.scratch.join(".ssh"), project.join("keys")).unwrap();
+    std::fs::create_dir(project.join("real")).unwrap();
+    std::os::unix::fs::symlink(project.join("real"), project.join("alias")).unwrap();
+    let declared = json!({"read": [project.join("keys"), project.join("alias")]});
+    probe_ext(
+        &w,
+        &w.project_root(),
+        "linked",
+        "py",
+        declared,
+        (1, 1),
+        &w.home.join("data"),
+    );
+    std::fs::write(
+        w.home.join("permissions.json"),
+        json!({"project_default": {"read": ["project"], "net": "none"}}).to_string(),
+    )
+    .unwrap();
+    assert!(w.zot(&["trust"]).code == 0);
+    let list = json(&w.zot(&["ext", "list", "--json"]));
+    let real = project.join("real").display().to_string();
+    assert_eq!(
+        list[0]["permissions"]["effective"]["read"],
+        json!([real]),
+        "{list:#}"
+    );
+    let text = w.zot(&["ext", "permissions", "linked"]);
+    let read = text
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("read:"));
+    assert_eq!(
+        read.map(str::split_whitespace).and_then(|mut w| w.nth(1)),
+        Some(real.as_str()),
+        "{text:?}"
+    );
+    let (run, _) = doctor(&w, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    expect(&w, "linked", &[("ssh", "denied")]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandboxed_commands_get_a_private_temporary_directory() {
+    // A project under the system's temporary directory.
+    let w = World::new();
+    let shared = std::env::temp_dir().join(format!("zot-shared-{}", std::process::id()));
+    let probe = format!(
+        "touch inside; echo in=$?; touch {shared}; echo shared=$?; \
+         touch \"$TMPDIR/t\" && echo private=ok; \
+         [ \"$TMP\" = \"$TMPDIR\" ] && [ \"$TEMP\" = \"$TMPDIR\" ] && echo all-three; \
+         stat -c 'mode=%a' \"$TMPDIR\"; echo \"dir=$TMPDIR\"",
+        shared = shared.display()
+    );
+    let out = bash_through_zot(&w, &probe, &["--sandbox", "read-only"]).await;
+    assert!(out.contains("in=1") && out.contains("shared=1"), "{out}");
+    assert!(
+        out.contains("private=ok") && out.contains("all-three"),
+        "{out}"
+    );
+    assert!(out.contains("mode=700"), "{out}");
+    assert!(!w.project.join("inside").exists() && !shared.exists());
+    // It goes when zot exits.
+    let dir = out.rsplit("dir=").next().unwrap();
+    let dir = dir.split(['\\', '\n', '"']).next().unwrap();
+    assert!(dir.contains("zot-bash-"), "{out}");
+    assert!(!Path::new(dir).exists(), "{dir} is left");
+
+    // `workspace` keeps /tmp.
+    let out = bash_through_zot(&w, &probe, &["--sandbox", "workspace"]).await;
+    assert!(out.contains("in=0") && out.contains("shared=0"), "{out}");
+    assert!(out.contains("private=ok"), "{out}");
+    std::fs::remove_file(&shared).unwrap();
+}

@@ -132,7 +132,21 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
     }
     let mut shell = Command::new(SHELL);
     let mut sandbox = None;
-    if let Some(resolved) = ctx.sandbox.resolve(&ctx.cwd) {
+    let tmp = match ctx.sandbox.mode {
+        zot_sandbox::SandboxMode::Off => None,
+        _ => match zot_sandbox::private_tmp() {
+            Ok(tmp) => Some(tmp),
+            Err(e) => {
+                return ToolOutput::error(format!(
+                    "$ {command}\n\n(not started: cannot create the sandbox's temporary directory: {e})"
+                ));
+            }
+        },
+    };
+    if let Some(resolved) = tmp
+        .as_ref()
+        .and_then(|tmp| ctx.sandbox.resolve(&ctx.cwd, tmp))
+    {
         let kernel = zot_sandbox::Kernel::get();
         match zot_sandbox::prepare(&resolved, &kernel, zot_sandbox::Enforce::Strict) {
             Ok(prepared) => sandbox = Some(prepared),
@@ -153,9 +167,12 @@ async fn run(command: &str, timeout: Option<u64>, ctx: &ToolContext) -> ToolOutp
     // The user's environment (less the RPC token), a process group of its
     // own, a supervisor that ends what it leaves behind, and its sandbox.
     zot_sandbox::harden(shell.as_std_mut(), None, &[], sandbox.as_ref());
-    if sandbox.is_some() {
+    if let (Some(_), Some(tmp)) = (&sandbox, &tmp) {
         for key in zot_sandbox::MODEL_KEY_ENV {
             shell.env_remove(key);
+        }
+        for var in zot_sandbox::TMP_ENV {
+            shell.env(var, tmp);
         }
     }
     let spawned = shell
