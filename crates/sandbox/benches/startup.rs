@@ -62,6 +62,10 @@ fn cpu_per_run(name: &str, scope: Option<&Scope>, places: &Places) -> Duration {
     per
 }
 
+/// The supervised variant: the scope `SUPERVISED` stands for no scope,
+/// started under zot's supervisor (`supervise`), as every child zot starts is.
+static SUPERVISED: std::sync::LazyLock<Scope> = std::sync::LazyLock::new(Scope::empty);
+
 fn run(scope: Option<&Scope>, places: &Places) -> Duration {
     use std::os::unix::process::CommandExt;
     let started = Instant::now();
@@ -72,7 +76,9 @@ fn run(scope: Option<&Scope>, places: &Places) -> Duration {
     unsafe {
         command.pre_exec(|| Ok(()));
     }
-    if let Some(scope) = scope {
+    if scope.is_some_and(|s| std::ptr::eq(s, &*SUPERVISED)) {
+        zot_sandbox::supervise(&mut command);
+    } else if let Some(scope) = scope {
         let path = std::env::var_os("PATH");
         let resolved = resolve(scope, places, "/bin/true".as_ref(), None, path.as_deref());
         match prepare(&resolved, &Kernel::get(), Enforce::BestEffort) {
@@ -141,13 +147,14 @@ fn main() {
     // (other load on a shared machine moves wall times by milliseconds);
     // the extra cost is the median of each round's difference to the
     // unsandboxed spawn of the same round.
-    let scopes: [(&str, Option<&Scope>); 4] = [
+    let scopes: [(&str, Option<&Scope>); 5] = [
         ("unsandboxed fork+exec+exit", None),
+        ("supervised, unsandboxed", Some(&*SUPERVISED)),
         ("scoped, net all (Landlock only)", Some(&all)),
         ("scoped, net tcp:443", Some(&tcp)),
         ("scoped, net none (namespaces)", Some(&none)),
     ];
-    let mut samples: [Vec<Duration>; 4] = Default::default();
+    let mut samples: [Vec<Duration>; 5] = Default::default();
     for round in 0..RUNS {
         for turn in 0..scopes.len() {
             let which = (round + turn) % scopes.len();
@@ -167,17 +174,20 @@ fn main() {
         diffs[diffs.len() / 2] / 1000.0
     };
     println!(
-        "extra per sandboxed process (median of paired differences): net all {:.2} ms, tcp list {:.2} ms, net none {:.2} ms",
+        "extra per process (median of paired differences): supervisor {:.2} ms, net all {:.2} ms, tcp list {:.2} ms, net none {:.2} ms",
         extra(1),
         extra(2),
-        extra(3)
+        extra(3),
+        extra(4)
     );
     let base = cpu_per_run("unsandboxed", None, &places);
+    let supervised = cpu_per_run("supervised", Some(&*SUPERVISED), &places);
     let all = cpu_per_run("scoped, net all", Some(&all), &places);
     let tcp = cpu_per_run("scoped, net tcp:443", Some(&tcp), &places);
     let none = cpu_per_run("scoped, net none", Some(&none), &places);
     println!(
-        "extra CPU per sandboxed process: net all {:.2} ms, tcp list {:.2} ms, net none {:.2} ms",
+        "extra CPU per process: supervisor {:.2} ms, net all {:.2} ms, tcp list {:.2} ms, net none {:.2} ms",
+        (micros(supervised) - micros(base)) / 1000.0,
         (micros(all) - micros(base)) / 1000.0,
         (micros(tcp) - micros(base)) / 1000.0,
         (micros(none) - micros(base)) / 1000.0
