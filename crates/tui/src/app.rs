@@ -706,7 +706,11 @@ impl App {
                 .missing_credentials
                 .clone()
                 .unwrap_or_else(|| "no model configured".into());
-            return self.set_status(why, StatusKind::Error);
+            // What was typed stays on screen, with why it went nowhere (in
+            // full: the transcript wraps, the status line cuts).
+            self.transcript.push(Entry::User(text));
+            self.transcript.push(Entry::Error(why));
+            return;
         }
         if self.busy {
             self.queue.push_back(text);

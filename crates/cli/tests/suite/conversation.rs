@@ -396,3 +396,26 @@ async fn a_model_the_provider_does_not_list_is_saved_only_once_it_answers() {
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_key_the_typed_prompt_stays_and_the_error_is_whole() {
+    let w = World::new();
+    let tmux = Tmux::start(&w, "nokey-prompt", &["--no-session"], &[]);
+    tmux.wait_for("no API key");
+    tmux.type_text("hello there");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("› hello there");
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let typed = flat.find("› hello there").unwrap();
+    // The whole message again, after the prompt, not a line cut mid-word.
+    let after = &flat[typed..];
+    for needle in [
+        "ANTHROPIC_API_KEY",
+        "zot auth login anthropic",
+        "--provider ollama",
+    ] {
+        assert!(after.contains(needle), "{needle}: {screen}");
+    }
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}

@@ -328,13 +328,12 @@ async fn without_credentials_commands_work_and_prompts_explain() {
     let (mut app, _, _) = app_with(cfg);
     assert!(matches!(&app.entries()[0], Entry::Info(text) if text.contains("--provider ollama")));
     app.submit("hello");
-    assert!(
-        app.status()
-            .cloned()
-            .unwrap()
-            .text
-            .contains("ANTHROPIC_API_KEY")
-    );
+    // The prompt stays in the transcript, followed by the whole reason.
+    let [.., Entry::User(typed), Entry::Error(why)] = app.entries() else {
+        panic!("{:?}", app.entries())
+    };
+    assert_eq!(typed, "hello");
+    assert!(why.contains("ANTHROPIC_API_KEY"), "{why}");
     assert!(!app.is_busy());
     app.submit("/help");
     assert!(
