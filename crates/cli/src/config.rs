@@ -33,6 +33,7 @@ pub const KEYS: &[&str] = &[
     "sandbox_net",
     "hooks",
     "bash_timeout",
+    "web_fetch.allow_private",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
@@ -249,6 +250,14 @@ impl Settings {
             .unwrap_or(true)
     }
 
+    /// `web_fetch.allow_private`: web_fetch may reach loopback and private
+    /// addresses (user config only: a project cannot open that door).
+    pub fn web_fetch_private(&self) -> bool {
+        self.get("web_fetch.allow_private")
+            .and_then(|(v, _)| v.as_bool())
+            .unwrap_or(false)
+    }
+
     /// How long a bash command runs when the model names no timeout.
     pub fn bash_timeout(&self) -> std::time::Duration {
         self.get("bash_timeout")
@@ -339,7 +348,7 @@ impl Settings {
                     "yolo" | "hooks" => Value::Bool(true),
                     "auto_compact" => Value::from(DEFAULT_AUTO_COMPACT),
                     "sandbox" => Value::from("off"),
-                    "sandbox_net" => Value::Bool(false),
+                    "sandbox_net" | "web_fetch.allow_private" => Value::Bool(false),
                     "bash_timeout" => Value::from(zot_core::tools::BASH_DEFAULT_TIMEOUT.as_secs()),
                     _ => Value::Null,
                 };
@@ -355,7 +364,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
         "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
-        "yolo" | "sandbox_net" | "hooks" => value.is_boolean(),
+        "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
         "sandbox" => value
             .as_str()
             .and_then(zot_sandbox::SandboxMode::parse)
@@ -383,7 +392,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => "anthropic, openai or ollama",
         "model" | "base_url" | "theme" => "a non-empty string",
         "reasoning" => "low, medium or high",
-        "yolo" | "sandbox_net" | "hooks" => "true or false",
+        "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => "true or false",
         "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",
         "bash_timeout" => "a number of seconds from 1 to 3600",

@@ -126,6 +126,9 @@ pub struct AgentConfig {
     pub tool_output: Option<PathBuf>,
     /// How long a bash command runs when its call names no timeout.
     pub bash_timeout: std::time::Duration,
+    /// `web_fetch.allow_private`: web_fetch may reach loopback and private
+    /// addresses.
+    pub web_fetch_private: bool,
 }
 
 impl AgentConfig {
@@ -143,6 +146,7 @@ impl AgentConfig {
             sandbox: zot_sandbox::BashSandbox::default(),
             tool_output: None,
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
+            web_fetch_private: false,
         }
     }
 }
@@ -234,7 +238,7 @@ impl Agent {
             }
         }
         let plan = crate::tools::todo::Plan::default();
-        let builtin = crate::tools::builtin(Arc::clone(&plan));
+        let builtin = crate::tools::builtin(Arc::clone(&plan), config.web_fetch_private);
         Self {
             provider,
             config,

@@ -13,6 +13,7 @@ pub mod proxy;
 pub mod remote;
 pub mod terminal;
 pub mod wait;
+pub mod web;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -69,6 +69,7 @@ async fn print_mode_answers_and_sends_a_proper_request() {
             "grep",
             "find",
             "ls",
+            "web_fetch",
             "todo_write"
         ]
     );
@@ -230,10 +231,14 @@ async fn extension_tool_schema_call_and_result_both_providers() {
             tool_names(first, provider).contains(&"weather".to_owned()),
             "{first}"
         );
+        let weather = tool_names(first, provider)
+            .iter()
+            .position(|n| n == "weather")
+            .unwrap();
         let schema = if provider == "openai" {
-            first["tools"][8]["function"]["parameters"].clone()
+            first["tools"][weather]["function"]["parameters"].clone()
         } else {
-            first["tools"][8]["input_schema"].clone()
+            first["tools"][weather]["input_schema"].clone()
         };
         assert_eq!(schema["required"], json!(["city"]), "{provider}: {first}");
         assert!(
@@ -696,6 +701,7 @@ async fn system_prompt_parts_skills_and_tool_filters() {
             "grep",
             "find",
             "ls",
+            "web_fetch",
             "todo_write",
             "skill",
             "weather"
@@ -1005,7 +1011,7 @@ async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
         "zot starts",
         "extension started",
         "model request",
-        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "todo_write", "echo"]"#,
+        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch", "todo_write", "echo"]"#,
         "tool call",
         "tool=\"echo\"",
         "frame in",

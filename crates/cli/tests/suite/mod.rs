@@ -30,4 +30,5 @@ mod terminal;
 mod todo;
 mod trust;
 mod tui;
+mod web_fetch;
 mod zot_doctor;

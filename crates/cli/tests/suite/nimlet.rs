@@ -361,7 +361,15 @@ for msg in frames():
     let requests = model.requests();
     assert_eq!(
         names(&requests[0].body),
-        ["read", "grep", "find", "ls", "todo_write", "peek"],
+        [
+            "read",
+            "grep",
+            "find",
+            "ls",
+            "web_fetch",
+            "todo_write",
+            "peek"
+        ],
         "only read-only tools in plan mode"
     );
     // An act-only tool the model calls anyway is refused.
@@ -387,6 +395,7 @@ for msg in frames():
             "grep",
             "find",
             "ls",
+            "web_fetch",
             "todo_write",
             "peek",
             "poke",

@@ -1,4 +1,4 @@
-//! Built-in tools: read, write, edit, bash, grep, find, ls, todo_write.
+//! Built-in tools: read, write, edit, bash, grep, find, ls, web_fetch, todo_write.
 //! Also owns what they share: argument checking that turns bad arguments
 //! into tool errors, opening only regular files, atomic file replacement
 //! (in place for hard-linked files), and random file-name suffixes.
@@ -12,6 +12,7 @@ pub mod output;
 mod read;
 pub mod todo;
 mod walk;
+pub mod web_fetch;
 mod write;
 
 use std::fs::{File, FileType, Metadata};
@@ -33,12 +34,14 @@ pub use grep::GrepTool;
 pub use ls::LsTool;
 pub use read::ReadTool;
 pub use todo::TodoWriteTool;
+pub use web_fetch::WebFetchTool;
 pub use write::{MAX_WRITE_BYTES, WriteTool};
 pub use zot_sandbox::{BashSandbox, SandboxMode};
 
 /// The built-in tools, in the order the model sees them; `todo_write`
-/// keeps its plan in `plan`.
-pub fn builtin(plan: todo::Plan) -> Vec<Arc<dyn Tool>> {
+/// keeps its plan in `plan`; `web_fetch` reaches private addresses only
+/// with `allow_private`.
+pub fn builtin(plan: todo::Plan, allow_private: bool) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadTool),
         Arc::new(WriteTool),
@@ -47,6 +50,7 @@ pub fn builtin(plan: todo::Plan) -> Vec<Arc<dyn Tool>> {
         Arc::new(GrepTool),
         Arc::new(FindTool),
         Arc::new(LsTool),
+        Arc::new(WebFetchTool::new(allow_private)),
         Arc::new(TodoWriteTool::new(plan)),
     ]
 }

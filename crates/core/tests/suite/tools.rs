@@ -44,7 +44,7 @@ fn numbered_lines(n: usize) -> String {
 
 #[test]
 fn builtin_tools_in_order() {
-    let names: Vec<String> = tools::builtin(Default::default())
+    let names: Vec<String> = tools::builtin(Default::default(), false)
         .iter()
         .map(|t| t.spec().name)
         .collect();
@@ -58,10 +58,11 @@ fn builtin_tools_in_order() {
             "grep",
             "find",
             "ls",
+            "web_fetch",
             "todo_write"
         ]
     );
-    for tool in tools::builtin(Default::default()) {
+    for tool in tools::builtin(Default::default(), false) {
         let spec = tool.spec();
         assert_eq!(spec.schema["type"], "object", "{}", spec.name);
         assert!(!spec.description.is_empty());
