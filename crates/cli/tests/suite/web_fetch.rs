@@ -252,3 +252,25 @@ async fn no_yolo_without_a_user_and_a_sandbox_without_network_refuse_it() {
     assert!(is_error && text.contains("has no network"), "{text}");
     assert!(web.requests().is_empty(), "{:?}", web.requests());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_asks_before_web_fetch_under_no_yolo() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::tool_call("f", "web_fetch", r#"{"url":"https://example.org/doc"}"#),
+        anthropic::text("not fetched"),
+    ])
+    .await;
+    let tmux = super::tui::Tmux::against(&w, "webfetch-ask", &model, &["--no-yolo"]);
+    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.type_text("read the doc");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("https://example.org/doc"), "{screen}");
+    tmux.type_text("n");
+    tmux.wait_for("not fetched");
+    let second = model.requests()[1].body.to_string();
+    assert!(second.contains("tool call refused by user"), "{second}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
