@@ -1,12 +1,13 @@
 //! The per-extension log, `$ZOT_HOME/logs/ext-<name>.log`: the extension's
-//! stderr goes straight into it (the child writes to the file itself, so
-//! nothing is lost and the host copies nothing), and the host appends its
-//! own diagnostics about that extension as `[zot] …` lines.
+//! stderr (a pipe the host copies from, see `transport::stdio`) and the
+//! host's own diagnostics about that extension as `[zot] …` lines.
 //!
-//! The log is rotated at a size limit: when it is opened and whenever the
-//! host writes to it, a log at or over the limit becomes `ext-<name>.log.1`
-//! (replacing an older one) and a new log is started. The child keeps the
-//! file it was given at start, so its own output is bounded at the next start.
+//! The log is rotated at a size limit: when it is opened, and before any
+//! write that would take it past the limit, it becomes `ext-<name>.log.1`
+//! (replacing an older one) and a new log is started. So the two files
+//! together stay within twice the limit while the extension runs, however
+//! much it writes (issue 26: 40 MB of stderr had left a 41.9 MB log when
+//! the child wrote to the file itself).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -70,31 +71,42 @@ impl ExtLog {
         &self.path
     }
 
-    /// A second handle on the file, to become the child's stderr.
-    pub(crate) fn stderr_handle(&self) -> io::Result<File> {
-        self.file
-            .lock()
-            .map_err(|_| io::Error::other("log lock poisoned"))?
-            .try_clone()
+    /// Appends what the extension wrote to its stderr, first rotating a
+    /// log these bytes would take past the limit. Logging never fails the
+    /// caller.
+    pub(crate) fn stderr(&self, bytes: &[u8]) {
+        if let Ok(mut file) = self.file.lock() {
+            self.make_room(&mut file, bytes.len());
+            let _ = file.write_all(bytes);
+        }
     }
 
-    /// Appends one host diagnostic line, first rotating a log that has
-    /// reached the limit (the child's writes count). Logging never fails the caller.
+    /// Appends one host diagnostic line, first rotating a log it would take
+    /// past the limit. Logging never fails the caller.
     pub(crate) fn line(&self, message: impl std::fmt::Display) {
         if let Ok(mut file) = self.file.lock() {
-            if file.metadata().is_ok_and(|m| m.len() >= self.max_bytes)
-                && std::fs::rename(&self.path, rotated_path(&self.path)).is_ok()
-                && let Ok(fresh) = append(&self.path)
-            {
-                *file = fresh;
-                let older = rotated_path(&self.path);
-                let _ = writeln!(
-                    file,
-                    "[zot] log rotated; the older part is in {}",
-                    older.display()
-                );
-            }
-            let _ = writeln!(file, "[zot] {message}");
+            let line = format!("[zot] {message}\n");
+            self.make_room(&mut file, line.len());
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+
+    /// Rotates the log when `incoming` more bytes would take it past the
+    /// limit.
+    fn make_room(&self, file: &mut File, incoming: usize) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len + incoming as u64 > self.max_bytes
+            && len > 0
+            && std::fs::rename(&self.path, rotated_path(&self.path)).is_ok()
+            && let Ok(fresh) = append(&self.path)
+        {
+            *file = fresh;
+            let older = rotated_path(&self.path);
+            let _ = writeln!(
+                file,
+                "[zot] log rotated; the older part is in {}",
+                older.display()
+            );
         }
     }
 }
@@ -116,26 +128,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs").join("ext-big.log");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, "x".repeat(200)).unwrap();
+        std::fs::write(&path, "x".repeat(400)).unwrap();
 
         // At open: the old log becomes .1, the new one starts small.
-        let log = ExtLog::open(&path, "big", Some("1"), 100).unwrap();
+        let log = ExtLog::open(&path, "big", Some("1"), 300).unwrap();
         assert_eq!(
             std::fs::read_to_string(rotated_path(&path)).unwrap(),
-            "x".repeat(200)
+            "x".repeat(400)
         );
         let fresh = std::fs::read_to_string(&path).unwrap();
         assert!(fresh.contains("[zot] starting big/1"), "{fresh}");
-        assert!(fresh.len() < 100);
+        assert!(fresh.len() < 50);
 
-        // The child writes through its own handle past the limit; the host's
-        // next line rotates, and only one old file is kept.
-        let mut child = log.stderr_handle().unwrap();
-        child.write_all(&[b'y'; 150]).unwrap();
+        // The child's stderr fills it; the host's next line would take it
+        // past the limit, so it is rotated first; only one old file is kept.
+        log.stderr(&[b'y'; 250]);
         log.line("after the flood");
         let old = std::fs::read_to_string(rotated_path(&path)).unwrap();
         assert!(
-            old.contains("starting big/1") && old.contains(&"y".repeat(150)),
+            old.contains("starting big/1") && old.contains(&"y".repeat(250)),
             "{old}"
         );
         let now = std::fs::read_to_string(&path).unwrap();

@@ -175,7 +175,10 @@ done
         .into();
     assert_eq!(run.code, 0, "{run:?}");
     let names = tool_names(&model.requests()[0].body);
-    let mine = names.iter().filter(|n| n.starts_with('t')).count();
+    let mine = names
+        .iter()
+        .filter(|n| n.strip_prefix('t').is_some_and(|i| i.parse::<u32>().is_ok()))
+        .count();
     assert_eq!(mine, 256, "{names:?}");
     assert!(names.contains(&"t255".to_owned()) && !names.contains(&"t256".to_owned()));
     for what in ["tools", "commands"] {
@@ -307,6 +310,46 @@ fn a_log_at_the_limit_is_rotated_when_the_extension_starts() {
         "{log}"
     );
     assert!(!logs.join("ext-chatty.log.2").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_log_stays_within_twice_the_rotation_size_while_the_extension_runs() {
+    let w = World::new();
+    // 40 MB of stderr before the handshake is done: written while it runs.
+    let ext = raw_ext(
+        &w,
+        "flood",
+        &format!("head -c 40000000 /dev/zero | tr '\\0' e >&2\n{SERVE}"),
+    );
+    let model = MockModel::start([anthropic::text("fine")]).await;
+    let run: Run = w
+        .against(
+            &model,
+            "anthropic",
+            &["-p", "--no-session", "--ext", ext.to_str().unwrap(), "hi"],
+        )
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let logs = w.home.join("logs");
+    let size = |name: &str| std::fs::metadata(logs.join(name)).map_or(0, |m| m.len());
+    let limit = 10 * 1024 * 1024;
+    assert!(size("ext-flood.log") <= limit, "{}", size("ext-flood.log"));
+    assert!(
+        size("ext-flood.log.1") <= limit,
+        "{}",
+        size("ext-flood.log.1")
+    );
+    assert!(size("ext-flood.log") + size("ext-flood.log.1") > limit);
+    let log = w.log("flood");
+    assert!(
+        log.contains("[zot] log rotated"),
+        "{}",
+        &log[..200.min(log.len())]
+    );
+    assert!(log.contains("eeee"));
+    assert!(!logs.join("ext-flood.log.2").exists());
 }
 
 /// Kills `pid` when dropped, in case the test fails with it still running.

@@ -1,6 +1,7 @@
 //! The child-process transport: the extension runs in its own process
 //! group (with a parent-death signal on Linux), frames travel over its
-//! stdin and stdout, its stderr is its log file, and it is stopped with
+//! stdin and stdout, its stderr is copied into its log (which rotates as it
+//! grows), and it is stopped with
 //! escalating signals to the whole group. Every process starts with the
 //! environment of `zot_sandbox::child_env` and, when it has a permission
 //! scope, inside its sandbox (its [`Confinement`]).
@@ -67,9 +68,9 @@ pub(crate) fn spawn(
     max_frame_bytes: usize,
     confinement: Confinement,
 ) -> io::Result<Spawned> {
-    let (process, stdin, stdout) =
-        Process::spawn(program, args, cwd, log.stderr_handle()?, confinement)?;
+    let (process, stdin, stdout, stderr) = Process::spawn(program, args, cwd, confinement)?;
     tracing::info!(extension = %name, pid = process.pgid.as_raw(), program = %program.display(), "extension started");
+    tokio::spawn(copy_stderr(stderr, Arc::clone(log)));
     let (conn, outbox) = Connection::new();
     tokio::spawn(write_loop(stdin, outbox, Arc::clone(log), name.to_owned()));
     Ok(Spawned {
@@ -78,6 +79,23 @@ pub(crate) fn spawn(
         reader: FrameReader::new(stdout, max_frame_bytes),
     })
 }
+
+/// Copies the extension's stderr into its log until every writer of the
+/// pipe is gone, so the log rotates as it grows (a child writing to the file
+/// itself could grow it without bound until its next start).
+async fn copy_stderr(mut stderr: tokio::process::ChildStderr, log: Arc<ExtLog>) {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = vec![0u8; STDERR_CHUNK];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        log.stderr(&buf[..n]);
+    }
+}
+
+/// Bytes of an extension's stderr read at a time.
+const STDERR_CHUNK: usize = 16 * 1024;
 
 /// Writes queued frames to stdin in order; dropping stdin at the end closes
 /// the pipe, so the extension reads EOF.
@@ -116,22 +134,25 @@ async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, nam
 }
 
 impl Process {
-    /// Starts `program args…` in `cwd` with piped stdin/stdout and `stderr`
-    /// (the log file) as its stderr.
+    /// Starts `program args…` in `cwd` with piped stdin, stdout and stderr.
     fn spawn(
         program: &Path,
         args: &[String],
         cwd: &Path,
-        stderr: std::fs::File,
         confinement: Confinement,
-    ) -> io::Result<(Self, ChildStdin, tokio::process::ChildStdout)> {
+    ) -> io::Result<(
+        Self,
+        ChildStdin,
+        tokio::process::ChildStdout,
+        tokio::process::ChildStderr,
+    )> {
         let mut command = Command::new(program);
         command
             .args(args)
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr));
+            .stderr(Stdio::piped());
         // The environment of `child_env`, a process group of its own, on
         // Linux death with zot, and its sandbox.
         zot_sandbox::harden(
@@ -141,9 +162,12 @@ impl Process {
             confinement.sandbox.as_ref(),
         );
         let mut child = command.spawn()?;
-        let (Some(stdin), Some(stdout), Some(pid)) =
-            (child.stdin.take(), child.stdout.take(), child.id())
-        else {
+        let (Some(stdin), Some(stdout), Some(stderr), Some(pid)) = (
+            child.stdin.take(),
+            child.stdout.take(),
+            child.stderr.take(),
+            child.id(),
+        ) else {
             return Err(io::Error::other("child has no stdio pipes"));
         };
         let pgid = Pid::from_raw(i32::try_from(pid).map_err(io::Error::other)?);
@@ -161,7 +185,7 @@ impl Process {
             exit,
             _tmp: confinement.tmp,
         };
-        Ok((process, stdin, stdout))
+        Ok((process, stdin, stdout, stderr))
     }
 
     /// The exit status once the process has been reaped.
