@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
-use zot_core::provider::ProviderKind;
+use zot_core::provider::{CacheTtl, ProviderKind};
 use zot_extensions::trust::write_atomically;
 
 use crate::args::{AgentArgs, ConfigCommand};
@@ -34,6 +34,7 @@ pub const KEYS: &[&str] = &[
     "hooks",
     "bash_timeout",
     "web_fetch.allow_private",
+    "cache",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
@@ -268,6 +269,13 @@ impl Settings {
             )
     }
 
+    /// Prompt caching: `cache` is `"5m"` (the default), `"1h"` or `"off"`.
+    pub fn cache(&self) -> CacheTtl {
+        self.string("cache")
+            .and_then(|s| CacheTtl::parse(&s))
+            .unwrap_or_default()
+    }
+
     /// The theme bundle's name, if one is chosen.
     pub fn theme(&self) -> Option<String> {
         self.string("theme")
@@ -350,6 +358,7 @@ impl Settings {
                     "sandbox" => Value::from("off"),
                     "sandbox_net" | "web_fetch.allow_private" => Value::Bool(false),
                     "bash_timeout" => Value::from(zot_core::tools::BASH_DEFAULT_TIMEOUT.as_secs()),
+                    "cache" => Value::from("5m"),
                     _ => Value::Null,
                 };
                 (key, default, Source::Default)
@@ -365,6 +374,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
+        "cache" => value.as_str().and_then(CacheTtl::parse).is_some(),
         "sandbox" => value
             .as_str()
             .and_then(zot_sandbox::SandboxMode::parse)
@@ -396,6 +406,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",
         "bash_timeout" => "a number of seconds from 1 to 3600",
+        "cache" => "5m, 1h or off",
         _ => "a percentage (1 to 100) or false",
     };
     Err(format!("\"{key}\" must be {wanted}, not {value}"))

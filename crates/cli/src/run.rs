@@ -197,6 +197,7 @@ pub fn agent(
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
     config.bash_timeout = ctx.settings.bash_timeout();
     config.web_fetch_private = ctx.settings.web_fetch_private();
+    config.cache = ctx.settings.cache();
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

@@ -37,6 +37,9 @@ impl Sampler for ModelSampler {
                 tools: &[],
                 max_tokens: request.max_tokens.clamp(1, MAX_TOKENS_CAP),
                 reasoning: None,
+                cache: zot_core::provider::CacheTtl::Off,
+                cache_key: None,
+                drop_thinking_before: 0,
             };
             let (events, _) = tokio::sync::mpsc::unbounded_channel();
             let completion = self

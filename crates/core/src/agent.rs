@@ -22,7 +22,7 @@ use crate::hooks::{
 };
 use crate::message::{Block, Message, Role, now, text_of};
 use crate::provider::{
-    Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
+    CacheTtl, Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
 use crate::session::{Compaction, Served, Session, summary_message};
@@ -121,6 +121,8 @@ pub struct AgentConfig {
     pub plan: bool,
     /// How the bash tool's commands are confined (`--sandbox`).
     pub sandbox: zot_sandbox::BashSandbox,
+    /// Prompt caching (the `cache` setting: 5m, 1h or off).
+    pub cache: CacheTtl,
     /// Where full tool outputs go (`$ZOT_HOME/tool-output`, see
     /// [`output::root`]), one folder per session; `None` keeps none.
     pub tool_output: Option<PathBuf>,
@@ -144,6 +146,7 @@ impl AgentConfig {
             auto_compact: Some(AUTO_COMPACT_RATIO),
             plan: false,
             sandbox: zot_sandbox::BashSandbox::default(),
+            cache: CacheTtl::default(),
             tool_output: None,
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
             web_fetch_private: false,
@@ -214,6 +217,12 @@ pub struct Agent {
     session_started: bool,
     /// Set until the next prompt: why that prompt starts a session.
     session_source: Option<SessionSource>,
+    /// A fingerprint of the last request's system prompt and tools: the
+    /// prefix a provider caches, and binds thinking blocks to.
+    prefix: Option<u64>,
+    /// Thinking in messages before this index was made under an earlier
+    /// prefix and is left out of requests.
+    stale_thinking_before: usize,
     /// A permission gate asked to stop the prompt after the current tools.
     halt: std::sync::Mutex<Option<String>>,
     /// The model's plan (`todo_write`), restored from a session's messages.
@@ -259,6 +268,8 @@ impl Agent {
             halt: std::sync::Mutex::new(None),
             plan,
             announce_plan: false,
+            prefix: None,
+            stale_thinking_before: 0,
         }
     }
 
@@ -282,6 +293,7 @@ impl Agent {
     pub fn set_session(&mut self, session: Session) {
         self.session_id = session.id().to_owned();
         self.messages = session.messages().to_vec();
+        self.usage = session.usage();
         self.hooks.session_file(Some(session.path()));
         self.session_source = Some(if self.messages.is_empty() {
             SessionSource::Startup
@@ -402,6 +414,7 @@ impl Agent {
             self.hooks.session_file(Some(next.path()));
             self.session = Some(next);
         }
+        self.stale_thinking_before = 0;
         self.session_source = Some(SessionSource::Clear);
         self.reset_system_prompt();
         Ok(())
@@ -518,7 +531,9 @@ impl Agent {
                 }
             }
             emit(AgentEvent::AssistantStart);
-            let completion = match self.call_model(events, cancel).await {
+            let tools = self.tool_specs();
+            self.note_prefix(&tools);
+            let completion = match self.call_model(&tools, events, cancel).await {
                 Ok(completion) => completion,
                 Err((ProviderError::Cancelled, partial)) => {
                     self.close_interrupted(&partial);
@@ -558,6 +573,9 @@ impl Agent {
             let usage = UsageReport::priced(completion.usage, price);
             self.usage += usage;
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
+            if let Some(session) = &mut self.session {
+                session.append_usage(&self.config.model, usage);
+            }
             emit(AgentEvent::Usage {
                 usage,
                 cumulative: self.usage,
@@ -753,6 +771,9 @@ impl Agent {
                     let price = crate::models::price(self.provider.kind(), &served.model);
                     let usage = UsageReport::priced(served.usage, price);
                     self.usage += usage;
+                    if let Some(session) = &mut self.session {
+                        session.append_usage(&served.model, usage);
+                    }
                     let _ = events.send(AgentEvent::Usage {
                         usage,
                         cumulative: self.usage,
@@ -795,6 +816,11 @@ impl Agent {
         let mut compacted = vec![summary_message(&compaction.summary)];
         compacted.extend(self.messages.drain(compaction.first_kept..));
         self.messages = compacted;
+        // The summary took the place of the messages before `first_kept`.
+        if self.stale_thinking_before > 0 {
+            self.stale_thinking_before =
+                (self.stale_thinking_before + 1).saturating_sub(compaction.first_kept);
+        }
         self.last_input = 0;
         self.session_source = Some(SessionSource::Compact);
         self.store_entries();
@@ -880,6 +906,9 @@ impl Agent {
             tools: &[],
             max_tokens: COMPACT_MAX_TOKENS,
             reasoning: None,
+            cache: crate::provider::CacheTtl::Off,
+            cache_key: None,
+            drop_thinking_before: 0,
         };
         let (tx, _rx) = mpsc::unbounded_channel();
         let completion = self.provider.complete(&request, &tx, cancel).await?;
@@ -943,12 +972,13 @@ impl Agent {
     /// the usual backoff; a failure returns the text shown so far.
     async fn call_model(
         &self,
+        tools: &[ToolSpec],
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<Completion, (ProviderError, String)> {
         let mut retries = 0;
         loop {
-            let (result, shown) = self.call_model_once(events, cancel).await;
+            let (result, shown) = self.call_model_once(tools, events, cancel).await;
             match result {
                 Ok(completion) => return Ok(completion),
                 Err(e @ ProviderError::ErrorEvent { .. })
@@ -970,17 +1000,20 @@ impl Agent {
     /// thinking or tool calls were shown, `None` when nothing was).
     async fn call_model_once(
         &self,
+        tools: &[ToolSpec],
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> (Result<Completion, ProviderError>, Option<String>) {
-        let tools = self.tool_specs();
         let request = Request {
             model: &self.config.model,
             system: self.prepared.as_deref().unwrap_or_default(),
             messages: &self.messages,
-            tools: &tools,
+            tools,
             max_tokens: self.config.max_tokens,
             reasoning: self.config.reasoning,
+            cache: self.config.cache,
+            cache_key: Some(&self.session_id),
+            drop_thinking_before: self.stale_thinking_before,
         };
         tracing::debug!(
             provider = self.provider.kind().name(),
@@ -1047,6 +1080,39 @@ impl Agent {
             return (Err(ProviderError::TooLarge), shown);
         }
         (result, shown)
+    }
+
+    /// Notes the prefix (system prompt and tools) of the coming request.
+    /// When it changed (plan mode, an extension reload, an MCP server
+    /// joining), the provider's cache starts again from there, and earlier
+    /// thinking, bound to the old prefix, is left out from now on; only the
+    /// running tool loop's own thinking stays, as the API needs it.
+    fn note_prefix(&mut self, tools: &[ToolSpec]) {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.prepared.hash(&mut hasher);
+        for tool in tools {
+            tool.name.hash(&mut hasher);
+            tool.description.hash(&mut hasher);
+            tool.schema.to_string().hash(&mut hasher);
+        }
+        let prefix = hasher.finish();
+        if self.prefix.is_some_and(|old| old != prefix) {
+            let loop_start = match self.messages.last() {
+                Some(last) if last.role == Role::Tool => self
+                    .messages
+                    .iter()
+                    .rposition(|m| m.role == Role::Assistant)
+                    .unwrap_or(self.messages.len()),
+                _ => self.messages.len(),
+            };
+            self.stale_thinking_before = self.stale_thinking_before.max(loop_start);
+            tracing::debug!(
+                stale_thinking_before = self.stale_thinking_before,
+                "system prompt or tools changed: the prompt cache starts again"
+            );
+        }
+        self.prefix = Some(prefix);
     }
 
     /// The conversation did not fit the context window (`cause` says how

@@ -9,8 +9,9 @@ use crate::message::{Block, Message};
 use crate::models::Price;
 use crate::provider::{StopReason, Usage};
 
-/// Token counts and cost, per call and cumulative.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Token counts and cost, per call and cumulative (the session file keeps
+/// one per call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UsageReport {
     pub input: u64,
     pub output: u64,
@@ -146,6 +147,18 @@ impl AgentEvent {
         Self::AssistantMessage {
             content: message.content.clone(),
             time: message.time.clone(),
+        }
+    }
+}
+
+impl UsageReport {
+    /// The share of the prompt read from the cache (0 when nothing was sent).
+    pub fn cache_share(&self) -> f64 {
+        let prompt = self.input + self.cache_read + self.cache_write;
+        if prompt == 0 {
+            0.0
+        } else {
+            self.cache_read as f64 / prompt as f64
         }
     }
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::event::UsageReport;
 use crate::message::{Block, Message, Role, now};
 use crate::provider::Usage;
 
@@ -102,6 +103,11 @@ enum Line {
         model: String,
         time: String,
     },
+    /// One model call's tokens (cache reads and writes included) and cost.
+    Usage {
+        model: String,
+        usage: UsageReport,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +133,8 @@ pub struct Session {
     path: PathBuf,
     file: File,
     messages: Vec<Message>,
+    /// Every call's usage added up.
+    usage: UsageReport,
     /// Set when a write failed; later writes are skipped rather than
     /// interleaving a partial line.
     failed: Option<String>,
@@ -208,6 +216,7 @@ impl Session {
             path,
             file,
             messages: Vec::new(),
+            usage: UsageReport::default(),
             failed: None,
             warnings: Vec::new(),
         };
@@ -227,6 +236,7 @@ impl Session {
         let mut meta = None;
         let mut messages = Vec::new();
         let mut warnings = Vec::new();
+        let mut total = UsageReport::default();
         let mut reader = io::BufReader::with_capacity(64 * 1024, &file);
         let mut line = Vec::new();
         let mut number = 0u64;
@@ -261,6 +271,7 @@ impl Session {
                 Ok(Line::Message { message, .. }) => messages.push(message),
                 Ok(Line::Compaction { compaction, .. }) => compact(&mut messages, &compaction),
                 // Lines of a newer zot are skipped, like a torn last line.
+                Ok(Line::Usage { usage, .. }) => total += usage,
                 Ok(Line::Extension { .. } | Line::ModelChange { .. }) | Err(_) => {}
             }
         }
@@ -279,6 +290,7 @@ impl Session {
             path: path.to_path_buf(),
             file,
             messages,
+            usage: total,
             failed: None,
             warnings,
         };
@@ -357,6 +369,21 @@ impl Session {
             provider: provider.to_owned(),
             model: model.to_owned(),
             time: now(),
+        });
+    }
+
+    /// Every call's usage so far, this run's and earlier runs'.
+    pub fn usage(&self) -> UsageReport {
+        self.usage
+    }
+
+    /// Records one model call's usage as
+    /// `{"type":"usage","model":…,"usage":{input,output,cache_read,cache_write,cost_usd}}`.
+    pub fn append_usage(&mut self, model: &str, usage: UsageReport) {
+        self.usage += usage;
+        self.write(&Line::Usage {
+            model: model.to_owned(),
+            usage,
         });
     }
 

@@ -226,6 +226,34 @@ fn event(data: Value) -> SseEvent {
     }
 }
 
+/// Every `cache_control` mark of a request body, as `"<path> <mark>"`
+/// (path like `/messages/2/content/0`), sorted.
+pub fn cache_marks(body: &Value) -> Vec<String> {
+    fn walk(value: &Value, at: &str, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    if key == "cache_control" {
+                        out.push(format!("{at} {inner}"));
+                    } else {
+                        walk(inner, &format!("{at}/{key}"), out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    walk(inner, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(body, "", &mut out);
+    out.sort();
+    out
+}
+
 /// A complete answer of one text block.
 pub fn text(text: &str) -> Response {
     Script::new().text(text).build()

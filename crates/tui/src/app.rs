@@ -149,6 +149,9 @@ pub struct App {
     cost: f64,
     /// A `/model` the provider's list lacks: saved once it has answered.
     unsaved_model: Option<String>,
+    /// The share of the session's prompt tokens read from the cache, once
+    /// the cache was used.
+    cache_share: Option<f64>,
     quit: bool,
     last_ctrl_c: Option<Instant>,
     commands: Vec<CommandInfo>,
@@ -194,6 +197,7 @@ impl App {
             widgets: Vec::new(),
             cost: 0.0,
             unsaved_model: None,
+            cache_share: None,
             quit: false,
             last_ctrl_c: None,
             commands: ext.commands(),
@@ -312,6 +316,12 @@ impl App {
     /// Extension widgets (lines above the footer), in insertion order.
     pub fn widgets(&self) -> &[(String, Vec<String>)] {
         &self.widgets
+    }
+
+    /// The share of the session's prompt read from the prompt cache, once
+    /// the provider reported cache use.
+    pub fn cache_share(&self) -> Option<f64> {
+        self.cache_share
     }
 
     /// What the session cost so far, in US dollars.
@@ -1266,7 +1276,22 @@ impl App {
                 if let Some(model) = self.unsaved_model.take() {
                     self.save_model(&model);
                 }
+                if cumulative.cache_read + cumulative.cache_write > 0 {
+                    self.cache_share = Some(cumulative.cache_share());
+                }
             }
+            AgentEvent::TurnEnd {
+                stop: StopReason::Refusal,
+                error,
+            } => {
+                let why = error.unwrap_or_else(|| "no reason given".into());
+                self.transcript
+                    .push(Entry::Error(format!("the model refused: {why}")));
+            }
+            AgentEvent::TurnEnd {
+                stop: StopReason::Length,
+                error: Some(note),
+            } => self.transcript.push(Entry::Info(note)),
             AgentEvent::TurnEnd {
                 stop: StopReason::Error,
                 error: Some(error),

@@ -434,6 +434,9 @@ fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         app.context_percent(),
         app.cost()
     );
+    if let Some(share) = app.cache_share() {
+        text.push_str(&format!(" · cache {:.0}%", share * 100.0));
+    }
     if app.is_plan() {
         text.push_str(" · plan");
     }

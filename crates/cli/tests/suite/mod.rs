@@ -1,6 +1,7 @@
 mod support;
 
 mod agent;
+mod caching;
 mod claude;
 mod completions;
 mod config;

@@ -10,8 +10,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    Completion, End, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
-    StreamEvent, Usage, parse_args,
+    CacheTtl, Completion, End, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request,
+    StopReason, StreamEvent, Usage, parse_args,
 };
 use super::{retry, sse};
 use crate::message::{Block, Message, Role};
@@ -23,6 +23,11 @@ const API_VERSION: &str = "2023-06-01";
 /// Head room left for the visible answer when thinking is on: the API counts
 /// the thinking budget against `max_tokens`.
 const ANSWER_TOKENS: u32 = 4096;
+
+/// How many content blocks before a cache mark the API looks back for an
+/// earlier cache entry (prompt caching docs): a turn that adds more than this
+/// gets a second mark where the previous request's last mark was.
+pub const CACHE_LOOKBACK_BLOCKS: usize = 20;
 
 /// Most characters of an event name quoted in an error.
 const MAX_NAME_SHOWN: usize = 64;
@@ -113,25 +118,74 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
         }
         (None, _) | (Some(_), Thinking::None) => (None, None),
     };
+    let mark = match request.cache {
+        CacheTtl::Off => None,
+        CacheTtl::FiveMinutes => Some(CacheControl {
+            kind: "ephemeral",
+            ttl: None,
+        }),
+        CacheTtl::OneHour => Some(CacheControl {
+            kind: "ephemeral",
+            ttl: Some("1h"),
+        }),
+    };
+    let mut messages = wire_messages(request.messages, request.drop_thinking_before);
+    let mut tools: Vec<WireTool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| WireTool {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.schema,
+            cache_control: None,
+        })
+        .collect();
+    let system = match (request.system, mark) {
+        ("", _) => None,
+        (text, None) => Some(System::Text(text)),
+        (text, Some(mark)) => Some(System::Blocks([SystemBlock {
+            kind: "text",
+            text,
+            cache_control: mark,
+        }])),
+    };
+    if let Some(mark) = mark {
+        // The stable prefix: tools, then the system prompt (marked above),
+        // then the conversation up to its newest message.
+        if let Some(last) = tools.last_mut() {
+            last.cache_control = Some(mark);
+        }
+        mark_messages(&mut messages, mark);
+    }
     let body = Body {
         model: request.model,
         thinking,
         output_config,
         max_tokens,
-        system: request.system,
-        messages: wire_messages(request.messages),
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                name: &tool.name,
-                description: &tool.description,
-                input_schema: &tool.schema,
-            })
-            .collect(),
+        system,
+        messages,
+        tools,
         stream: true,
     };
     super::body_json(&body)
+}
+
+/// Marks the newest message's last block, and, when the newest exchange
+/// holds more blocks than the API looks back over, the block where the
+/// previous request's mark was, so that entry is still read. With the
+/// tools and the system prompt that is at most the API's four marks.
+fn mark_messages(turns: &mut [Turn<'_>], mark: CacheControl) {
+    let Some(last) = turns.len().checked_sub(1) else {
+        return;
+    };
+    turns[last].mark(mark);
+    let newest: usize = turns[last.saturating_sub(1)..]
+        .iter()
+        .map(|turn| turn.content.len())
+        .sum();
+    if last >= 2 && newest > CACHE_LOOKBACK_BLOCKS {
+        turns[last - 2].mark(mark);
+    }
 }
 
 /// The request body on the wire, field for field.
@@ -143,8 +197,8 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig>,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<System<'a>>,
     messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
@@ -169,12 +223,89 @@ struct WireTool<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+/// `cache_control`: the prefix up to the block that carries it is cached.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
+}
+
+/// The system prompt: a string, or one text block when it carries a mark.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([SystemBlock<'a>; 1]),
 }
 
 #[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
 struct Turn<'a> {
     role: &'static str,
     content: Vec<WireBlock<'a>>,
+    /// The block that carries a cache mark, and the mark.
+    mark: Option<(usize, CacheControl)>,
+}
+
+impl Turn<'_> {
+    /// Marks the last block that may carry a mark (thinking blocks may not).
+    fn mark(&mut self, mark: CacheControl) {
+        let markable = self.content.iter().rposition(|block| {
+            !matches!(
+                block,
+                WireBlock::Thinking { .. } | WireBlock::RedactedThinking { .. }
+            )
+        });
+        if let Some(at) = markable {
+            self.mark = Some((at, mark));
+        }
+    }
+}
+
+impl Serialize for Turn<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        struct Content<'t, 'a>(&'t Turn<'a>);
+        #[derive(Serialize)]
+        struct Marked<'t, 'a> {
+            #[serde(flatten)]
+            block: &'t WireBlock<'a>,
+            cache_control: CacheControl,
+        }
+        impl Serialize for Content<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.content.len()))?;
+                for (at, block) in self.0.content.iter().enumerate() {
+                    match self.0.mark {
+                        Some((marked, cache_control)) if marked == at => {
+                            seq.serialize_element(&Marked {
+                                block,
+                                cache_control,
+                            })?
+                        }
+                        _ => seq.serialize_element(block)?,
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut turn = serializer.serialize_struct("Turn", 2)?;
+        turn.serialize_field("role", self.role)?;
+        turn.serialize_field("content", &Content(self))?;
+        turn.end()
+    }
 }
 
 /// A content block as the API takes it.
@@ -224,9 +355,10 @@ enum Input<'a> {
 
 /// The conversation as the API wants it: strictly alternating user and
 /// assistant turns, tool results inside user turns ahead of anything else.
-fn wire_messages(messages: &[Message]) -> Vec<Turn<'_>> {
+fn wire_messages(messages: &[Message], drop_thinking_before: usize) -> Vec<Turn<'_>> {
     let mut turns: Vec<Turn<'_>> = Vec::new();
-    for message in messages {
+    for (index, message) in messages.iter().enumerate() {
+        let stale = index < drop_thinking_before;
         let role = match message.role {
             Role::Assistant => "assistant",
             Role::User | Role::Tool => "user",
@@ -235,6 +367,13 @@ fn wire_messages(messages: &[Message]) -> Vec<Turn<'_>> {
         let mut blocks = message
             .content
             .iter()
+            .filter(|block| {
+                !(stale
+                    && matches!(
+                        block,
+                        Block::Thinking { .. } | Block::RedactedThinking { .. }
+                    ))
+            })
             .filter_map(|block| wire_block(block, assistant))
             .peekable();
         // The API rejects empty turns; an aborted turn can leave one behind.
@@ -246,6 +385,7 @@ fn wire_messages(messages: &[Message]) -> Vec<Turn<'_>> {
             _ => turns.push(Turn {
                 role,
                 content: blocks.collect(),
+                mark: None,
             }),
         }
     }
@@ -662,7 +802,7 @@ mod tests {
                 }],
             ),
         ];
-        let wire = serde_json::to_value(wire_messages(&messages)).unwrap();
+        let wire = serde_json::to_value(wire_messages(&messages, 0)).unwrap();
         let wire = wire.as_array().unwrap();
         assert_eq!(wire.len(), 3);
         assert_eq!(wire[2]["role"], "user");
@@ -681,6 +821,9 @@ mod tests {
             tools: &[],
             max_tokens: 1000,
             reasoning: Some(Reasoning::Medium),
+            cache: crate::provider::CacheTtl::Off,
+            cache_key: None,
+            drop_thinking_before: 0,
         };
         let sent = body(&request);
         assert_eq!(sent["max_tokens"], 8192 + 4096);
@@ -694,6 +837,138 @@ mod tests {
         assert_eq!(body(&request)["max_tokens"], 64000);
     }
 
+    fn cached(messages: &[Message], tools: &[ToolSpec], cache: CacheTtl) -> Value {
+        body(&Request {
+            model: "claude-sonnet-4-5",
+            system: "be brief",
+            messages,
+            tools,
+            max_tokens: 100,
+            reasoning: None,
+            cache,
+            cache_key: None,
+            drop_thinking_before: 0,
+        })
+    }
+
+    fn tool(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: "A tool.".into(),
+            schema: json!({"type": "object"}),
+            read_only: true,
+        }
+    }
+
+    /// Where the marks are, without what they say.
+    fn marks_of(body: &Value) -> Vec<String> {
+        zot_testkit::anthropic::cache_marks(body)
+            .into_iter()
+            .map(|m| m.split(' ').next().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_stable_prefix_and_the_newest_message_are_marked() {
+        let tools = [tool("read"), tool("ext_tool")];
+        let messages = [
+            Message::user("one"),
+            msg(
+                Role::Assistant,
+                vec![
+                    Block::Text { text: "a".into() },
+                    Block::Thinking {
+                        thinking: "trailing thought".into(),
+                        signature: Some("s".into()),
+                    },
+                ],
+            ),
+        ];
+        let sent = cached(&messages, &tools, CacheTtl::FiveMinutes);
+        assert_eq!(
+            marks_of(&sent),
+            ["/messages/1/content/0", "/system/0", "/tools/1"]
+        );
+        assert_eq!(
+            sent["tools"][1]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(sent["system"][0]["text"], "be brief");
+        let hour = cached(&messages, &tools, CacheTtl::OneHour);
+        assert_eq!(
+            hour["system"][0]["cache_control"],
+            json!({"type": "ephemeral", "ttl": "1h"})
+        );
+        let off = cached(&messages, &tools, CacheTtl::Off);
+        assert!(marks_of(&off).is_empty());
+        assert_eq!(off["system"], "be brief");
+    }
+
+    #[test]
+    fn a_long_tool_turn_gets_a_mark_where_the_last_request_had_one() {
+        let calls: Vec<Block> = (0..12)
+            .map(|i| Block::ToolCall {
+                id: format!("t{i}"),
+                name: "read".into(),
+                args: json!({}),
+            })
+            .collect();
+        let results: Vec<Block> = (0..12)
+            .map(|i| Block::ToolResult {
+                call_id: format!("t{i}"),
+                is_error: false,
+                content: vec![Block::Text { text: "x".into() }],
+            })
+            .collect();
+        let mut messages = vec![
+            Message::user("go"),
+            msg(Role::Assistant, vec![Block::Text { text: "ok".into() }]),
+            Message::user("now read them all"),
+            msg(Role::Assistant, calls),
+            msg(Role::Tool, results),
+        ];
+        let sent = cached(&messages, &[tool("read")], CacheTtl::FiveMinutes);
+        assert_eq!(
+            marks_of(&sent),
+            [
+                "/messages/2/content/0",
+                "/messages/4/content/11",
+                "/system/0",
+                "/tools/0"
+            ]
+        );
+        // A short turn needs no second mark.
+        messages.truncate(3);
+        let short = cached(&messages, &[tool("read")], CacheTtl::FiveMinutes);
+        assert_eq!(marks_of(&short).len(), 3);
+    }
+
+    #[test]
+    fn stale_thinking_stays_out() {
+        let messages = [
+            Message::user("one"),
+            msg(
+                Role::Assistant,
+                vec![
+                    Block::Thinking {
+                        thinking: "old".into(),
+                        signature: Some("s1".into()),
+                    },
+                    Block::RedactedThinking { data: "R".into() },
+                    Block::Text { text: "a".into() },
+                ],
+            ),
+            Message::user("two"),
+        ];
+        let wire = serde_json::to_value(wire_messages(&messages, 2)).unwrap();
+        assert_eq!(wire[1]["content"], json!([{"type": "text", "text": "a"}]));
+        let wire = serde_json::to_value(wire_messages(&messages, 0)).unwrap();
+        assert_eq!(
+            wire[1]["content"][1],
+            json!({"type": "redacted_thinking", "data": "R"})
+        );
+    }
+
     #[test]
     fn adaptive_models_get_an_effort_not_a_budget() {
         let messages = [Message::user("hi")];
@@ -704,6 +979,9 @@ mod tests {
             tools: &[],
             max_tokens: 32_000,
             reasoning: Some(Reasoning::High),
+            cache: crate::provider::CacheTtl::Off,
+            cache_key: None,
+            drop_thinking_before: 0,
         };
         let sent = body(&request);
         assert_eq!(sent["thinking"], json!({"type": "adaptive"}));
@@ -784,6 +1062,9 @@ mod tests {
             tools: &tools,
             max_tokens: 100,
             reasoning: None,
+            cache: crate::provider::CacheTtl::Off,
+            cache_key: None,
+            drop_thinking_before: 0,
         };
         let png = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}});
         assert_eq!(

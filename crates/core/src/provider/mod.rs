@@ -87,6 +87,28 @@ impl Reasoning {
     }
 }
 
+/// How long a prompt cache entry lives (the `cache` setting): Anthropic
+/// keeps a marked prefix for 5 minutes (refreshed by every hit) or an hour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheTtl {
+    Off,
+    #[default]
+    FiveMinutes,
+    OneHour,
+}
+
+impl CacheTtl {
+    /// `"5m"`, `"1h"` or `"off"`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "5m" => Some(Self::FiveMinutes),
+            "1h" => Some(Self::OneHour),
+            "off" => Some(Self::Off),
+            _ => None,
+        }
+    }
+}
+
 /// Where and how to reach a provider.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
@@ -107,6 +129,15 @@ pub struct Request<'a> {
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
     pub reasoning: Option<Reasoning>,
+    /// Prompt caching: Anthropic `cache_control` marks with this lifetime.
+    pub cache: CacheTtl,
+    /// Groups requests that share a prefix (the session id): OpenAI's
+    /// `prompt_cache_key`, sent only to OpenAI's own endpoint.
+    pub cache_key: Option<&'a str>,
+    /// Thinking blocks of `messages[..drop_thinking_before]` stay out of the
+    /// request: they were made under another system prompt or tool list,
+    /// and the API refuses thinking bound to a prefix that changed.
+    pub drop_thinking_before: usize,
 }
 
 /// Why the model stopped (a front-end protocol type).

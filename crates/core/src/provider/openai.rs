@@ -27,7 +27,7 @@ pub(crate) async fn complete(
     // Errors name what the user configured: "ollama" says more than "openai".
     let provider = config.kind.name();
     let url = endpoint(&config.base_url);
-    let body = bytes::Bytes::from(request_body(request));
+    let body = bytes::Bytes::from(request_body(request, is_openai(&config.base_url)));
     let response = retry::send(provider, &url, || {
         let builder = http
             .post(&url)
@@ -91,9 +91,18 @@ pub(crate) fn endpoint(base_url: &str) -> String {
     }
 }
 
+/// Whether `base_url` is OpenAI's own API, which takes `prompt_cache_key`
+/// (other compatible servers may reject fields they do not know).
+fn is_openai(base_url: &str) -> bool {
+    let rest = base_url.strip_prefix("https://").unwrap_or_default();
+    let host = rest.split(['/', ':']).next().unwrap_or_default();
+    host.eq_ignore_ascii_case("api.openai.com")
+}
+
 /// The JSON body of a streaming chat completions call, serialised straight
-/// from the conversation (no intermediate `Value` tree).
-pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
+/// from the conversation (no intermediate `Value` tree). `openai`: the
+/// server is OpenAI's own.
+pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
     let model = models::info(ProviderKind::OpenAi, request.model);
     let reasoning_effort = request
         .reasoning
@@ -132,6 +141,8 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
         reasoning_effort,
         max_completion_tokens,
         max_tokens,
+        // Requests with the same key go to the same cache: the session's.
+        prompt_cache_key: request.cache_key.filter(|_| openai),
     };
     super::body_json(&body)
 }
@@ -153,6 +164,8 @@ struct Body<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -687,6 +700,30 @@ mod tests {
     }
 
     #[test]
+    fn the_cache_key_goes_only_to_openai() {
+        assert!(is_openai("https://api.openai.com"));
+        assert!(is_openai("https://API.openai.com/v1/"));
+        assert!(!is_openai("http://api.openai.com.evil.example"));
+        assert!(!is_openai("http://127.0.0.1:8080/v1"));
+        let messages = [Message::user("hi")];
+        let request = Request {
+            model: "gpt-6.2-sol",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 100,
+            reasoning: None,
+            cache: crate::provider::CacheTtl::FiveMinutes,
+            cache_key: Some("session-1"),
+            drop_thinking_before: 0,
+        };
+        let body =
+            |openai| -> Value { serde_json::from_slice(&request_body(&request, openai)).unwrap() };
+        assert_eq!(body(true)["prompt_cache_key"], "session-1");
+        assert!(body(false).get("prompt_cache_key").is_none());
+    }
+
+    #[test]
     fn the_table_decides_the_reasoning_fields() {
         let messages = [Message::user("hi")];
         let body = |model, reasoning| -> Value {
@@ -697,8 +734,11 @@ mod tests {
                 tools: &[],
                 max_tokens: 100,
                 reasoning,
+                cache: crate::provider::CacheTtl::Off,
+                cache_key: None,
+                drop_thinking_before: 0,
             };
-            serde_json::from_slice(&request_body(&request)).unwrap()
+            serde_json::from_slice(&request_body(&request, false)).unwrap()
         };
         let low = Some(crate::provider::Reasoning::Low);
         // gpt-4.1 does not reason: no effort, and `max_tokens`.
@@ -775,8 +815,11 @@ mod tests {
             tools: &tools,
             max_tokens: 100,
             reasoning: Some(crate::provider::Reasoning::High),
+            cache: crate::provider::CacheTtl::Off,
+            cache_key: None,
+            drop_thinking_before: 0,
         };
-        let body: Value = serde_json::from_slice(&request_body(&request)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
         assert_eq!(
             body,
             json!({
@@ -805,7 +848,7 @@ mod tests {
             reasoning: None,
             ..request
         };
-        let body: Value = serde_json::from_slice(&request_body(&plain)).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&plain, false)).unwrap();
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("max_completion_tokens").is_none());
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());

@@ -1,5 +1,6 @@
 mod hooks;
 mod parallel_tools;
+mod prefix;
 mod providers;
 mod sse_props;
 mod tool_output;

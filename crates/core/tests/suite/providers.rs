@@ -32,6 +32,9 @@ fn request(messages: Vec<Message>) -> Request<'static> {
         tools: &[],
         max_tokens: 1024,
         reasoning: None,
+        cache: zot_core::provider::CacheTtl::Off,
+        cache_key: None,
+        drop_thinking_before: 0,
     }
 }
 

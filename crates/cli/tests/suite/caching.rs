@@ -1,0 +1,158 @@
+//! Prompt caching through the built binary: the marks Anthropic requests
+//! carry, the `cache` setting, and cache use counted and priced in the
+//! usage events, the session file and `get_state`.
+
+use serde_json::Value;
+use zot_testkit::anthropic::cache_marks as marks_of;
+use zot_testkit::{MockModel, anthropic, openai};
+
+use super::rpc::Rpc;
+use super::support::{Run, World, events};
+
+fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
+    w.against(model, provider, args).output().unwrap().into()
+}
+
+/// The one session file of the world.
+fn session_lines(w: &World) -> Vec<Value> {
+    let sessions = w.home.join("sessions");
+    let dir = std::fs::read_dir(sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    std::fs::read_to_string(file.path())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_mark_the_prefix_and_cache_use_is_counted_and_priced() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .tool_call("t1", "bash", r#"{"command":"echo hi"}"#)
+            .usage(100, 10)
+            .cache(0, 4000)
+            .build(),
+        anthropic::Script::new()
+            .text("done")
+            .usage(50, 10)
+            .cache(4000, 120)
+            .build(),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["--json", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    let tools = requests[0].body["tools"].as_array().unwrap().len();
+    let ephemeral = r#"{"type":"ephemeral"}"#;
+    assert_eq!(
+        marks_of(&requests[0].body),
+        [
+            format!("/messages/0/content/0 {ephemeral}"),
+            format!("/system/0 {ephemeral}"),
+            format!("/tools/{} {ephemeral}", tools - 1),
+        ]
+    );
+    // The second request moves the message mark to its newest message and
+    // keeps the prefix byte for byte.
+    assert_eq!(
+        marks_of(&requests[1].body)[0],
+        format!("/messages/2/content/0 {ephemeral}")
+    );
+    let prefix = |i: usize| {
+        let body = &requests[i].body;
+        (body["tools"].to_string(), body["system"].to_string())
+    };
+    assert_eq!(prefix(0), prefix(1));
+
+    let usage: Vec<Value> = events(&run)
+        .into_iter()
+        .filter(|e| e["type"] == "usage")
+        .collect();
+    assert_eq!(usage[1]["cache_read"], 4000);
+    assert_eq!(usage[1]["cumulative"]["cache_write"], 4120);
+    // claude-sonnet-4-5: $3 in, $15 out, $3.75 a 5-minute write, $0.30 a read.
+    let second = (50.0 * 3.0 + 10.0 * 15.0 + 4000.0 * 0.30 + 120.0 * 3.75) / 1e6;
+    assert!(
+        (usage[1]["cost_usd"].as_f64().unwrap() - second).abs() < 1e-12,
+        "{}",
+        usage[1]
+    );
+    let recorded: Vec<Value> = session_lines(&w)
+        .into_iter()
+        .filter(|l| l["type"] == "usage")
+        .collect();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[1]["model"], "claude-sonnet-4-5");
+    assert_eq!(recorded[1]["usage"]["cache_read"], 4000);
+    assert_eq!(recorded[0]["usage"]["cache_write"], 4000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cache_setting_picks_the_lifetime_or_turns_marks_off() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("a"), anthropic::text("b")]).await;
+    std::fs::write(w.home.join("config.json"), r#"{"cache": "1h"}"#).unwrap();
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let hour = marks_of(&model.requests()[0].body);
+    assert_eq!(hour.len(), 3, "{hour:?}");
+    assert!(
+        hour.iter()
+            .all(|m| m.ends_with(r#"{"type":"ephemeral","ttl":"1h"}"#)),
+        "{hour:?}"
+    );
+    std::fs::write(w.home.join("config.json"), r#"{"cache": "off"}"#).unwrap();
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(marks_of(&model.requests()[1].body).is_empty());
+    std::fs::write(w.home.join("config.json"), r#"{"cache": "forever"}"#).unwrap();
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("5m, 1h or off"), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_openai_compatible_servers_get_no_cache_key_and_cached_tokens_count() {
+    let w = World::new();
+    let model = MockModel::start([openai::Script::new()
+        .text("hi")
+        .usage(1000, 10, 800)
+        .build()])
+    .await;
+    let run = zot(&w, &model, "openai", &["--json", "--no-session", "q"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(model.requests()[0].body.get("prompt_cache_key").is_none());
+    let usage = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap();
+    assert_eq!(
+        (usage["input"].as_u64(), usage["cache_read"].as_u64()),
+        (Some(200), Some(800))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_state_reports_cache_use() {
+    let w = World::new();
+    let model =
+        MockModel::start([anthropic::Script::new().text("x").cache(900, 100).build()]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"hi"}"#);
+    rpc.until(|v| v["type"] == "done");
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state");
+    assert_eq!(state["data"]["usage"]["cache_read"], 900, "{state}");
+    assert_eq!(state["data"]["usage"]["cache_write"], 100, "{state}");
+    assert_eq!(rpc.close(), 0);
+}
