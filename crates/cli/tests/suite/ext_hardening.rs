@@ -177,7 +177,10 @@ done
     let names = tool_names(&model.requests()[0].body);
     let mine = names
         .iter()
-        .filter(|n| n.strip_prefix('t').is_some_and(|i| i.parse::<u32>().is_ok()))
+        .filter(|n| {
+            n.strip_prefix('t')
+                .is_some_and(|i| i.parse::<u32>().is_ok())
+        })
         .count();
     assert_eq!(mine, 256, "{names:?}");
     assert!(names.contains(&"t255".to_owned()) && !names.contains(&"t256".to_owned()));
