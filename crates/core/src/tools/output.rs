@@ -210,15 +210,19 @@ pub fn omitted_note(omitted: usize, saved: &Result<PathBuf, String>) -> String {
     }
 }
 
-/// Creates a new file for a full output of `tool` in `dir` (made 0700 with
-/// its parent, the tool-output root), mode 0600, named
-/// `<tool>-<random>.<ext>`.
+/// Creates a new file for a full output of `tool` in `dir` (made 0700, and
+/// its parent too when that is the tool-output root; any other existing
+/// parent, such as the system's temporary directory, keeps its mode), mode
+/// 0600, named `<tool>-<random>.<ext>`.
 pub(crate) fn create(dir: &Path, tool: &str, ext: &str) -> io::Result<(PathBuf, File)> {
-    for d in [dir.parent(), Some(dir)].into_iter().flatten() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(d)?;
+    let root = dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == TOOL_OUTPUT_DIR));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for d in [root, Some(dir)].into_iter().flatten() {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
     }
     let tool: String = tool

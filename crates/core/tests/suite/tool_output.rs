@@ -340,7 +340,7 @@ fn a_saved_extension_output_over_the_cap_keeps_its_first_and_last_32_mib() {
     let root = tempfile::tempdir().unwrap();
     let max = output::MAX_SAVED_OUTPUT_BYTES as usize;
     let text = format!("HEAD{}TAIL", "z".repeat(max));
-    let capped = output::cap(ToolOutput::text(text), "big", Some(root.path()));
+    let capped = output::cap(ToolOutput::text(text), "big", Some(&root.path().join("s")));
     let note = match capped.content.last() {
         Some(Block::Text { text }) => text.clone(),
         other => panic!("{other:?}"),
@@ -354,4 +354,29 @@ fn a_saved_extension_output_over_the_cap_keeps_its_first_and_last_32_mib() {
     assert_eq!(saved.len(), max + cut.len());
     assert!(saved.starts_with(b"HEADzzz") && saved.ends_with(b"zzzTAIL"));
     assert_eq!(&saved[max / 2..max / 2 + cut.len()], cut.as_bytes());
+}
+
+#[test]
+fn saving_an_output_tightens_the_tool_output_root_but_no_other_parent() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let big = || ToolOutput::text("x".repeat(output::MAX_TOOL_RESULT_BYTES * 2));
+    let base = tempfile::tempdir().unwrap();
+
+    // A session folder straight under an ordinary folder (as under /tmp):
+    // the folder keeps its mode, sticky bit included.
+    let shared = base.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    output::cap(big(), "big", Some(&shared.join("s1")));
+    assert_eq!(mode(&shared), 0o1777);
+    assert_eq!(mode(&shared.join("s1")), 0o700);
+
+    // Under the tool-output root, the root is made private too.
+    let root = base.path().join(output::TOOL_OUTPUT_DIR);
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    output::cap(big(), "big", Some(&root.join("s2")));
+    assert_eq!(mode(&root), 0o700);
+    assert_eq!(mode(&root.join("s2")), 0o700);
 }
