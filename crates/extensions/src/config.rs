@@ -7,18 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::limits::Limits;
 
-/// Tools built into the agent; an extension tool of the same name is shadowed.
-pub const BUILTIN_TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "bash",
-    "grep",
-    "find",
-    "ls",
-    "todo_write",
-    "skill",
-];
+/// Tools built into the agent (core's list); an extension tool of the same
+/// name is shadowed.
+pub use zot_core::tools::BUILTIN_TOOL_NAMES as BUILTIN_TOOLS;
 
 #[derive(Debug, Clone)]
 pub struct HostConfig {

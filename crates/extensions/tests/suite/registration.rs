@@ -170,6 +170,7 @@ for msg in frames():
     {"type":"register_tool","name":"shared_tool","schema":{"type":"object"}},
     {"type":"register_command","name":"HELP"},
     {"type":"register_tool","name":"bash","schema":{"type":"object"}},
+    {"type":"register_tool","name":"web_fetch","schema":{"type":"object"}},
     {"type":"register_command","name":"own"}
 ]"#,
         ),
@@ -225,7 +226,11 @@ for msg in frames():
         "{conflicts:?}"
     );
     assert!(has(NameKind::Tool, "bash", Owner::Builtin), "{conflicts:?}");
-    assert_eq!(conflicts.len(), 4, "{conflicts:?}");
+    assert!(
+        has(NameKind::Tool, "web_fetch", Owner::Builtin),
+        "{conflicts:?}"
+    );
+    assert_eq!(conflicts.len(), 5, "{conflicts:?}");
 
     let log = env.log("second");
     assert!(
