@@ -311,10 +311,11 @@ fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
             markdown_commands::COMMANDS_DIR
         ));
     }
-    if skills::has_claude_project_skills(&ctx.project) {
+    let skill_roots = skills::project_roots_with_skills(&ctx.project);
+    if !skill_roots.is_empty() {
         lines.push(format!(
             "skills in {} (loaded at the next start once trusted)",
-            skills::CLAUDE_SKILLS
+            skill_roots.join(", ")
         ));
     }
     lines

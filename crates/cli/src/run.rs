@@ -143,10 +143,11 @@ pub async fn load(
             home: ctx.config.user_home.as_deref(),
             project_trusted: ctx.config.project_trusted,
         };
-        if !places.project_trusted && skills::has_claude_project_skills(&ctx.project) {
+        let left_out = skills::project_roots_with_skills(&ctx.project);
+        if !places.project_trusted && !left_out.is_empty() {
             warnings.push(format!(
                 "the project's skills in {} are not loaded: {}; run `zot trust` to trust it, or pass --trust for one run",
-                skills::CLAUDE_SKILLS,
+                left_out.join(", "),
                 ctx.trust_reason
             ));
         }

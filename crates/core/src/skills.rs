@@ -26,13 +26,29 @@ pub struct Places<'a> {
     pub cwd: &'a Path,
     pub zot_home: &'a Path,
     pub home: Option<&'a Path>,
-    /// Whether the project is trusted: its `.claude/skills` are read only then.
+    /// Whether the project is trusted: its skill folders
+    /// ([`PROJECT_SKILL_ROOTS`]) are read only then.
     pub project_trusted: bool,
 }
 
+/// The project's skill folders, relative to it. Skills often ship scripts
+/// that they tell the model to run, so every one of them is gated by trust
+/// and pinned by the trust fingerprint (`docs/trust.md`).
+pub const PROJECT_SKILL_ROOTS: &[&str] = &[ZOT_SKILLS, AGENTS_SKILLS, CLAUDE_SKILLS];
+
+/// zot's own skills folder, in a project (and `$ZOT_HOME/skills`).
+pub const ZOT_SKILLS: &str = ".zot/skills";
+
+/// The skills folder shared with other agents, in a project and in the home directory.
+pub const AGENTS_SKILLS: &str = ".agents/skills";
+
+/// Claude Code's skills folder, in a project and in the home directory.
+pub const CLAUDE_SKILLS: &str = ".claude/skills";
+
 /// The skill roots in search order: `./.zot/skills`, `$ZOT_HOME/skills`,
-/// `./.agents/skills`, `~/.agents/skills`, `./.claude/skills` (in a trusted
-/// project), `~/.claude/skills`; then `extra` (extension bundles).
+/// `./.agents/skills`, `~/.agents/skills`, `./.claude/skills`,
+/// `~/.claude/skills` (the project's three only in a trusted project); then
+/// `extra` (extension bundles).
 pub fn roots(places: Places<'_>, extra: &[PathBuf]) -> Vec<PathBuf> {
     let Places {
         cwd,
@@ -40,34 +56,34 @@ pub fn roots(places: Places<'_>, extra: &[PathBuf]) -> Vec<PathBuf> {
         home,
         project_trusted,
     } = places;
-    let mut roots = vec![
-        cwd.join(".zot/skills"),
-        zot_home.join("skills"),
-        cwd.join(".agents/skills"),
-    ];
-    if let Some(home) = home {
-        roots.push(home.join(".agents/skills"));
-    }
-    if project_trusted {
-        roots.push(cwd.join(CLAUDE_SKILLS));
-    }
-    if let Some(home) = home {
-        roots.push(home.join(CLAUDE_SKILLS));
-    }
-    roots.extend(extra.iter().cloned());
-    roots
+    let project = |rel: &str| project_trusted.then(|| cwd.join(rel));
+    let user = |rel: &str| home.map(|home| home.join(rel));
+    [
+        project(ZOT_SKILLS),
+        Some(zot_home.join("skills")),
+        project(AGENTS_SKILLS),
+        user(AGENTS_SKILLS),
+        project(CLAUDE_SKILLS),
+        user(CLAUDE_SKILLS),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(extra.iter().cloned())
+    .collect()
 }
 
-/// Claude Code's skills folder, in a project and in the home directory.
-/// A project's is gated by trust (its skills often ship scripts for the
-/// model to run) and pinned by the trust fingerprint.
-pub const CLAUDE_SKILLS: &str = ".claude/skills";
-
-/// Whether `cwd` has Claude Code skills that an untrusted project leaves out.
-pub fn has_claude_project_skills(cwd: &Path) -> bool {
-    let mut files = Vec::new();
-    collect(&cwd.join(CLAUDE_SKILLS), 0, &mut files);
-    !files.is_empty()
+/// The project's skill folders that hold a skill, which an untrusted
+/// project leaves out.
+pub fn project_roots_with_skills(cwd: &Path) -> Vec<&'static str> {
+    PROJECT_SKILL_ROOTS
+        .iter()
+        .copied()
+        .filter(|rel| {
+            let mut files = Vec::new();
+            collect(&cwd.join(rel), 0, &mut files);
+            !files.is_empty()
+        })
+        .collect()
 }
 
 /// Every skill under `roots` (a root may also be a `SKILL.md` file itself).

@@ -40,11 +40,17 @@ pub const GATED_ROOTS: &[(&str, Dialect)] = &[
 /// the table of them.
 pub const GATED_FILES: &[&str] = &[crate::mcp::config::PROJECT_FILE];
 
-/// Project inputs of Claude Code's layout that are gated by trust without
-/// being extensions: Markdown commands (their `` !`cmd` `` runs a shell) and
-/// skills (loaded only in a trusted project). Every file below them is
-/// pinned. `docs/trust.md` keeps the table of them.
-pub const GATED_FILE_ROOTS: &[&str] = &[".claude/commands", ".claude/skills"];
+/// Project folders that are gated by trust without being extensions:
+/// Markdown commands (their `` !`cmd` `` runs a shell) and every skill folder
+/// of `zot_core::skills::PROJECT_SKILL_ROOTS` (loaded only in a trusted
+/// project: skills ship scripts for the model to run). Every file below
+/// them is pinned. `docs/trust.md` keeps the table of them.
+pub const GATED_FILE_ROOTS: &[&str] = &[
+    zot_core::markdown_commands::COMMANDS_DIR,
+    zot_core::skills::ZOT_SKILLS,
+    zot_core::skills::AGENTS_SKILLS,
+    zot_core::skills::CLAUDE_SKILLS,
+];
 
 /// A file whose mtime or ctime is this close to the moment it was hashed
 /// may still change within the file system's timestamp granularity without
@@ -491,8 +497,8 @@ pub fn fingerprint(project: &Path) -> Result<String, TrustError> {
 ///   directories git tracks; every `extension.json` is pinned whatever git says;
 /// - the files a manifest runs that lie elsewhere in the project (its
 ///   `exec` or `command[0]`, and arguments naming files), read through links;
-/// - every file under [`GATED_FILE_ROOTS`] (`.claude/commands`,
-///   `.claude/skills`), by the same git rule as an extension directory.
+/// - every file under [`GATED_FILE_ROOTS`] (`.claude/commands` and the
+///   project's skill folders), by the same git rule as an extension directory.
 ///
 /// A file that cannot be read, or is not a regular file, is pinned as such.
 pub fn snapshot(project: &Path) -> BTreeMap<String, String> {
@@ -991,6 +997,22 @@ mod tests {
             "!`curl evil`",
         );
         assert_ne!(fingerprint(project).unwrap(), before);
+    }
+
+    #[test]
+    fn every_project_skill_folder_is_gated_and_pinned() {
+        for root in zot_core::skills::PROJECT_SKILL_ROOTS {
+            assert!(GATED_FILE_ROOTS.contains(root), "{root} is not gated");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        write(&dir.path().join(".zot/skills/a/SKILL.md"), "a");
+        write(&dir.path().join(".agents/skills/b/run.sh"), "b");
+        let files = snapshot(dir.path());
+        let pinned: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            pinned,
+            [".agents/skills/b/run.sh", ".zot/skills/a/SKILL.md"]
+        );
     }
 
     #[test]

@@ -657,6 +657,8 @@ async fn system_prompt_parts_skills_and_tool_filters() {
         "---\nname: deploy\ndescription: how to ship\n---\nStep 1: run the tests.\n",
     )
     .unwrap();
+    // A project's skills load only once it is trusted.
+    assert_eq!(w.zot(&["trust"]).code, 0);
     let ext = w.py_ext("weather", WEATHER);
     let model = MockModel::start([
         anthropic::tool_call("s1", "skill", r#"{"name":"deploy"}"#),

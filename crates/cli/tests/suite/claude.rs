@@ -258,6 +258,15 @@ async fn claude_skills_context_files_and_the_permissions_warning() {
         &w.project.join(".claude/skills/pdf/SKILL.md"),
         "---\nname: pdf\ndescription: fill PDF forms\n---\nUse pdftk.\n",
     );
+    // zot's and the shared skill folders are gated like Claude Code's.
+    write(
+        &w.project.join(".zot/skills/deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: ship it\n---\nRun ./deploy.sh.\n",
+    );
+    write(
+        &w.project.join(".agents/skills/lint/SKILL.md"),
+        "---\nname: lint\ndescription: lint it\n---\nRun ./lint.sh.\n",
+    );
     write(
         &w.scratch.join(".claude/skills/tone/SKILL.md"),
         "---\nname: tone\ndescription: house writing style\n---\nBe brief.\n",
@@ -291,13 +300,15 @@ async fn claude_skills_context_files_and_the_permissions_warning() {
     ] {
         assert!(system.contains(part), "{part} missing from {system}");
     }
-    assert!(
-        !system.contains("- pdf:"),
-        "untrusted project skills stay out"
-    );
+    for skill in ["- pdf:", "- deploy:", "- lint:"] {
+        assert!(
+            !system.contains(skill),
+            "untrusted project skill {skill} stays out: {system}"
+        );
+    }
     assert!(
         run.stderr
-            .contains("skills in .claude/skills are not loaded"),
+            .contains("skills in .zot/skills, .agents/skills, .claude/skills are not loaded"),
         "{run:?}"
     );
     assert_eq!(
@@ -310,7 +321,13 @@ async fn claude_skills_context_files_and_the_permissions_warning() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "filled\n");
     let system = model.requests()[1].body["system"].to_string();
-    assert!(system.contains("- pdf: fill PDF forms"), "{system}");
+    for skill in [
+        "- pdf: fill PDF forms",
+        "- deploy: ship it",
+        "- lint: lint it",
+    ] {
+        assert!(system.contains(skill), "{skill} missing from {system}");
+    }
     let result = &model.requests()[2].body["messages"][2]["content"][0];
     assert!(
         result["content"].to_string().contains("Use pdftk."),

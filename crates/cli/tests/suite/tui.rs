@@ -557,6 +557,10 @@ async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() 
         ".claude/skills/lint/SKILL.md",
         "---\nname: lint\ndescription: lint it\n---\nRun the linter.",
     );
+    write(
+        ".agents/skills/ship/SKILL.md",
+        "---\nname: ship\ndescription: ship it\n---\nRun ./ship.sh.",
+    );
     // The user's own hook hears why the session ended.
     let ended = w.scratch.join("ended");
     std::fs::write(
@@ -573,7 +577,7 @@ async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() 
         "1 MCP server in .mcp.json",
         "1 hook in .zot/hooks.json",
         "1 Markdown command in .claude/commands",
-        "skills in .claude/skills",
+        "skills in .agents/skills, .claude/skills",
         "Trust this project?",
     ] {
         assert!(screen.contains(line), "{line:?} missing:\n{screen}");
