@@ -96,6 +96,18 @@ pub struct AgentArgs {
     /// Keep no session file.
     #[arg(long, conflicts_with_all = ["continue_session", "session"])]
     pub no_session: bool,
+    /// Resume a session: alone, pick one in the TUI; `--resume=ID` (a
+    /// unique prefix of the id is enough) resumes it directly, in any mode.
+    #[arg(
+        short = 'r',
+        long = "resume",
+        value_name = "ID",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        conflicts_with_all = ["continue_session", "session", "no_session"]
+    )]
+    pub resume: Option<String>,
 
     /// Only these tools (built-in and extension), comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
@@ -193,11 +205,50 @@ pub enum Command {
         #[command(subcommand)]
         command: AuthCommand,
     },
+    /// List, show and delete sessions (this directory's unless --all).
+    #[command(subcommand_required = true, arg_required_else_help = true)]
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
     /// Manage MCP servers: $ZOT_HOME/mcp.json (user) and ./.mcp.json (project).
     #[command(subcommand_required = true, arg_required_else_help = true)]
     Mcp {
         #[command(subcommand)]
         command: McpCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// This directory's sessions, newest first: id, last change, messages,
+    /// cost, model and title.
+    List {
+        /// Every directory's sessions.
+        #[arg(long)]
+        all: bool,
+        /// One JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session's summary and its prompts as a tree.
+    Show {
+        /// The session id, or a unique prefix of it.
+        id: String,
+        /// One JSON document (summary, leaf and every entry).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session and its saved tool outputs.
+    Rm {
+        /// The session id, or a unique prefix of it.
+        id: String,
+    },
+    /// Delete every session not changed for a while.
+    Prune {
+        /// How long unchanged: 30d, 12h, 2w, "1 month".
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        older_than: std::time::Duration,
     },
 }
 

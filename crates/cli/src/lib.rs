@@ -27,6 +27,7 @@ pub mod rpc;
 pub mod run;
 pub mod sampling;
 pub mod scaffold;
+pub mod sessions_cmd;
 pub mod slash;
 pub mod trust_cmd;
 
@@ -88,6 +89,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut ctx = context::Context::new(&cli)?;
             ctx.load_settings()?;
             hooks_cmd::run(&ctx, command)
+        }
+        Command::Sessions { command } => {
+            let ctx = context::Context::new(&cli)?;
+            sessions_cmd::run(&ctx, command)
         }
         Command::Trust(args) => {
             let ctx = context::Context::new(&cli)?;

@@ -15,6 +15,7 @@ use zot_core::agent::Agent;
 use zot_core::message::Block;
 use zot_core::models;
 use zot_core::provider::Provider;
+use zot_core::session::{Session, index};
 use zot_extensions::ExtensionHost;
 use zot_extensions::zot_protocol::events::{
     CommandEntry, CommandSource, Data, Event, ModelInfo, Response,
@@ -40,6 +41,10 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// prompts of 10 KB took 1.72 GB). Further prompts are refused, each with an
 /// error, until the queue drains; no client has a reason to queue more.
 pub const MAX_QUEUED_PROMPTS: usize = 1000;
+
+/// The error of a tree request in a run without a session file.
+const NO_SESSION: &str =
+    "this run keeps no session file (start zot rpc with -c, --resume=ID or --session PATH)";
 
 struct Server {
     agent: Arc<Mutex<Agent>>,
@@ -438,6 +443,55 @@ impl Server {
                 self.remember(&agent);
                 cleared.map_err(|e| format!("cannot start a new session: {e}"))?;
                 return Ok(None);
+            }
+            Request::ListSessions { all } => {
+                let zot_home = self.zot_home.as_deref().ok_or("no $ZOT_HOME")?;
+                let cwd = (!all).then(|| std::path::Path::new(&self.cwd));
+                let sessions = index::list(zot_home, cwd).map_err(|e| e.to_string())?;
+                Data::Sessions { sessions }
+            }
+            Request::SwitchSession { id } => {
+                let zot_home = self.zot_home.as_deref().ok_or("no $ZOT_HOME")?;
+                let found = index::find(zot_home, &id).map_err(|e| e.to_string())?;
+                let session =
+                    Session::open(std::path::Path::new(&found.path)).map_err(|e| e.to_string())?;
+                for warning in session.warnings() {
+                    self.event(Event::Error {
+                        message: warning.clone(),
+                    });
+                }
+                let mut agent = self.agent.lock().await;
+                agent.switch_session(session).await;
+                self.remember(&agent);
+                Data::Switched {
+                    session_id: found.id,
+                    message_count: agent.messages().len(),
+                }
+            }
+            Request::GetTree => {
+                let agent = self.agent.lock().await;
+                let session = agent.session().ok_or(NO_SESSION)?;
+                Data::Tree {
+                    session_id: session.id().to_owned(),
+                    leaf_id: session.leaf_id().map(str::to_owned),
+                    entries: session.entries(),
+                }
+            }
+            Request::Fork { entry_id } => {
+                let mut agent = self.agent.lock().await;
+                let text = agent.fork_before(&entry_id).map_err(|e| e.to_string())?;
+                self.remember(&agent);
+                Data::Forked {
+                    leaf_id: agent.session().and_then(|s| s.leaf_id()).map(str::to_owned),
+                    text,
+                }
+            }
+            Request::SetTitle { title } => {
+                let mut agent = self.agent.lock().await;
+                agent.set_title(&title).map_err(|e| e.to_string())?;
+                Data::Titled {
+                    title: agent.session().map(Session::title).unwrap_or_default(),
+                }
             }
             Request::SetModel { model, save } => {
                 let mut agent = self.agent.lock().await;

@@ -297,12 +297,23 @@ pub fn open_session(
     model: &str,
     mode: Mode,
 ) -> anyhow::Result<Option<Session>> {
-    let wants_session = mode != Mode::Rpc || args.session.is_some() || args.continue_session;
+    let wants_session = mode != Mode::Rpc
+        || args.session.is_some()
+        || args.continue_session
+        || args.resume.is_some();
     if args.no_session || !wants_session {
         return Ok(None);
     }
     let session = if let Some(path) = &args.session {
         Session::open(path)?
+    } else if let Some(id) = &args.resume {
+        if id.is_empty() {
+            anyhow::bail!(
+                "--resume without an id picks a session in the TUI; here pass one: --resume=ID (zot sessions list shows them)"
+            );
+        }
+        let found = zot_core::session::index::find(&ctx.zot_home, id)?;
+        Session::open(std::path::Path::new(&found.path))?
     } else if args.continue_session
         && let Ok(latest) = Session::latest(&ctx.zot_home, &ctx.project)
     {

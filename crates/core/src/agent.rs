@@ -25,7 +25,7 @@ use crate::provider::{
     CacheTtl, Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
-use crate::session::{Compaction, Served, Session, summary_message};
+use crate::session::{Compaction, Served, Session, SessionError, summary_message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
 
@@ -325,6 +325,47 @@ impl Agent {
 
     pub fn session(&self) -> Option<&Session> {
         self.session.as_ref()
+    }
+
+    /// Starts a new branch of this session before the prompt `entry_id`
+    /// (`/fork`, RPC `fork`, and the undo of a prompt): the conversation
+    /// goes on from the entry before it, its earlier messages unchanged.
+    /// Returns the prompt's text, to edit and send again. The session keeps
+    /// its id, so extensions are not restarted.
+    pub fn fork_before(&mut self, entry_id: &str) -> Result<String, SessionError> {
+        let session = self.session.as_mut().ok_or(SessionError::NoFile)?;
+        let text = session.fork_before(entry_id)?;
+        self.adopt_branch();
+        Ok(text)
+    }
+
+    /// Moves the conversation to another entry of this session (`/tree`):
+    /// to a prompt's answer, or to the entry itself.
+    pub fn move_to(&mut self, entry_id: &str) -> Result<(), SessionError> {
+        let session = self.session.as_mut().ok_or(SessionError::NoFile)?;
+        session.move_to(entry_id)?;
+        self.adopt_branch();
+        Ok(())
+    }
+
+    /// Names the session (`/name`, RPC `set_title`).
+    pub fn set_title(&mut self, title: &str) -> Result<(), SessionError> {
+        let session = self.session.as_mut().ok_or(SessionError::NoFile)?;
+        session.set_title(title);
+        Ok(())
+    }
+
+    /// Takes the conversation of the session's new leaf: its messages, as
+    /// stored, and the plan they hold.
+    fn adopt_branch(&mut self) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        self.messages = session.messages().to_vec();
+        self.stale_thinking_before = self.stale_thinking_before.min(self.messages.len());
+        self.last_input = 0;
+        let plan = crate::tools::todo::plan_in(&self.messages);
+        *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
     }
 
     pub fn messages(&self) -> &[Message] {
@@ -662,6 +703,9 @@ impl Agent {
         let interrupted = cancel.is_cancelled();
         self.hooks.event(HookEvent::PromptEnd { interrupted }).await;
         self.store_entries();
+        if let Some(session) = &mut self.session {
+            session.sync();
+        }
         if let Some(e) = failure {
             return Err(e);
         }

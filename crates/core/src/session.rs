@@ -2,7 +2,12 @@
 //! `$ZOT_HOME/sessions/<hash of cwd>/`, written line by line as messages
 //! arrive, so a crash loses at most the line being written. Every change to
 //! the conversation is a typed line (a message, a compaction, a model
-//! switch), so replaying the file gives exactly what the model saw last.
+//! switch) with an id and a parent (`tree`), so replaying the file gives
+//! exactly what the model saw last on the current branch. `index` keeps a
+//! summary of every file for listing and finding sessions.
+
+pub mod index;
+mod tree;
 
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
@@ -15,6 +20,17 @@ use sha2::{Digest, Sha256};
 use crate::event::UsageReport;
 use crate::message::{Block, Message, Role, now};
 use crate::provider::Usage;
+use tree::{EntryKind, Tree};
+pub use tree::{OutlineRow, is_prompt, outline};
+use zot_protocol::sessions::TreeEntry;
+
+/// The file format zot writes: 2 gives every entry an `id` and a
+/// `parent_id`. Files without the field (format 1, one linear conversation)
+/// are read as they are; their entries get ids from their line numbers.
+pub const FORMAT: u32 = 2;
+
+/// Longest title kept, in characters (a first prompt may be pages long).
+pub const TITLE_CHARS: usize = 80;
 
 /// What a resumed session records for a tool call that never got a result.
 pub const ABORTED_RESULT: &str = "tool call was aborted; no result recorded.";
@@ -73,6 +89,29 @@ pub struct Meta {
     pub model: String,
     pub started: String,
     pub version: String,
+    /// [`FORMAT`] when written; 1 for files from before it.
+    #[serde(default = "format_one")]
+    pub format: u32,
+}
+
+fn format_one() -> u32 {
+    1
+}
+
+/// A line as written: a tree entry carries its `id` and `parent_id`
+/// (`null` for a root) before its type.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    parent_id: Option<Option<String>>,
+    #[serde(flatten)]
+    line: Line,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -108,6 +147,17 @@ enum Line {
         model: String,
         usage: UsageReport,
     },
+    /// The user named the session (`/name`, RPC `set_title`).
+    Title {
+        title: String,
+        time: String,
+    },
+    /// The conversation goes on from another entry (`null`: from the
+    /// start): a fork or a move in the tree. Nothing before it changes.
+    Branch {
+        leaf_id: Option<String>,
+        time: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +168,16 @@ pub enum SessionError {
     NoMeta(PathBuf),
     #[error("no session for {} yet", .0.display())]
     NoneForCwd(PathBuf),
+    #[error("this run keeps no session file")]
+    NoFile,
+    #[error("no entry {0} in this session")]
+    UnknownEntry(String),
+    #[error("entry {0} is not a prompt: a fork starts before one")]
+    NotAPrompt(String),
+    #[error("no session matches \"{0}\" (zot sessions list --all shows them)")]
+    NotFound(String),
+    #[error("\"{prefix}\" matches several sessions: {}", ids.join(", "))]
+    Ambiguous { prefix: String, ids: Vec<String> },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SessionError + '_ {
@@ -132,7 +192,14 @@ pub struct Session {
     meta: Meta,
     path: PathBuf,
     file: File,
+    tree: Tree,
+    /// The conversation at the tree's leaf.
     messages: Vec<Message>,
+    /// The name the user gave the session.
+    title: Option<String>,
+    /// Lines were skipped for their size: their results are checked again
+    /// whenever the conversation is replayed.
+    skipped: bool,
     /// Every call's usage added up.
     usage: UsageReport,
     /// Set when a write failed; later writes are skipped rather than
@@ -210,17 +277,21 @@ impl Session {
             model: model.to_owned(),
             started,
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            format: FORMAT,
         };
         let mut session = Self {
             meta: meta.clone(),
             path,
             file,
+            tree: Tree::default(),
             messages: Vec::new(),
+            title: None,
+            skipped: false,
             usage: UsageReport::default(),
             failed: None,
             warnings: Vec::new(),
         };
-        session.write(&Line::Meta { meta });
+        session.write(&Record::plain(Line::Meta { meta }));
         Ok(session)
     }
 
@@ -233,70 +304,25 @@ impl Session {
             .append(true)
             .open(path)
             .map_err(io_err(path))?;
-        let mut meta = None;
-        let mut messages = Vec::new();
-        let mut warnings = Vec::new();
-        let mut total = UsageReport::default();
-        let mut reader = io::BufReader::with_capacity(64 * 1024, &file);
-        let mut line = Vec::new();
-        let mut number = 0u64;
-        let mut torn = false;
-        loop {
-            let (skipped, ended) = match read_line(&mut reader, &mut line).map_err(io_err(path))? {
-                LineRead::End => break,
-                LineRead::Line { ended } => (None, ended),
-                LineRead::TooLong { bytes, ended } => (Some(bytes), ended),
-            };
-            number += 1;
-            torn = !ended;
-            if let Some(bytes) = skipped {
-                warnings.push(format!(
-                    "{}: line {number} ({bytes} bytes) is larger than {} MiB and was not loaded",
-                    path.display(),
-                    MAX_SESSION_LINE_BYTES >> 20
-                ));
-                if let Some(note) = placeholder(&line, bytes, &messages) {
-                    messages.push(note);
-                }
-                continue;
-            }
-            let Ok(text) = std::str::from_utf8(&line) else {
-                continue;
-            };
-            if text.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Line>(text) {
-                Ok(Line::Meta { meta: m }) => meta = meta.or(Some(m)),
-                Ok(Line::Message { message, .. }) => messages.push(message),
-                Ok(Line::Compaction { compaction, .. }) => compact(&mut messages, &compaction),
-                // Lines of a newer zot are skipped, like a torn last line.
-                Ok(Line::Usage { usage, .. }) => total += usage,
-                Ok(Line::Extension { .. } | Line::ModelChange { .. }) | Err(_) => {}
-            }
-        }
-        drop(reader);
-        if !warnings.is_empty() {
-            orphans_to_text(&mut messages);
-        }
-        let meta = meta.ok_or_else(|| SessionError::NoMeta(path.to_path_buf()))?;
+        let loaded = load(path, &file)?;
         // A torn last line must not swallow the next one.
-        if torn {
+        if loaded.torn {
             file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
             file.write_all(b"\n").map_err(io_err(path))?;
         }
         let mut session = Self {
-            meta,
+            meta: loaded.meta,
             path: path.to_path_buf(),
             file,
-            messages,
-            usage: total,
+            tree: loaded.tree,
+            messages: Vec::new(),
+            title: loaded.title,
+            skipped: loaded.skipped,
+            usage: loaded.usage,
             failed: None,
-            warnings,
+            warnings: loaded.warnings,
         };
-        if let Some(closing) = unanswered(&session.messages) {
-            session.append(&closing);
-        }
+        session.replay();
         Ok(session)
     }
 
@@ -348,28 +374,40 @@ impl Session {
     /// Appends a message with who produced it (assistant messages).
     pub fn append_served(&mut self, message: &Message, served: Option<Served>) {
         self.messages.push(message.clone());
-        self.write(&Line::Message {
-            message: message.clone(),
-            served,
-        });
+        self.add(
+            EntryKind::Message(message.clone()),
+            Line::Message {
+                message: message.clone(),
+                served,
+            },
+        );
     }
 
     /// Records a compaction and applies it to the conversation.
     pub fn append_compaction(&mut self, compaction: Compaction) {
         compact(&mut self.messages, &compaction);
-        self.write(&Line::Compaction {
-            compaction,
-            time: now(),
-        });
+        self.add(
+            EntryKind::Compaction(compaction.clone()),
+            Line::Compaction {
+                compaction,
+                time: now(),
+            },
+        );
     }
 
     /// Records that the conversation goes on with `provider`/`model`.
     pub fn append_model_change(&mut self, provider: &str, model: &str) {
-        self.write(&Line::ModelChange {
-            provider: provider.to_owned(),
-            model: model.to_owned(),
-            time: now(),
-        });
+        self.add(
+            EntryKind::ModelChange {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            },
+            Line::ModelChange {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                time: now(),
+            },
+        );
     }
 
     /// Every call's usage so far, this run's and earlier runs'.
@@ -381,26 +419,137 @@ impl Session {
     /// `{"type":"usage","model":…,"usage":{input,output,cache_read,cache_write,cost_usd}}`.
     pub fn append_usage(&mut self, model: &str, usage: UsageReport) {
         self.usage += usage;
-        self.write(&Line::Usage {
+        self.write(&Record::plain(Line::Usage {
             model: model.to_owned(),
             usage,
-        });
+        }));
     }
 
     /// Records extension data (nimlet `entry`) as
     /// `{"type":"extension","extension":…,"data":…}`.
     pub fn append_extension(&mut self, extension: &str, data: serde_json::Value) {
-        self.write(&Line::Extension {
-            extension: extension.to_owned(),
-            data,
+        self.add(
+            EntryKind::Extension {
+                extension: extension.to_owned(),
+            },
+            Line::Extension {
+                extension: extension.to_owned(),
+                data,
+            },
+        );
+    }
+
+    /// The session's name: the one the user gave it, else its first
+    /// prompt's first line, trimmed ("" before any prompt).
+    pub fn title(&self) -> String {
+        title_of(self.title.as_deref(), &self.tree)
+    }
+
+    /// Names the session (`/name`, RPC `set_title`).
+    pub fn set_title(&mut self, title: &str) {
+        let title = shorten(title);
+        self.title = Some(title.clone());
+        self.write(&Record::plain(Line::Title { title, time: now() }));
+    }
+
+    /// The id of the entry the conversation goes on from (`None` before
+    /// the first entry, or after a fork before the first prompt).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.tree.leaf_id()
+    }
+
+    /// Every entry of the session, in the order they were written.
+    pub fn entries(&self) -> Vec<TreeEntry> {
+        self.tree.describe()
+    }
+
+    /// Starts a new branch before the prompt `entry_id`: the conversation
+    /// goes on from the entry before it, which keeps every earlier entry as
+    /// it was (so the shared prefix is sent byte for byte as before).
+    /// Returns the prompt's text, to edit and send again. This is also the
+    /// undo of "rewind the conversation".
+    pub fn fork_before(&mut self, entry_id: &str) -> Result<String, SessionError> {
+        let index = self
+            .tree
+            .find(entry_id)
+            .ok_or_else(|| SessionError::UnknownEntry(entry_id.to_owned()))?;
+        let text = self
+            .tree
+            .prompt_text(index)
+            .ok_or_else(|| SessionError::NotAPrompt(entry_id.to_owned()))?;
+        self.branch_to(self.tree.entry(index).parent);
+        Ok(text)
+    }
+
+    /// Moves the conversation to `entry_id`: for a prompt, to the end of
+    /// the turn it began (its answer); for any other entry, to it.
+    pub fn move_to(&mut self, entry_id: &str) -> Result<(), SessionError> {
+        let index = self
+            .tree
+            .find(entry_id)
+            .ok_or_else(|| SessionError::UnknownEntry(entry_id.to_owned()))?;
+        let target = match self.tree.prompt_text(index) {
+            Some(_) => self.tree.turn_end(index),
+            None => index,
+        };
+        self.branch_to(Some(target));
+        Ok(())
+    }
+
+    fn branch_to(&mut self, leaf: Option<usize>) {
+        self.tree.set_leaf(leaf);
+        let leaf_id = self.tree.leaf_id().map(str::to_owned);
+        self.write(&Record::plain(Line::Branch {
+            leaf_id,
+            time: now(),
+        }));
+        self.replay();
+    }
+
+    /// The conversation at the leaf, rebuilt from the tree; tool calls it
+    /// ends with that never got a result are closed with error results.
+    fn replay(&mut self) {
+        self.messages = self.tree.conversation();
+        if self.skipped {
+            orphans_to_text(&mut self.messages);
+        }
+        if let Some(closing) = unanswered(&self.messages) {
+            self.append(&closing);
+        }
+    }
+
+    /// Makes what was written so far durable (the end of each turn).
+    pub fn sync(&mut self) {
+        if self.failed.is_none()
+            && let Err(e) = self.file.sync_data()
+        {
+            self.failed = Some(format!("{}: {e}", self.path.display()));
+        }
+    }
+
+    /// Adds a tree entry under the leaf and writes its line.
+    fn add(&mut self, kind: EntryKind, line: Line) {
+        let id = loop {
+            let id = random_hex();
+            if !self.tree.contains(&id) {
+                break id;
+            }
+        };
+        let parent = self.tree.leaf();
+        let parent_id = self.tree.leaf_id().map(str::to_owned);
+        self.tree.push(id.clone(), parent, kind);
+        self.write(&Record {
+            id: Some(id),
+            parent_id: Some(parent_id),
+            line,
         });
     }
 
-    fn write(&mut self, line: &Line) {
+    fn write(&mut self, record: &Record) {
         if self.failed.is_some() {
             return;
         }
-        let result = serde_json::to_vec(line)
+        let result = serde_json::to_vec(record)
             .map_err(io::Error::from)
             .and_then(|mut bytes| {
                 bytes.push(b'\n');
@@ -413,10 +562,209 @@ impl Session {
     }
 }
 
+impl Record {
+    /// A line that is not a tree entry.
+    fn plain(line: Line) -> Self {
+        Self {
+            id: None,
+            parent_id: None,
+            line,
+        }
+    }
+}
+
+/// Eight random hex digits: an entry id, unique within its session.
+fn random_hex() -> String {
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{:08x}", random & 0xffff_ffff)
+}
+
+/// A title: the first non-empty line, trimmed, at most [`TITLE_CHARS`].
+fn shorten(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match line.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None => line.to_owned(),
+    }
+}
+
+fn title_of(named: Option<&str>, tree: &Tree) -> String {
+    match named {
+        Some(title) => title.to_owned(),
+        None => tree
+            .first_prompt()
+            .as_deref()
+            .map(shorten)
+            .unwrap_or_default(),
+    }
+}
+
+/// `"parent_id": null` is a root, which plain `Option<Option<_>>` would
+/// read as a missing field.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// A session file read: what [`Session::open`] continues and the index
+/// summarises.
+struct Loaded {
+    meta: Meta,
+    tree: Tree,
+    title: Option<String>,
+    usage: UsageReport,
+    warnings: Vec<String>,
+    /// Lines were skipped for their size.
+    skipped: bool,
+    /// The last line has no newline (a crash mid-write).
+    torn: bool,
+}
+
+/// Reads a session file line by line into its tree. Lines that do not
+/// parse (a torn last line, a newer zot's) are skipped; a line over
+/// [`MAX_SESSION_LINE_BYTES`] keeps its place as a note (see
+/// [`placeholder`]).
+fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
+    let mut meta = None;
+    let mut tree = Tree::default();
+    let mut title = None;
+    let mut warnings = Vec::new();
+    let mut usage = UsageReport::default();
+    let mut reader = io::BufReader::with_capacity(64 * 1024, file);
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    let mut torn = false;
+    loop {
+        let (skipped, ended) = match read_line(&mut reader, &mut line).map_err(io_err(path))? {
+            LineRead::End => break,
+            LineRead::Line { ended } => (None, ended),
+            LineRead::TooLong { bytes, ended } => (Some(bytes), ended),
+        };
+        number += 1;
+        torn = !ended;
+        if let Some(bytes) = skipped {
+            warnings.push(format!(
+                "{}: line {number} ({bytes} bytes) is larger than {} MiB and was not loaded",
+                path.display(),
+                MAX_SESSION_LINE_BYTES >> 20
+            ));
+            let (id, parent_id) = prefix_ids(&line);
+            let parent = place(&tree, parent_id);
+            let before = parent.and_then(|p| match &tree.entry(p).kind {
+                EntryKind::Message(message) => Some(message),
+                _ => None,
+            });
+            if let Some(note) = placeholder(&line, bytes, before) {
+                let id = entry_id(&tree, id, number);
+                tree.push(id, parent, EntryKind::Message(note));
+            }
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        // Lines of a newer zot are skipped, like a torn last line.
+        let Ok(record) = serde_json::from_str::<Record>(text) else {
+            continue;
+        };
+        let kind = match record.line {
+            Line::Meta { meta: m } => {
+                meta = meta.or(Some(m));
+                continue;
+            }
+            Line::Usage { usage: u, .. } => {
+                usage += u;
+                continue;
+            }
+            Line::Title { title: t, .. } => {
+                title = Some(t);
+                continue;
+            }
+            Line::Branch { leaf_id, .. } => {
+                match leaf_id {
+                    None => tree.set_leaf(None),
+                    Some(id) => {
+                        if let Some(index) = tree.find(&id) {
+                            tree.set_leaf(Some(index));
+                        }
+                    }
+                }
+                continue;
+            }
+            Line::Message { message, .. } => EntryKind::Message(message),
+            Line::Compaction { compaction, .. } => EntryKind::Compaction(compaction),
+            Line::ModelChange {
+                provider, model, ..
+            } => EntryKind::ModelChange { provider, model },
+            Line::Extension { extension, .. } => EntryKind::Extension { extension },
+        };
+        let parent = place(&tree, record.parent_id);
+        let id = entry_id(&tree, record.id, number);
+        tree.push(id, parent, kind);
+    }
+    let meta = meta.ok_or_else(|| SessionError::NoMeta(path.to_path_buf()))?;
+    Ok(Loaded {
+        meta,
+        tree,
+        title,
+        usage,
+        skipped: !warnings.is_empty(),
+        warnings,
+        torn,
+    })
+}
+
+/// Where an entry read from a file hangs: its `parent_id` (`null`: a
+/// root); without the field (format 1) or with one that is not in the
+/// file, under the entry before it.
+fn place(tree: &Tree, parent_id: Option<Option<String>>) -> Option<usize> {
+    match parent_id {
+        Some(None) => None,
+        Some(Some(id)) => tree.find(&id).or(tree.leaf()),
+        None => tree.leaf(),
+    }
+}
+
+/// An entry's id as written, or `L<line number>` for a format-1 line (the
+/// same on every read, so later lines may name it as their parent).
+fn entry_id(tree: &Tree, id: Option<String>, number: u64) -> String {
+    match id {
+        Some(id) if !tree.contains(&id) => id,
+        _ => format!("L{number}"),
+    }
+}
+
+/// The `id` and `parent_id` at the start of a line skipped for its size.
+fn prefix_ids(prefix: &[u8]) -> (Option<String>, Option<Option<String>>) {
+    let prefix = String::from_utf8_lossy(prefix);
+    let quoted = |key: &str| -> Option<String> {
+        let start = prefix.find(key)? + key.len();
+        let rest = &prefix[start..];
+        Some(rest[..rest.find('"')?].to_owned())
+    };
+    let id = quoted(r#""id":""#);
+    let parent = if prefix.contains(r#""parent_id":null"#) {
+        Some(None)
+    } else {
+        quoted(r#""parent_id":""#).map(Some)
+    };
+    (id, parent)
+}
+
 impl Drop for Session {
     /// A session nobody said anything in leaves no file behind.
     fn drop(&mut self) {
-        if self.messages.is_empty() {
+        if !self.tree.has_messages() {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -487,7 +835,7 @@ fn read_line(reader: &mut impl io::BufRead, line: &mut Vec<u8>) -> io::Result<Li
 /// What stands in for a skipped line that held a message: a note of the
 /// same role, so the conversation keeps its shape. A tool message's note
 /// answers the calls of the message before it with error results.
-fn placeholder(prefix: &[u8], bytes: usize, messages: &[Message]) -> Option<Message> {
+fn placeholder(prefix: &[u8], bytes: usize, before: Option<&Message>) -> Option<Message> {
     let prefix = String::from_utf8_lossy(prefix);
     if !prefix.contains(r#""type":"message""#) {
         return None;
@@ -502,8 +850,7 @@ fn placeholder(prefix: &[u8], bytes: usize, messages: &[Message]) -> Option<Mess
     Some(match role {
         "assistant" => Message::new(Role::Assistant, vec![Block::Text { text: note }]),
         "tool" => {
-            let calls: Vec<Block> = messages
-                .last()
+            let calls: Vec<Block> = before
                 .filter(|m| m.role == Role::Assistant)
                 .into_iter()
                 .flat_map(Message::tool_calls)

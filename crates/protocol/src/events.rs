@@ -298,6 +298,30 @@ pub enum Data {
     Models { models: Vec<ModelInfo> },
     /// `get_commands`.
     Commands { commands: Vec<CommandEntry> },
+    /// `list_sessions`.
+    Sessions {
+        sessions: Vec<crate::sessions::SessionSummary>,
+    },
+    /// `get_tree`: every entry in the order written, and the current leaf
+    /// (`null` before the first entry).
+    Tree {
+        session_id: String,
+        leaf_id: Option<String>,
+        entries: Vec<crate::sessions::TreeEntry>,
+    },
+    /// `fork`: the new leaf (`null`: before the first prompt) and the text
+    /// of the prompt it starts before.
+    Forked {
+        leaf_id: Option<String>,
+        text: String,
+    },
+    /// `switch_session`.
+    Switched {
+        session_id: String,
+        message_count: usize,
+    },
+    /// `set_title`.
+    Titled { title: String },
     /// `reload_extensions`.
     Reloaded {
         stopped: usize,

@@ -9,6 +9,7 @@ pub mod frontmatter;
 pub mod nimlet;
 pub mod rpc;
 pub mod schema;
+pub mod sessions;
 pub mod ui;
 pub mod zot;
 

@@ -46,6 +46,29 @@ pub enum Request {
     GetCommands,
     ReloadExtensions,
     Ping,
+    /// The sessions of this directory (every directory's with `"all": true`),
+    /// newest first.
+    ListSessions {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        all: bool,
+    },
+    /// Goes on with another session, by id or a unique prefix of it;
+    /// extensions get the new session id.
+    SwitchSession {
+        id: String,
+    },
+    /// The current session's entries and its leaf.
+    GetTree,
+    /// Starts a new branch before the prompt `entry_id`: the conversation
+    /// goes on from the entry before it. Returns the new leaf and the
+    /// prompt's text.
+    Fork {
+        entry_id: String,
+    },
+    /// Names the current session.
+    SetTitle {
+        title: String,
+    },
 }
 
 /// An image attached to a prompt.
@@ -80,6 +103,11 @@ impl Request {
         "get_commands",
         "reload_extensions",
         "ping",
+        "list_sessions",
+        "switch_session",
+        "get_tree",
+        "fork",
+        "set_title",
     ];
 }
 

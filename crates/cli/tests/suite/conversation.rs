@@ -12,7 +12,7 @@ use super::support::{Run, World};
 use super::tui::Tmux;
 
 /// Each message of a request body as its text blocks joined with `|`.
-fn texts(body: &Value) -> Vec<String> {
+pub(super) fn texts(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .unwrap()
@@ -29,19 +29,21 @@ fn texts(body: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every session file of the world's project.
-fn session_files(w: &World) -> Vec<PathBuf> {
+/// Every session file under the world's `$ZOT_HOME` (not the index).
+pub(super) fn session_files(w: &World) -> Vec<PathBuf> {
     let Ok(dirs) = std::fs::read_dir(w.home.join("sessions")) else {
         return Vec::new();
     };
     dirs.flatten()
+        .filter(|dir| dir.path().is_dir())
         .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
         .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect()
 }
 
 /// The lines of a session file.
-fn session_lines(path: &PathBuf) -> Vec<Value> {
+pub(super) fn session_lines(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -65,18 +67,18 @@ fn streamed(rpc: &Rpc, text: &str) {
     });
 }
 
-fn prompt(rpc: &mut Rpc, text: &str) {
+pub(super) fn prompt(rpc: &mut Rpc, text: &str) {
     rpc.send(&json!({"type": "prompt", "message": text}).to_string());
     assert_eq!(rpc.response("prompt")["success"], true);
 }
 
-fn answered(rpc: &mut Rpc, text: &str) {
+pub(super) fn answered(rpc: &mut Rpc, text: &str) {
     prompt(rpc, text);
     rpc.until(|v| v["type"] == "done");
 }
 
 /// What `--json`/`-p` printed, for messages.
-fn ok(run: Run) -> Run {
+pub(super) fn ok(run: Run) -> Run {
     assert_eq!(run.code, 0, "{run:?}");
     run
 }

@@ -26,6 +26,7 @@ mod remote;
 mod rpc;
 mod scaffold;
 mod search_tools;
+mod sessions;
 mod stops;
 mod terminal;
 mod todo;

@@ -123,7 +123,7 @@ async fn prompts_tool_results_entries_and_session_switches() {
     // The entry landed in the first session's file, never in a request.
     let text = std::fs::read_to_string(first_path).unwrap();
     assert!(
-        text.contains(r#"{"type":"extension","extension":"ext","data":{"kept":true}}"#),
+        text.contains(r#""type":"extension","extension":"ext","data":{"kept":true}}"#),
         "{text}"
     );
     assert!(
