@@ -73,6 +73,9 @@ pub struct AgentArgs {
     /// The provider's base URL, e.g. http://localhost:11434 for ollama [env: ZOT_BASE_URL, config: base_url].
     #[arg(long)]
     pub base_url: Option<String>,
+    /// The wire API of an OpenAI-style provider: responses (default at api.openai.com) or chat (default elsewhere, and for ollama) [config: api].
+    #[arg(long, value_parser = ["responses", "chat"], ignore_case = true)]
+    pub api: Option<String>,
     /// Extended thinking: low, medium or high.
     #[arg(long, value_parser = ["low", "medium", "high"], ignore_case = true)]
     pub reasoning: Option<String>,

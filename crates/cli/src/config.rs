@@ -24,6 +24,7 @@ pub const KEYS: &[&str] = &[
     "provider",
     "model",
     "base_url",
+    "api",
     "reasoning",
     "theme",
     "yolo",
@@ -202,6 +203,7 @@ impl Settings {
         let model_given = args.model.is_some();
         fill(&mut args.model, "model");
         fill(&mut args.base_url, "base_url");
+        fill(&mut args.api, "api");
         fill(&mut args.reasoning, "reasoning");
         fill(&mut args.sandbox, "sandbox");
         if !args.sandbox_net {
@@ -313,6 +315,7 @@ impl Settings {
                     "provider" => *value = Value::from(choice.provider.kind.name()),
                     "model" => *value = Value::from(choice.model.clone()),
                     "base_url" => *value = Value::from(choice.provider.base_url.clone()),
+                    "api" => *value = Value::from(choice.provider.wire.name()),
                     _ => {}
                 }
             }
@@ -336,6 +339,7 @@ impl Settings {
                 "provider" => args.provider.clone().map(Value::from),
                 "model" => args.model.clone().map(Value::from),
                 "base_url" => args.base_url.clone().map(Value::from),
+                "api" => args.api.clone().map(Value::from),
                 "reasoning" => args.reasoning.clone().map(Value::from),
                 "max_steps" => args.max_steps.map(Value::from),
                 "yolo" => args.no_yolo.then_some(Value::Bool(false)),
@@ -373,6 +377,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
         "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
+        "api" => matches!(value.as_str(), Some("responses" | "chat")),
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
         "cache" => value.as_str().and_then(CacheTtl::parse).is_some(),
         "sandbox" => value
@@ -402,6 +407,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         "provider" => "anthropic, openai or ollama",
         "model" | "base_url" | "theme" => "a non-empty string",
         "reasoning" => "low, medium or high",
+        "api" => "responses or chat",
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => "true or false",
         "sandbox" => "off, read-only or workspace",
         "max_steps" => "a positive integer",

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use zot_core::provider::{ProviderConfig, ProviderKind};
+use zot_core::provider::{ProviderConfig, ProviderKind, Wire};
 
 use crate::args::{AgentArgs, AuthCommand};
 
@@ -84,15 +84,29 @@ pub fn resolve(
         },
         None => vec![ProviderKind::Anthropic, ProviderKind::OpenAi],
     };
+    let wire = match args.api.as_deref() {
+        None => None,
+        Some(name) => match Wire::parse(name) {
+            Some(wire @ (Wire::Chat | Wire::Responses)) => Some(wire),
+            _ => bail!("unknown API \"{name}\" (use responses or chat)"),
+        },
+    };
     let config = |kind: ProviderKind, api_key: String| {
         let base_url = args
             .base_url
             .clone()
             .unwrap_or_else(|| kind.default_base_url().to_owned());
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        // `api` is for OpenAI-style servers: Anthropic speaks only its own.
+        let wire = match (kind, wire) {
+            (ProviderKind::Anthropic, _) | (_, None) => kind.default_wire(&base_url),
+            (_, Some(wire)) => wire,
+        };
         ProviderConfig {
             kind,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            base_url,
             api_key,
+            wire,
         }
     };
     for &kind in &kinds {

@@ -381,10 +381,11 @@ mod tests {
         assert_eq!(human_bytes(10), "10 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
-        let config = |kind, base_url: &str| ProviderConfig {
+        let config = |kind: ProviderKind, base_url: &str| ProviderConfig {
             kind,
             base_url: base_url.into(),
             api_key: String::new(),
+            wire: kind.default_wire(base_url),
         };
         assert_eq!(
             probe_url(&config(ProviderKind::OpenAi, "http://h/v1")),

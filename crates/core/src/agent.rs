@@ -925,7 +925,9 @@ impl Agent {
                         transcript.push_str(&format!("[{kind}] {}", text.join("\n")));
                     }
                     Block::Image { .. } => transcript.push_str("[image]"),
-                    Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
+                    Block::Thinking { .. }
+                    | Block::RedactedThinking { .. }
+                    | Block::Reasoning { .. } => {}
                 }
                 transcript.push('\n');
             }

@@ -195,6 +195,10 @@ pub fn wire_block(block: &Block) -> wire::Block {
             signature: signature.clone(),
         },
         Block::RedactedThinking { .. } => wire::Block::RedactedThinking {},
+        Block::Reasoning { summary, .. } => wire::Block::Thinking {
+            thinking: summary.clone(),
+            signature: None,
+        },
         Block::ToolCall { id, name, args } => wire::Block::ToolCall {
             id: id.clone(),
             name: name.clone(),

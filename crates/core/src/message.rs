@@ -45,6 +45,16 @@ pub enum Block {
     RedactedThinking {
         data: String,
     },
+    /// An OpenAI Responses API reasoning item: its summary (shown as
+    /// thinking) and the encrypted reasoning that, sent back in order with
+    /// the calls it preceded, lets a stateless (`store: false`) model keep
+    /// its reasoning across tool calls. Only that API reads it back.
+    Reasoning {
+        id: String,
+        #[serde(default)]
+        summary: String,
+        encrypted_content: String,
+    },
     ToolCall {
         id: String,
         name: String,

@@ -42,6 +42,27 @@ pub enum Wire {
     Responses,
 }
 
+impl Wire {
+    /// `--api`'s names: `chat` and `responses` (OpenAI-style servers), and
+    /// `anthropic` for the Messages API.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "anthropic" | "messages" => Some(Self::Messages),
+            "chat" => Some(Self::Chat),
+            "responses" => Some(Self::Responses),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Messages => "anthropic",
+            Self::Chat => "chat",
+            Self::Responses => "responses",
+        }
+    }
+}
+
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct Rates {
@@ -214,11 +235,13 @@ pub fn models(provider: ProviderKind) -> impl Iterator<Item = &'static ModelInfo
         .filter(move |m| m.provider == provider)
 }
 
-/// The model used when `--model` is not given; ollama has none.
+/// The model used when `--model` is not given: each provider's current
+/// all-round model (both reason by default, adaptive thinking with an effort
+/// level and reasoning effort respectively); ollama has none.
 pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
     match provider {
-        ProviderKind::Anthropic => Some("claude-sonnet-4-5"),
-        ProviderKind::OpenAi => Some("gpt-4.1"),
+        ProviderKind::Anthropic => Some("claude-sonnet-5-5"),
+        ProviderKind::OpenAi => Some("gpt-6.2-sol"),
         ProviderKind::Ollama => None,
     }
 }

@@ -370,6 +370,14 @@ pub(crate) fn validate(request: &Recorded) -> Verdict {
             ));
         }
     }
+    let model = body["model"].as_str().unwrap_or_default();
+    if adaptive_only(model)
+        && let Some(param) = ["temperature", "top_p", "top_k"]
+            .into_iter()
+            .find(|p| body.contains_key(*p))
+    {
+        return invalid(format!("{param}: is not supported for {model}"));
+    }
     if let Some(effort) = body.get("output_config").and_then(|c| c.get("effort")) {
         let known = ["low", "medium", "high", "xhigh", "max"];
         if !effort.as_str().is_some_and(|e| known.contains(&e)) {

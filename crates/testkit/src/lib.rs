@@ -1,6 +1,7 @@
 //! The shared loopback model server for tests: `MockModel` answers real HTTP
-//! on 127.0.0.1 with scripted responses in the real Anthropic and OpenAI wire
-//! formats, records every request, and rejects invalid ones like the real APIs.
+//! on 127.0.0.1 with scripted responses in the real wire formats (Anthropic
+//! Messages, OpenAI chat completions and Responses),
+//! records every request, and rejects invalid ones like the real APIs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod anthropic;
@@ -11,6 +12,7 @@ pub mod oauth;
 pub mod openai;
 pub mod proxy;
 pub mod remote;
+pub mod responses;
 pub mod terminal;
 pub mod wait;
 pub mod web;
@@ -252,6 +254,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 enum Api {
     Anthropic,
     OpenAi,
+    Responses,
 }
 
 async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
@@ -279,6 +282,8 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         Api::Anthropic
     } else if route.ends_with("/chat/completions") {
         Api::OpenAi
+    } else if route.ends_with("/responses") {
+        Api::Responses
     } else {
         let body = openai::error_body(&format!("no such endpoint: {route}"));
         let _ = http::write_plain(&mut socket, 404, &[], &body).await;
@@ -290,12 +295,13 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         match api {
             Api::Anthropic => anthropic::validate(&recorded),
             Api::OpenAi => openai::validate(&recorded),
+            Api::Responses => responses::validate(&recorded),
         }
     };
     if let Err((code, message)) = verdict {
         let body = match api {
             Api::Anthropic => anthropic::error_body(code, &message),
-            Api::OpenAi => openai::error_body(&message),
+            Api::OpenAi | Api::Responses => openai::error_body(&message),
         };
         let _ = http::write_plain(&mut socket, code, &[], &body).await;
         return;

@@ -52,7 +52,7 @@ async fn print_mode_answers_and_sends_a_proper_request() {
     let request = &model.requests()[0];
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some("test-key"));
-    assert_eq!(request.body["model"], "claude-sonnet-4-5");
+    assert_eq!(request.body["model"], "claude-sonnet-5-5");
     assert_eq!(request.body["messages"][0]["content"][0]["text"], "say hi");
     assert!(
         request.body["system"].to_string().contains("You are zot"),
@@ -365,7 +365,7 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     assert!(
         request["system"]
             .to_string()
-            .contains("REPLACED PROMPT for claude-sonnet-4-5"),
+            .contains("REPLACED PROMPT for claude-sonnet-5-5"),
         "{request}"
     );
 
@@ -1136,7 +1136,7 @@ async fn zot_home_and_its_files_are_private() {
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_compact_from_the_config_sets_when_compaction_runs() {
     let w = World::new();
-    // 120,000 of the model's 200,000 tokens: 60%, under the default 85%.
+    // 600,000 of the default model's 1,000,000 tokens: 60%, under the default 85%.
     let filling = |id: &str, input: u64| {
         anthropic::Script::new()
             .tool_call(id, "bash", r#"{"command":"echo hi"}"#)
@@ -1150,7 +1150,7 @@ async fn auto_compact_from_the_config_sets_when_compaction_runs() {
     let model = MockModel::start([
         filling("a", 10),
         filling("b", 10),
-        filling("c", 120_000),
+        filling("c", 600_000),
         anthropic::text("EARLIER"),
         anthropic::text("finished"),
     ])
@@ -1193,7 +1193,7 @@ async fn a_saved_model_of_another_provider_is_not_sent_to_this_one() {
             .contains("the saved model gpt-4.1 belongs to openai"),
         "{run:?}"
     );
-    assert_eq!(model.requests()[0].body["model"], "claude-sonnet-4-5");
+    assert_eq!(model.requests()[0].body["model"], "claude-sonnet-5-5");
 }
 
 const TIMED: &str = r#"

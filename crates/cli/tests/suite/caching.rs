@@ -80,8 +80,8 @@ async fn requests_mark_the_prefix_and_cache_use_is_counted_and_priced() {
         .collect();
     assert_eq!(usage[1]["cache_read"], 4000);
     assert_eq!(usage[1]["cumulative"]["cache_write"], 4120);
-    // claude-sonnet-4-5: $3 in, $15 out, $3.75 a 5-minute write, $0.30 a read.
-    let second = (50.0 * 3.0 + 10.0 * 15.0 + 4000.0 * 0.30 + 120.0 * 3.75) / 1e6;
+    // claude-sonnet-5-5: $2 in, $10 out, $2.50 a 5-minute write, $0.10 a read.
+    let second = (50.0 * 2.0 + 10.0 * 10.0 + 4000.0 * 0.10 + 120.0 * 2.5) / 1e6;
     assert!(
         (usage[1]["cost_usd"].as_f64().unwrap() - second).abs() < 1e-12,
         "{}",
@@ -92,7 +92,7 @@ async fn requests_mark_the_prefix_and_cache_use_is_counted_and_priced() {
         .filter(|l| l["type"] == "usage")
         .collect();
     assert_eq!(recorded.len(), 2);
-    assert_eq!(recorded[1]["model"], "claude-sonnet-4-5");
+    assert_eq!(recorded[1]["model"], "claude-sonnet-5-5");
     assert_eq!(recorded[1]["usage"]["cache_read"], 4000);
     assert_eq!(recorded[0]["usage"]["cache_write"], 4000);
 }

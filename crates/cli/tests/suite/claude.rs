@@ -352,7 +352,7 @@ async fn the_tui_popup_shows_markdown_commands_and_runs_them() {
     );
     assert!(screen.contains("skills in .claude/skills"), "{screen}");
     tmux.type_text("n");
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     // What start-up left out is said on the screen, not behind it.
     tmux.wait_for("skills in .claude/skills are not loaded");
     // The built-ins fill the popup's first rows; a prefix brings the

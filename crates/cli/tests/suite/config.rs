@@ -272,7 +272,7 @@ fn config_and_doctor_agree_on_every_value_and_its_source() {
         "{run:?}"
     );
     let run = w.zot(&["config", "get", "model"]);
-    assert_eq!(run.stdout, "claude-sonnet-4-5\n", "{run:?}");
+    assert_eq!(run.stdout, "claude-sonnet-5-5\n", "{run:?}");
     let list = w.zot(&["config", "list"]).stdout;
     let doctor: Value = serde_json::from_str(&w.zot(&["doctor", "--json"]).stdout).unwrap();
     for (key, entry) in doctor["config"].as_object().unwrap() {

@@ -179,7 +179,7 @@ async fn a_resumed_session_keeps_its_compaction_and_who_answered_each_message() 
     assert_eq!(compaction["summary"], "THE SUMMARY");
     assert_eq!(compaction["first_kept"], 2);
     assert_eq!(compaction["automatic"], false);
-    assert_eq!(compaction["served"]["model"], "claude-sonnet-4-5");
+    assert_eq!(compaction["served"]["model"], "claude-sonnet-5-5");
     assert_eq!(compaction["served"]["usage"]["input"], 1000);
     let change = lines.iter().find(|l| l["type"] == "model_change").unwrap();
     assert_eq!(
@@ -200,9 +200,9 @@ async fn a_resumed_session_keeps_its_compaction_and_who_answered_each_message() 
     assert_eq!(
         served,
         [
-            ("anthropic", "claude-sonnet-4-5"),
-            ("anthropic", "claude-sonnet-4-5"),
-            ("anthropic", "claude-sonnet-4-5"),
+            ("anthropic", "claude-sonnet-5-5"),
+            ("anthropic", "claude-sonnet-5-5"),
+            ("anthropic", "claude-sonnet-5-5"),
             ("anthropic", "claude-haiku-4-5"),
         ]
     );
@@ -316,13 +316,13 @@ async fn every_call_is_priced_at_the_model_that_served_it_compaction_included() 
     let usage = rpc.until(|v| v["type"] == "usage");
     costs.push(usage["cost_usd"].as_f64().unwrap());
     let total = usage["cumulative"]["cost_usd"].as_f64().unwrap();
-    assert!((total - 170.0).abs() < 0.01, "{usage}");
+    assert!((total - 165.0).abs() < 0.01, "{usage}");
     rpc.until(|v| v["type"] == "compact_done");
-    // Sonnet $15, haiku $5, opus $75 per million output tokens (the ten
-    // input tokens add a few ten-thousandths).
+    // Sonnet 5.5 $10, haiku 4.5 $5, opus 4.1 $75 per million output tokens
+    // (the ten input tokens add a few ten-thousandths).
     assert_eq!(
         costs.iter().map(|c| c.round()).collect::<Vec<_>>(),
-        [15.0, 5.0, 75.0, 75.0]
+        [10.0, 5.0, 75.0, 75.0]
     );
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
@@ -355,7 +355,7 @@ async fn esc_puts_queued_prompts_back_in_the_editor() {
     ])
     .await;
     let tmux = Tmux::against(&w, "unqueue", &model, &[]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("first prompt");
     tmux.keys(&["Enter"]);
     tmux.wait_for("thinking about it");
@@ -383,7 +383,7 @@ async fn a_model_the_provider_does_not_list_is_saved_only_once_it_answers() {
     let w = World::new();
     let model = MockModel::start([anthropic::text("hi from the new model")]).await;
     let tmux = Tmux::against(&w, "unknown-model", &model, &[]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("/model claude-nonsense");
     tmux.keys(&["Enter"]);
     tmux.wait_for("saved once it answers");

@@ -125,7 +125,7 @@ async fn no_yolo_asks_before_mcp_tools_and_a_refused_call_never_reaches_the_serv
     ])
     .await;
     let tmux = Tmux::against(&w, "mcpconfirm", &model, &["--no-yolo"]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("use the servers");
     tmux.keys(&["Enter"]);
 

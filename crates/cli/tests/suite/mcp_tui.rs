@@ -84,7 +84,7 @@ async fn the_tui_opens_while_a_server_starts_and_mcp_turns_it_off_and_on() {
     .await;
     let tmux = Tmux::against(&w, "mcpstart", &model, &[]);
     // The TUI is up while the server still has not answered initialize.
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     // A server that cannot start is reported when it fails, on the screen.
     tmux.wait_for("/nonexistent/zot-test-ghost-server");
     tmux.type_text("/mcp");
@@ -195,7 +195,7 @@ async fn elicitations_are_forms_in_the_tui_and_urls_open_after_the_user_agrees()
     );
     let env = [("BROWSER", browser.display().to_string())];
     let tmux = Tmux::against_with(&w, "mcpform", &model, &[], &env);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
 
     // The form: required fields first, each at its default.
     tmux.type_text("fill it in");
@@ -300,7 +300,7 @@ async fn without_a_browser_an_agreed_url_elicitation_is_shown_whole() {
     .await;
     // An empty $BROWSER is no browser, whatever the test's environment holds.
     let tmux = Tmux::against_with(&w, "mcpurl", &model, &[], &[("BROWSER", String::new())]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("open it");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Finish in the browser");
@@ -327,7 +327,7 @@ async fn sampling_asks_the_user_then_calls_the_current_model() {
     ])
     .await;
     let tmux = Tmux::against(&w, "mcpsample", &model, &[]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("sample something");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("asks to send 1 message(s)");

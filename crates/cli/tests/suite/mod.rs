@@ -23,6 +23,7 @@ mod mcp_tui;
 mod nimlet;
 mod permissions;
 mod remote;
+mod responses;
 mod rpc;
 mod scaffold;
 mod search_tools;

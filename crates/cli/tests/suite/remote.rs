@@ -495,7 +495,7 @@ async fn tui_shows_a_remote_extension_go_and_come_back() {
     ])
     .await;
     let tmux = Tmux::against(&w, "remote", &model, &["--ext", ext.to_str().unwrap()]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
 
     // A command and a tool call through the WebSocket.
     tmux.type_text("/hi there");

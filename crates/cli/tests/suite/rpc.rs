@@ -187,7 +187,7 @@ async fn commands_events_and_malformed_lines() {
     rpc.send(r#"{"type":"teleport"}"#);
     assert_eq!(rpc.response("teleport")["error"], "unknown command");
     rpc.send(r#"{"type":"hello"}"#);
-    assert_eq!(rpc.response("hello")["data"]["model"], "gpt-4.1");
+    assert_eq!(rpc.response("hello")["data"]["model"], "gpt-6.2-sol");
 
     rpc.send(r#"{"id":"p","type":"prompt","message":"hi"}"#);
     assert_eq!(rpc.response("prompt")["data"], json!({"started": true}));
@@ -240,7 +240,7 @@ async fn abort_mid_stream_ends_the_turn() {
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
     assert_eq!(state["data"]["busy"], true, "{state}");
-    assert_eq!(state["data"]["model"], "claude-sonnet-4-5", "{state}");
+    assert_eq!(state["data"]["model"], "claude-sonnet-5-5", "{state}");
     rpc.send(r#"{"type":"abort"}"#);
     let end = rpc.until(|v| v["type"] == "turn_end");
     assert_eq!(end["stop"], "aborted");
@@ -453,7 +453,7 @@ for msg in frames():
     assert!(
         requests[0].body["system"]
             .to_string()
-            .contains("prepared for claude-sonnet-4-5")
+            .contains("prepared for claude-sonnet-5-5")
     );
     assert!(
         requests[3].body["system"]

@@ -216,7 +216,7 @@ async fn no_yolo_runs_read_only_tools_unasked_and_asks_before_bash() {
     ])
     .await;
     let tmux = Tmux::against(&w, "readonly-unasked", &model, &["--no-yolo"]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("find the needle");
     tmux.keys(&["Enter"]);
     // The first question is about bash: the searches ran without one.

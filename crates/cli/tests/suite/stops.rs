@@ -3,7 +3,7 @@
 //! mid-stream, and the stream shapes that carry content in unusual places.
 
 use serde_json::{Value, json};
-use zot_testkit::{MockModel, Response, anthropic, status};
+use zot_testkit::{MockModel, Response, anthropic, openai, status};
 
 use super::rpc::Rpc;
 use super::support::{Run, World, events};
@@ -423,4 +423,38 @@ async fn adaptive_models_get_an_effort_not_a_budget() {
     let body = &model.requests()[0].body;
     assert_eq!(body["thinking"], json!({"type": "adaptive"}));
     assert_eq!(body["output_config"], json!({"effort": "high"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_models_are_current_and_think_their_own_way() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("a"), anthropic::text("b")]).await;
+    let run = zot(&w, &model, "anthropic", &["-p", "--no-session", "hi"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let args = ["-p", "--no-session", "--reasoning", "medium", "hi"];
+    let run = zot(&w, &model, "anthropic", &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    let (plain, reasoning) = (&requests[0].body, &requests[1].body);
+    assert_eq!(plain["model"], "claude-sonnet-5-5");
+    // Without --reasoning the model's own default (adaptive) applies; with
+    // it, adaptive thinking and an effort, never a budget or sampling.
+    assert!(plain.get("thinking").is_none(), "{plain}");
+    assert_eq!(reasoning["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(reasoning["output_config"], json!({"effort": "medium"}));
+    for body in [plain, reasoning] {
+        for field in ["temperature", "top_p", "top_k"] {
+            assert!(body.get(field).is_none(), "{field} in {body}");
+        }
+    }
+
+    let model = MockModel::start([openai::text("c")]).await;
+    let args = ["-p", "--no-session", "--reasoning", "high", "hi"];
+    let run = zot(&w, &model, "openai", &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = &model.requests()[0].body;
+    assert_eq!(body["model"], "gpt-6.2-sol");
+    assert_eq!(body["reasoning_effort"], "high");
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    assert!(body["max_completion_tokens"].as_u64().is_some(), "{body}");
 }

@@ -177,8 +177,9 @@ impl World {
     }
 }
 
-/// A big task's model turns: three bash calls, the last reporting 190,000
-/// input tokens, so the next call compacts first (the model's answers to
+/// A big task's model turns: three bash calls, the last reporting 950,000
+/// input tokens (95% of the default model's million), so the next call
+/// compacts first (the model's answers to
 /// the compaction and after it follow these).
 pub fn turns_filling_the_context() -> [zot_testkit::Response; 3] {
     use zot_testkit::anthropic;
@@ -187,7 +188,7 @@ pub fn turns_filling_the_context() -> [zot_testkit::Response; 3] {
         anthropic::tool_call("b", "bash", r#"{"command":"echo two"}"#),
         anthropic::Script::new()
             .tool_call("c", "bash", r#"{"command":"echo three"}"#)
-            .usage(190_000, 10)
+            .usage(950_000, 10)
             .build(),
     ]
 }

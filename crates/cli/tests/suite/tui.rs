@@ -221,7 +221,7 @@ async fn commands_notes_panels_and_a_clean_exit() {
     let ext = w.py_ext("hello", HELLO);
     let model = MockModel::start([anthropic::text("Hello, TUI user!")]).await;
     let tmux = Tmux::against(&w, "main", &model, &["--ext", ext.to_str().unwrap()]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
 
     // The popup lists the extension's commands under the divider.
     tmux.type_text("/");
@@ -327,7 +327,7 @@ async fn no_yolo_asks_before_each_tool_call() {
     ])
     .await;
     let tmux = Tmux::against(&w, "confirm", &model, &["--no-yolo"]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("make two files");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Run this tool?");
@@ -405,7 +405,7 @@ async fn model_is_saved_to_the_user_config_and_overrides_are_named() {
     let w = World::new();
     let model = MockModel::start([]).await;
     let tmux = Tmux::against(&w, "model", &model, &[]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("/model claude-haiku-4-5");
     tmux.keys(&["Enter"]);
     tmux.wait_for("saved to");
@@ -471,7 +471,7 @@ async fn a_hooks_ask_forces_the_confirmation_under_yolo_and_hooks_lists_them() {
     ])
     .await;
     let tmux = Tmux::against(&w, "hook-ask", &model, &[]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("/hooks");
     tmux.keys(&["Enter"]);
     tmux.wait_for("PreToolUse Bash: python3");
@@ -517,7 +517,7 @@ async fn a_hooks_allow_skips_the_no_yolo_confirmation() {
     ])
     .await;
     let tmux = Tmux::against(&w, "hook-allow", &model, &["--no-yolo"]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("make files");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Run this tool?");

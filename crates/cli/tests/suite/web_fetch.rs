@@ -262,7 +262,7 @@ async fn the_tui_asks_before_web_fetch_under_no_yolo() {
     ])
     .await;
     let tmux = super::tui::Tmux::against(&w, "webfetch-ask", &model, &["--no-yolo"]);
-    tmux.wait_for("anthropic/claude-sonnet-4-5");
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
     tmux.type_text("read the doc");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Run this tool?");

@@ -1,9 +1,11 @@
 //! Model providers: one request in, a stream of events and a final
 //! assistant message out. `anthropic` speaks the Messages API, `openai` the
-//! chat completions API (OpenAI, ollama, any compatible server).
+//! chat completions API (OpenAI, ollama, any compatible server), `responses`
+//! OpenAI's Responses API.
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 mod retry;
 mod sse;
 
@@ -15,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::Message;
+pub use crate::models::Wire;
 use crate::tool::ToolSpec;
 
 /// The waits before asking again after a stream failed with an `error`
@@ -48,6 +51,18 @@ impl ProviderKind {
             Self::Anthropic => "anthropic",
             Self::OpenAi => "openai",
             Self::Ollama => "ollama",
+        }
+    }
+
+    /// The wire API it speaks unless told otherwise (`--api`): OpenAI's own
+    /// endpoint serves its current models through the Responses API (the
+    /// codex ones only there); other compatible servers and ollama speak
+    /// chat completions.
+    pub fn default_wire(self, base_url: &str) -> Wire {
+        match self {
+            Self::Anthropic => Wire::Messages,
+            Self::OpenAi if openai::is_openai(base_url) => Wire::Responses,
+            Self::OpenAi | Self::Ollama => Wire::Chat,
         }
     }
 
@@ -117,6 +132,9 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// Empty for ollama.
     pub api_key: String,
+    /// The wire API: `Messages` for Anthropic, `Chat` or `Responses` for
+    /// OpenAI-style servers.
+    pub wire: Wire,
 }
 
 /// One model call. It borrows the conversation: a turn serialises the
@@ -381,13 +399,10 @@ impl Provider {
     ) -> Result<Completion, ProviderError> {
         let call = async {
             let http = self.http()?;
-            match self.config.kind {
-                ProviderKind::Anthropic => {
-                    anthropic::complete(http, &self.config, request, events).await
-                }
-                ProviderKind::OpenAi | ProviderKind::Ollama => {
-                    openai::complete(http, &self.config, request, events).await
-                }
+            match self.config.wire {
+                Wire::Messages => anthropic::complete(http, &self.config, request, events).await,
+                Wire::Chat => openai::complete(http, &self.config, request, events).await,
+                Wire::Responses => responses::complete(http, &self.config, request, events).await,
             }
         };
         tokio::select! {
@@ -413,11 +428,25 @@ where
     B: AsRef<[u8]>,
     E: std::error::Error + 'static,
 {
-    match kind {
-        ProviderKind::Anthropic => anthropic::read(body, events).await,
-        ProviderKind::OpenAi | ProviderKind::Ollama => {
-            openai::read(kind.name(), body, events).await
-        }
+    read_wire(kind.name(), kind.default_wire(""), body, events).await
+}
+
+/// [`read_stream`] for a wire API: `provider` names the provider in errors.
+pub async fn read_wire<S, B, E>(
+    provider: &'static str,
+    wire: Wire,
+    body: S,
+    events: &mpsc::UnboundedSender<StreamEvent>,
+) -> Result<Completion, ProviderError>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+{
+    match wire {
+        Wire::Messages => anthropic::read(body, events).await,
+        Wire::Chat => openai::read(provider, body, events).await,
+        Wire::Responses => responses::read(provider, body, events).await,
     }
 }
 

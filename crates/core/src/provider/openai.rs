@@ -27,10 +27,23 @@ pub(crate) async fn complete(
     // Errors name what the user configured: "ollama" says more than "openai".
     let provider = config.kind.name();
     let url = endpoint(&config.base_url);
-    let body = bytes::Bytes::from(request_body(request, is_openai(&config.base_url)));
-    let response = retry::send(provider, &url, || {
+    let body = request_body(request, is_openai(&config.base_url));
+    let response = post(http, config, &url, body).await?;
+    read(provider, response.bytes_stream(), events).await
+}
+
+/// POSTs a streaming request `body` to an OpenAI-style `url` with the
+/// provider's bearer key, retrying what is worth retrying.
+pub(crate) async fn post(
+    http: &reqwest::Client,
+    config: &ProviderConfig,
+    url: &str,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, ProviderError> {
+    let body = bytes::Bytes::from(body);
+    retry::send(config.kind.name(), url, || {
         let builder = http
-            .post(&url)
+            .post(url)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(body.clone());
@@ -41,8 +54,7 @@ pub(crate) async fn complete(
             builder.bearer_auth(&config.api_key)
         }
     })
-    .await?;
-    read(provider, response.bytes_stream(), events).await
+    .await
 }
 
 /// Reads a streamed chat completions response body into the completion.
@@ -80,20 +92,24 @@ fn stream_error(provider: &'static str, message: String) -> ProviderError {
     ProviderError::Stream { provider, message }
 }
 
-/// `base_url` may or may not carry the `/v1` that OpenAI-compatible servers
-/// are usually documented with.
 pub(crate) fn endpoint(base_url: &str) -> String {
+    api_url(base_url, "chat/completions")
+}
+
+/// `base_url` may or may not carry the `/v1` that OpenAI-compatible servers
+/// are usually documented with; `path` follows it.
+pub(crate) fn api_url(base_url: &str, path: &str) -> String {
     let base = base_url.trim_end_matches('/');
     if base.ends_with("/v1") {
-        format!("{base}/chat/completions")
+        format!("{base}/{path}")
     } else {
-        format!("{base}/v1/chat/completions")
+        format!("{base}/v1/{path}")
     }
 }
 
 /// Whether `base_url` is OpenAI's own API, which takes `prompt_cache_key`
 /// (other compatible servers may reject fields they do not know).
-fn is_openai(base_url: &str) -> bool {
+pub(crate) fn is_openai(base_url: &str) -> bool {
     let rest = base_url.strip_prefix("https://").unwrap_or_default();
     let host = rest.split(['/', ':']).next().unwrap_or_default();
     host.eq_ignore_ascii_case("api.openai.com")
@@ -359,7 +375,7 @@ fn assistant_message(message: &Message) -> Option<WireMessage<'_>> {
 }
 
 /// The text blocks joined with "\n" (borrowed when there is just one).
-fn joined_text(content: &[Block]) -> Cow<'_, str> {
+pub(crate) fn joined_text(content: &[Block]) -> Cow<'_, str> {
     let mut texts = content.iter().filter_map(|block| match block {
         Block::Text { text } => Some(text.as_str()),
         _ => None,

@@ -20,6 +20,7 @@ fn agent_against(model: &MockModel, config: AgentConfig, hooks: Arc<dyn Hooks>) 
         kind: ProviderKind::Anthropic,
         base_url: model.url(),
         api_key: "k".into(),
+        wire: zot_core::provider::Wire::Messages,
     });
     Agent::new(provider, config, hooks, "system".into())
 }

@@ -17,6 +17,7 @@ use zot_testkit::{MockModel, Response, status, status_with_header};
 fn provider(kind: ProviderKind, base_url: String, api_key: &str) -> Provider {
     Provider::new(ProviderConfig {
         kind,
+        wire: kind.default_wire(&base_url),
         base_url,
         api_key: api_key.into(),
     })
