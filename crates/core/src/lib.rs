@@ -14,7 +14,6 @@ pub mod session;
 pub mod skills;
 pub mod system_prompt;
 pub mod tool;
-pub mod tool_schema;
 pub mod tools;
 
 pub use agent::{Agent, AgentConfig, AgentError, Confirm, ToolFilter};

@@ -16,8 +16,9 @@ use crate::file_refs;
 /// The variable Claude Code's commands and hooks find the project in.
 pub const CLAUDE_PROJECT_DIR_ENV: &str = "CLAUDE_PROJECT_DIR";
 
-/// Where the commands live, relative to the project and to the home directory.
-pub const COMMANDS_DIR: &str = ".claude/commands";
+/// Where the commands live (named in `zot-protocol`, which the host's trust
+/// gate shares).
+pub use zot_protocol::layout::COMMANDS_DIR;
 
 /// How deep folders under [`COMMANDS_DIR`] are searched (`/a:b:c:d:name`);
 /// deeper folders are noise, and the bound keeps a symlink loop finite.

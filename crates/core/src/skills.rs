@@ -31,19 +31,9 @@ pub struct Places<'a> {
     pub project_trusted: bool,
 }
 
-/// The project's skill folders, relative to it. Skills often ship scripts
-/// that they tell the model to run, so every one of them is gated by trust
-/// and pinned by the trust fingerprint (`docs/trust.md`).
-pub const PROJECT_SKILL_ROOTS: &[&str] = &[ZOT_SKILLS, AGENTS_SKILLS, CLAUDE_SKILLS];
-
-/// zot's own skills folder, in a project (and `$ZOT_HOME/skills`).
-pub const ZOT_SKILLS: &str = ".zot/skills";
-
-/// The skills folder shared with other agents, in a project and in the home directory.
-pub const AGENTS_SKILLS: &str = ".agents/skills";
-
-/// Claude Code's skills folder, in a project and in the home directory.
-pub const CLAUDE_SKILLS: &str = ".claude/skills";
+/// The skill folders' names live in `zot-protocol`, which the host's trust
+/// gate shares.
+pub use zot_protocol::layout::{AGENTS_SKILLS, CLAUDE_SKILLS, PROJECT_SKILL_ROOTS, ZOT_SKILLS};
 
 /// The skill roots in search order: `./.zot/skills`, `$ZOT_HOME/skills`,
 /// `./.agents/skills`, `~/.agents/skills`, `./.claude/skills`,

@@ -9,7 +9,7 @@ use crate::limits::Limits;
 
 /// Tools built into the agent (core's list); an extension tool of the same
 /// name is shadowed.
-pub use zot_core::tools::BUILTIN_TOOL_NAMES as BUILTIN_TOOLS;
+pub use zot_protocol::ui::BUILTIN_TOOLS;
 
 #[derive(Debug, Clone)]
 pub struct HostConfig {

@@ -1434,7 +1434,7 @@ impl Inner {
     /// left out with a warning (a provider would refuse every request that
     /// offered it) and the extension's other tools stay.
     fn valid_schema(&self, ext: &Extension, tool: ToolInfo) -> Option<ToolInfo> {
-        match zot_core::tool_schema::check(&tool.schema) {
+        match crate::tool_schema::check(&tool.schema) {
             Ok(()) => Some(tool),
             Err(why) => {
                 self.warn(

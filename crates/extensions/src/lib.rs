@@ -25,6 +25,7 @@ mod reaper;
 mod registry;
 mod remote;
 pub mod sampling;
+mod tool_schema;
 mod transport;
 pub mod trust;
 

@@ -42,14 +42,14 @@ pub const GATED_FILES: &[&str] = &[crate::mcp::config::PROJECT_FILE];
 
 /// Project folders that are gated by trust without being extensions:
 /// Markdown commands (their `` !`cmd` `` runs a shell) and every skill folder
-/// of `zot_core::skills::PROJECT_SKILL_ROOTS` (loaded only in a trusted
+/// of `zot_protocol::layout::PROJECT_SKILL_ROOTS` (loaded only in a trusted
 /// project: skills ship scripts for the model to run). Every file below
 /// them is pinned. `docs/trust.md` keeps the table of them.
 pub const GATED_FILE_ROOTS: &[&str] = &[
-    zot_core::markdown_commands::COMMANDS_DIR,
-    zot_core::skills::ZOT_SKILLS,
-    zot_core::skills::AGENTS_SKILLS,
-    zot_core::skills::CLAUDE_SKILLS,
+    zot_protocol::layout::COMMANDS_DIR,
+    zot_protocol::layout::ZOT_SKILLS,
+    zot_protocol::layout::AGENTS_SKILLS,
+    zot_protocol::layout::CLAUDE_SKILLS,
 ];
 
 /// A file whose mtime or ctime is this close to the moment it was hashed
@@ -1001,7 +1001,7 @@ mod tests {
 
     #[test]
     fn every_project_skill_folder_is_gated_and_pinned() {
-        for root in zot_core::skills::PROJECT_SKILL_ROOTS {
+        for root in zot_protocol::layout::PROJECT_SKILL_ROOTS {
             assert!(GATED_FILE_ROOTS.contains(root), "{root} is not gated");
         }
         let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 
 pub mod events;
 pub mod frontmatter;
+pub mod layout;
 pub mod nimlet;
 pub mod rpc;
 pub mod schema;

@@ -31,6 +31,22 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("exit", "quit zot"),
 ];
 
+/// The names of the agent's own tools, in the order the model sees them,
+/// then `skill` (added beside them when the agent has skills): the names no
+/// extension tool can take (one taking one is reported as shadowed).
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "find",
+    "ls",
+    "web_fetch",
+    "todo_write",
+    "skill",
+];
+
 /// Whether `name` (without `/`) is a built-in command, case-insensitively.
 pub fn is_builtin_command(name: &str) -> bool {
     BUILTIN_COMMANDS

@@ -7,7 +7,6 @@ pub mod anthropic;
 pub mod openai;
 pub mod responses;
 mod retry;
-mod sse;
 
 use std::sync::OnceLock;
 
@@ -15,6 +14,7 @@ use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use zot_http::sse;
 
 use crate::message::Message;
 pub use crate::models::Wire;
@@ -23,10 +23,10 @@ use crate::tool::ToolSpec;
 /// The waits before asking again after a stream failed with an `error`
 /// event before showing anything: the same backoff as a 503.
 pub use retry::BACKOFF as STREAM_RETRY_BACKOFF;
-/// An error with its causes, as one line; the MCP transports word errors the same way.
-pub use retry::error_chain;
-/// The SSE reader, also used by the extension host for MCP's legacy HTTP+SSE transport.
-pub use sse::{MAX_SSE_EVENT_BYTES, events as sse_events};
+/// HTTP lives in `zot-http`, which the extension host shares; these are its
+/// names as the agent's callers have known them.
+pub use zot_http::sse::{MAX_SSE_EVENT_BYTES, events as sse_events};
+pub use zot_http::{error_chain, http_client, install_tls_provider};
 
 /// Which wire format, and the defaults that go with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,32 +324,6 @@ pub(crate) fn body_json(body: &impl serde::Serialize) -> Vec<u8> {
     }
 }
 
-/// Makes ring the process's TLS crypto provider (reqwest is built without
-/// one: ring is a fraction of aws-lc-rs's size in the binary, and the
-/// performance issue budgets the binary). Idempotent.
-pub fn install_tls_provider() {
-    // `Err` only says a provider is installed already, which is the point.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// A client builder for talking to `base_url`. A plain `http://` URL
-/// (ollama, a local proxy, the loopback test server) never makes a TLS
-/// connection, so it gets no root certificates: loading and parsing the
-/// system's roots is most of a bare run's start-up CPU and a good part of
-/// its memory (see BENCHMARKS.md). An `https://` URL gets the platform's.
-pub fn http_client(base_url: &str) -> reqwest::ClientBuilder {
-    install_tls_provider();
-    let builder = reqwest::Client::builder();
-    let plain = base_url
-        .get(..7)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
-    if plain {
-        builder.tls_certs_only(std::iter::empty())
-    } else {
-        builder
-    }
-}
-
 /// A configured provider client.
 #[derive(Debug, Clone)]
 pub struct Provider {
@@ -377,7 +351,7 @@ impl Provider {
                 .map_err(|e| ProviderError::Connect {
                     provider: self.config.kind.name(),
                     url: self.config.base_url.clone(),
-                    message: retry::error_chain(&e),
+                    message: error_chain(&e),
                 })?;
         Ok(self.http.get_or_init(|| client))
     }

@@ -9,6 +9,8 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+use zot_http::error_chain;
+
 use super::ProviderError;
 
 /// How long to wait before each retry of a connection failure or a 502/503/504,
@@ -121,22 +123,6 @@ fn truncate(text: &str) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
-}
-
-/// reqwest's own message is only "error sending request"; the cause
-/// (connection refused, dns failure) is further down the chain.
-pub fn error_chain(err: &dyn Error) -> String {
-    let mut message = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

@@ -38,21 +38,9 @@ pub use web_fetch::WebFetchTool;
 pub use write::{MAX_WRITE_BYTES, WriteTool};
 pub use zot_sandbox::{BashSandbox, SandboxMode};
 
-/// The names of zot's own tools, as `builtin` gives them, then `skill`
-/// (added beside them when the agent has skills): the names no extension
-/// tool can take (one taking one is reported as shadowed).
-pub const BUILTIN_TOOL_NAMES: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "bash",
-    "grep",
-    "find",
-    "ls",
-    "web_fetch",
-    "todo_write",
-    "skill",
-];
+/// The names of zot's own tools (the list lives in `zot-protocol`, which the
+/// extension host shares; core's tests hold it equal to what `builtin` gives).
+pub use zot_protocol::ui::BUILTIN_TOOLS as BUILTIN_TOOL_NAMES;
 
 /// The built-in tools, in the order the model sees them; `todo_write`
 /// keeps its plan in `plan`; `web_fetch` reaches private addresses only

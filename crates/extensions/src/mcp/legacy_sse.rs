@@ -15,7 +15,7 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::auth::AuthorizationManager;
 use tokio::sync::mpsc;
-use zot_core::provider::error_chain as chain;
+use zot_http::error_chain as chain;
 
 /// How long the server may take to send the `endpoint` event once asked
 /// for the stream: it is the first thing a 2024-11-05 server sends, so this
@@ -179,7 +179,7 @@ impl LegacySseTransport {
             url: shown(&stream_url),
             message,
         };
-        let client = zot_core::provider::http_client(url)
+        let client = zot_http::http_client(url)
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| request_error(format!("cannot build the HTTP client: {e}")))?;
@@ -206,7 +206,7 @@ impl LegacySseTransport {
                 content_type,
             });
         }
-        let mut events = Box::pin(zot_core::provider::sse_events(response.bytes_stream()));
+        let mut events = Box::pin(zot_http::sse::events(response.bytes_stream()));
         let endpoint_error = |message: String| LegacySseError::Endpoint {
             server: server.to_owned(),
             url: shown(&stream_url),

@@ -172,7 +172,7 @@ pub async fn authorized(
         return Ok(None);
     }
     // rmcp builds its own reqwest clients, which need the TLS provider.
-    zot_core::provider::install_tls_provider();
+    zot_http::install_tls_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(auth_error(server))?;
@@ -228,7 +228,7 @@ pub async fn login(
     let redirect = format!("http://127.0.0.1:{port}/callback");
 
     // rmcp builds its own reqwest clients, which need the TLS provider.
-    zot_core::provider::install_tls_provider();
+    zot_http::install_tls_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(auth_error(server))?;

@@ -359,7 +359,7 @@ pub(crate) async fn open_streamable_http(
     if let Some(token) = bearer_token(server, remote).map_err(HandshakeError::Mcp)? {
         config = config.auth_header(token);
     }
-    let client = zot_core::provider::http_client(remote.url.as_str())
+    let client = zot_http::http_client(remote.url.as_str())
         .build()
         .map_err(|e| HandshakeError::Mcp(format!("cannot build the HTTP client: {e}")))?;
     match auth {

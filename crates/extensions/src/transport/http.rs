@@ -48,7 +48,7 @@ pub(crate) async fn connect(
     max_frame_bytes: usize,
 ) -> Result<Connected, String> {
     // reqwest needs the process's crypto provider even for plain http.
-    zot_core::provider::install_tls_provider();
+    zot_http::install_tls_provider();
     let mut builder = Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("zot/", env!("CARGO_PKG_VERSION")));

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::tools::type_name as kind;
+use crate::adapter::json_kind as kind;
 
 /// How deep subschemas may nest: deeper is refused rather than walked (a
 /// hostile schema must not exhaust the stack). Real tool schemas nest a few

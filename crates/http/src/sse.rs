@@ -1,4 +1,5 @@
-//! Reading a model's server-sent event stream. `eventsource-stream` parses
+//! Reading a server-sent event stream (a model's answer, MCP's legacy
+//! HTTP+SSE transport). `eventsource-stream` parses
 //! it; in front of it, [`Lines`] hands the parser one complete line at a
 //! time, checked for UTF-8 and size.
 //!
@@ -19,7 +20,7 @@ use std::task::{Context, Poll};
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 
-use super::retry::error_chain;
+use crate::error_chain;
 
 /// Largest event (all its lines) or single line accepted from a model's
 /// stream. Well above any real delta (a 20 MB text delta is 20 to 40 MB
