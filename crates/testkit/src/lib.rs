@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod bench;
+pub mod cache;
 mod http;
 pub mod npm;
 pub mod oauth;
@@ -168,11 +169,24 @@ impl Recorded {
     }
 }
 
-#[derive(Debug)]
+/// Makes the answer to a valid request when the queue is empty (see
+/// [`MockModel::start_responding`]).
+type Responder = Box<dyn FnMut(&Recorded) -> Response + Send>;
+
 struct Shared {
     queue: Mutex<VecDeque<Response>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Recorded>>,
     hangups: watch::Sender<usize>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("queued", &self.queue.lock().unwrap().len())
+            .field("requests", &self.requests.lock().unwrap().len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A real HTTP/1.1 server on 127.0.0.1 serving scripted responses in order,
@@ -193,11 +207,23 @@ impl MockModel {
         let addr = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared {
             queue: Mutex::new(responses.into_iter().collect()),
+            responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             hangups: watch::Sender::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Self { addr, shared, task }
+    }
+
+    /// Starts serving answers that `responder` makes from each valid
+    /// request (a server whose answers depend on what was asked, such as
+    /// the prompt-cache emulation of the caching benchmark).
+    pub async fn start_responding(
+        responder: impl FnMut(&Recorded) -> Response + Send + 'static,
+    ) -> Self {
+        let model = Self::start([]).await;
+        *model.shared.responder.lock().unwrap() = Some(Box::new(responder));
+        model
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash (a provider base URL).
@@ -307,7 +333,11 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         return;
     }
 
-    let next = shared.queue.lock().unwrap().pop_front();
+    let queued = shared.queue.lock().unwrap().pop_front();
+    let next = queued.or_else(|| {
+        let mut responder = shared.responder.lock().unwrap();
+        responder.as_mut().map(|respond| respond(&recorded))
+    });
     let Some(response) = next else {
         let _ = http::write_plain(&mut socket, 500, &[], "no scripted response left").await;
         return;
