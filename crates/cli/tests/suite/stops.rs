@@ -7,6 +7,7 @@ use zot_testkit::{MockModel, Response, anthropic, openai, status};
 
 use super::rpc::Rpc;
 use super::support::{Run, World, events};
+use super::tui::Tmux;
 
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
     w.against(model, provider, args).output().unwrap().into()
@@ -457,4 +458,44 @@ async fn the_default_models_are_current_and_think_their_own_way() {
     assert_eq!(body["reasoning_effort"], "high");
     assert!(body.get("max_tokens").is_none(), "{body}");
     assert!(body["max_completion_tokens"].as_u64().is_some(), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tui_shows_the_cache_share_a_cut_answer_and_a_refusal() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .text("First answer.")
+            .usage(100, 10)
+            .cache(0, 4000)
+            .build(),
+        anthropic::Script::new()
+            .text("Second answer.")
+            .usage(50, 10)
+            .cache(4000, 100)
+            .build(),
+        anthropic::Script::new()
+            .text("The first half")
+            .stop_reason("max_tokens")
+            .build(),
+        refusal(),
+    ])
+    .await;
+    let tmux = Tmux::against(&w, "stops", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("one");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("First answer.");
+    tmux.type_text("two");
+    tmux.keys(&["Enter"]);
+    // 4,000 of the 8,250 prompt tokens so far were read from the cache.
+    tmux.wait_for("cache 48%");
+    tmux.type_text("three");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the answer was cut at the output limit");
+    tmux.type_text("four");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the model refused: This asks for working malware. (cyber)");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
 }
