@@ -17,7 +17,7 @@ pub(crate) struct HostContext {
     next_id: AtomicU64,
     pub(crate) questions: QuestionClock,
     /// MCP servers with resources, for the shared resource tools.
-    pub(crate) mcp: crate::mcp::adapter::Directory,
+    pub(crate) mcp: crate::mcp::directory::Directory,
     /// Runs model calls for extensions (MCP sampling); only the TUI sets one.
     pub(crate) sampler: Mutex<Option<std::sync::Arc<dyn crate::sampling::Sampler>>>,
 }
@@ -42,7 +42,7 @@ impl HostContext {
             facts: Mutex::new(facts),
             next_id: AtomicU64::new(1),
             questions: QuestionClock::new(),
-            mcp: crate::mcp::adapter::Directory::default(),
+            mcp: crate::mcp::directory::Directory::default(),
             sampler: Mutex::new(None),
         }
     }

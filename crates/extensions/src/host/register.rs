@@ -229,7 +229,7 @@ impl Inner {
                 && loser.adapter.semantics().warn_tool_clash
                 && kind == NameKind::Tool
                 && !state.conflicts.contains(&conflict)
-                && !crate::mcp::adapter::is_shared_tool(&conflict.name)
+                && !crate::mcp::names::is_shared_tool(&conflict.name)
             {
                 self.warn_once(
                     loser.name(),

@@ -7,8 +7,13 @@ pub mod legacy_sse;
 pub mod oauth;
 
 pub(crate) mod adapter;
+mod client;
+mod content;
+pub(crate) mod directory;
+pub(crate) mod names;
 pub(crate) mod remote;
+mod shared;
 
-pub use adapter::{
-    LIST_RESOURCES, PROTOCOL_VERSION, READ_RESOURCE, SUPPORTED_VERSIONS, qualified_name,
-};
+pub use adapter::SUPPORTED_VERSIONS;
+pub use client::PROTOCOL_VERSION;
+pub use names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};

@@ -45,7 +45,7 @@ pub(crate) const STREAM_RETRIES: usize = 4;
 /// doubling, then `dropped` (which ends the session) instead of retrying.
 #[derive(Debug)]
 struct StreamRetry {
-    dropped: super::adapter::DropSignal,
+    dropped: super::shared::DropSignal,
 }
 
 impl SseRetryPolicy for StreamRetry {
