@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use zot_core::session::sessions_dir;
 use zot_core::tool::BoxFuture;
 use zot_core::{markdown_commands, models, skills};
 use zot_extensions::zot_protocol::ui::CommandOrigin;
@@ -197,7 +196,8 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|s| (s.name.clone(), s.description.clone()))
                 .collect(),
-            sessions_dir: Some(sessions_dir(&ctx.zot_home, &ctx.project)),
+            zot_home: Some(ctx.zot_home.clone()),
+            resume_picker: args.resume.as_deref() == Some(""),
             missing_credentials: problem,
             startup_errors: loaded
                 .load_errors

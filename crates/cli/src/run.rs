@@ -306,7 +306,12 @@ pub fn open_session(
     }
     let session = if let Some(path) = &args.session {
         Session::open(path)?
-    } else if let Some(id) = &args.resume {
+    } else if let Some(id) = args
+        .resume
+        .as_deref()
+        .filter(|id| !id.is_empty() || mode != Mode::Interactive)
+    {
+        // Alone, `-r` opens the TUI's picker over a new session.
         if id.is_empty() {
             anyhow::bail!(
                 "--resume without an id picks a session in the TUI; here pass one: --resume=ID (zot sessions list shows them)"

@@ -26,11 +26,13 @@ use crate::command::Builtin;
 pub use crate::command::parse_command;
 use crate::editor::Editor;
 use crate::modal::{
-    Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, Question, SessionPicker, Step,
+    Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, PromptAction, Question, Step,
 };
 use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
+
+mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
 pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
@@ -62,8 +64,10 @@ pub struct AppConfig {
     pub context_window: u32,
     pub models: Vec<String>,
     pub skills: Vec<(String, String)>,
-    /// Session files of this directory, for /sessions.
-    pub sessions_dir: Option<PathBuf>,
+    /// Where sessions are kept (`$ZOT_HOME`), for the session picker.
+    pub zot_home: Option<PathBuf>,
+    /// Open the session picker at start (`zot -r`).
+    pub resume_picker: bool,
     /// Set when there is no provider: what to tell the user.
     pub missing_credentials: Option<String>,
     /// Extension load errors from start-up.
@@ -219,6 +223,8 @@ impl App {
         if !app.config.untrusted_inputs.is_empty() {
             let inputs = app.config.untrusted_inputs.clone();
             app.modal.open_dialog(Dialog::Trust { inputs });
+        } else if app.config.resume_picker {
+            app.open_sessions(false);
         }
         app
     }
@@ -610,6 +616,9 @@ impl App {
                     self.busy = true;
                 }
             }
+            Step::DeleteSession(summary, all) => self.delete_session(summary, all),
+            Step::WidenSessions(all) => self.open_sessions(all),
+            Step::Prompt(action, entry_id, back) => self.prompt_picked(action, entry_id, back),
             Step::Trust(true) => match self.ext.trust_project() {
                 Ok(()) => self.reload(),
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
@@ -808,7 +817,11 @@ impl App {
                     self.set_status("compacting…", StatusKind::Info);
                 }
             }
-            Builtin::Sessions => self.open_sessions(),
+            Builtin::Sessions => self.open_sessions(false),
+            Builtin::Tree => self.ask_tree(PromptAction::Tree),
+            Builtin::Fork => self.ask_tree(PromptAction::Fork),
+            Builtin::Jump => self.ask_tree(PromptAction::Jump),
+            Builtin::Name => self.name_session(args),
             Builtin::Skills => {
                 let text = if self.config.skills.is_empty() {
                     "no skills (add SKILL.md files under ./.zot/skills or $ZOT_HOME/skills)"
@@ -931,28 +944,6 @@ impl App {
              Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result",
         );
         text
-    }
-
-    /// `/sessions`: the picker over this directory's sessions, newest first.
-    fn open_sessions(&mut self) {
-        let mut items: Vec<(std::time::SystemTime, PathBuf)> = self
-            .config
-            .sessions_dir
-            .as_ref()
-            .and_then(|dir| std::fs::read_dir(dir).ok())
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .collect();
-        items.sort_by_key(|item| std::cmp::Reverse(item.0));
-        if items.is_empty() {
-            self.set_status("no earlier sessions in this directory", StatusKind::Info);
-        } else {
-            let items = items.into_iter().map(|(_, p)| p).collect();
-            self.modal
-                .open_dialog(Dialog::Sessions(SessionPicker::new(items)));
-        }
     }
 
     fn reload(&mut self) {
@@ -1149,6 +1140,9 @@ impl App {
                 self.modal
                     .open_dialog(Dialog::Confirm(Confirmation::new(request)));
             }
+            WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
+            WorkerEvent::EditorText(text) => self.editor.set_text(&text),
+            WorkerEvent::Sessions(all) => self.open_sessions(all),
         }
     }
 

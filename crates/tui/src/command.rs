@@ -28,6 +28,10 @@ pub enum Builtin {
     Clear,
     Compact,
     Sessions,
+    Tree,
+    Fork,
+    Jump,
+    Name,
     Skills,
     Hooks,
     Mcp,
@@ -40,12 +44,16 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 14] = [
+    const ALL: [Self; 18] = [
         Self::Help,
         Self::Model,
         Self::Clear,
         Self::Compact,
         Self::Sessions,
+        Self::Tree,
+        Self::Fork,
+        Self::Jump,
+        Self::Name,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -65,6 +73,10 @@ impl Builtin {
             Self::Clear => "clear",
             Self::Compact => "compact",
             Self::Sessions => "sessions",
+            Self::Tree => "tree",
+            Self::Fork => "fork",
+            Self::Jump => "jump",
+            Self::Name => "name",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

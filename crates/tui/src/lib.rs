@@ -8,6 +8,7 @@ pub mod command;
 pub mod editor;
 pub mod markdown;
 pub mod modal;
+pub mod picker;
 pub mod theme;
 pub mod transcript;
 pub mod view;

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use zot_protocol::ui::{FieldKind, Form, FormAnswer, FormReply, QuestionReply};
 use zot_protocol::zot::Key;
 
+pub use crate::picker::{PromptAction, PromptPicker, SessionPicker};
 use crate::worker::{ConfirmRequest, Decision};
 
 /// Exactly one of these has the keyboard.
@@ -179,8 +180,10 @@ pub enum Dialog {
     Form(FormDialog),
     /// May this tool call run? (`--no-yolo`)
     Confirm(Confirmation),
-    /// `/sessions`: an earlier session of this directory to resume.
+    /// `zot -r`, `/sessions`: an earlier session to resume.
     Sessions(SessionPicker),
+    /// `/tree`, `/fork`, `/jump`: a prompt of this session.
+    Prompts(PromptPicker),
     /// The project ships what waits for the user's trust: one line per
     /// gated input it has (extensions, MCP servers, hooks, commands, skills).
     Trust { inputs: Vec<String> },
@@ -193,6 +196,12 @@ pub(crate) enum Step {
     Close,
     /// Closed on a session to resume.
     Resume(PathBuf),
+    /// Closed on a session to delete (confirmed), the picker's scope with it.
+    DeleteSession(zot_protocol::sessions::SessionSummary, bool),
+    /// Closed to list the sessions again: every directory's (`true`) or this one's.
+    WidenSessions(bool),
+    /// Closed on a prompt: what to do, its entry id, its place on the path.
+    Prompt(PromptAction, String, usize),
     /// Closed on whether the user trusts the project.
     Trust(bool),
 }
@@ -204,6 +213,7 @@ impl Dialog {
             Self::Form(form) => form.key(key),
             Self::Confirm(confirmation) => confirmation.key(key),
             Self::Sessions(picker) => picker.key(key),
+            Self::Prompts(picker) => picker.key(key),
             Self::Trust { .. } => match key.code {
                 KeyCode::Char('y' | 'Y') => Step::Trust(true),
                 KeyCode::Char('n' | 'N') | KeyCode::Esc => Step::Trust(false),
@@ -601,41 +611,6 @@ impl Confirmation {
     }
 }
 
-pub struct SessionPicker {
-    /// Session files, newest first.
-    pub(crate) items: Vec<PathBuf>,
-    pub(crate) selected: usize,
-}
-
-impl SessionPicker {
-    pub(crate) fn new(items: Vec<PathBuf>) -> Self {
-        Self { items, selected: 0 }
-    }
-
-    pub fn items(&self) -> &[PathBuf] {
-        &self.items
-    }
-
-    fn key(&mut self, key: KeyEvent) -> Step {
-        match key.code {
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => {
-                self.selected = (self.selected + 1).min(self.items.len().saturating_sub(1));
-            }
-            KeyCode::Enter => {
-                return self
-                    .items
-                    .get(self.selected)
-                    .cloned()
-                    .map_or(Step::Close, Step::Resume);
-            }
-            KeyCode::Esc => return Step::Close,
-            _ => {}
-        }
-        Step::Stay
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,7 +639,7 @@ mod tests {
         modal.open_dialog(Dialog::Trust {
             inputs: vec!["1 extension in .zot/extensions".to_owned()],
         });
-        modal.open_dialog(Dialog::Sessions(SessionPicker::new(Vec::new())));
+        modal.open_dialog(Dialog::Sessions(SessionPicker::new(Vec::new(), false)));
         assert!(matches!(modal.dialog(), Some(Dialog::Sessions(_))));
         assert_eq!(modal.panel().map(|p| p.id.as_str()), Some("p1"));
 

@@ -76,6 +76,8 @@ pub struct Transcript {
     stream: Option<StreamCache>,
     /// Rows scrolled up from the bottom of the chat.
     scroll: usize,
+    /// An entry to bring to the top of the chat at the next draw (`/jump`).
+    jump: Option<usize>,
 }
 
 impl Transcript {
@@ -144,6 +146,15 @@ impl Transcript {
         let index = self.entries.iter().rposition(matches)?;
         self.rendered.remove(index);
         Some(self.entries.remove(index))
+    }
+
+    /// Brings entry `index` to the top of the chat at the next draw.
+    pub(crate) fn jump_to(&mut self, index: usize) {
+        self.jump = Some(index);
+    }
+
+    pub(crate) fn take_jump(&mut self) -> Option<usize> {
+        self.jump.take()
     }
 
     pub(crate) fn scroll_up(&mut self, rows: usize) {

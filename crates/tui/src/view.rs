@@ -13,7 +13,6 @@ use crate::app::{App, Group, POPUP_ROWS, PopupRow, StatusKind};
 use crate::markdown;
 use crate::modal::{
     CHOICES, Confirmation, Dialog, FORM_BUTTONS, FieldValue, FormDialog, Modal, Panel, Question,
-    SessionPicker,
 };
 use crate::theme::Theme;
 use crate::transcript::Entry;
@@ -169,12 +168,25 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let width = area.width;
     let busy = app.is_busy();
     let transcript = app.transcript_mut();
-    let needed = area.height as usize + transcript.scroll();
     let count = transcript.entries().len();
     let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
     let wrapped = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
         lines.iter().flat_map(|l| wrap(l, width as usize)).collect()
     };
+    if let Some(target) = transcript.take_jump() {
+        // `/jump`: scrolled so the entry's first row is the top one.
+        let below: usize = (target..count)
+            .map(|i| {
+                transcript
+                    .lines(i, width, |entry| wrapped(entry_lines(entry, theme)))
+                    .len()
+                    + 1
+            })
+            .sum();
+        transcript.scroll_down(usize::MAX);
+        transcript.scroll_up(below.saturating_sub(area.height as usize));
+    }
+    let needed = area.height as usize + transcript.scroll();
     let mut rows: Vec<Line<'static>> = Vec::new();
     for index in (0..count).rev() {
         let mut block = if streaming && index + 1 == count {
@@ -555,10 +567,8 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
             question_body(question, theme),
         ),
         Dialog::Form(form) => (format!(" {} asks ", form.extension), form_body(form, theme)),
-        Dialog::Sessions(picker) => (
-            " Resume a session (Enter, Esc) ".to_owned(),
-            sessions_body(picker),
-        ),
+        Dialog::Sessions(picker) => (picker.title(), picker.body(theme)),
+        Dialog::Prompts(picker) => (picker.title(), picker.body(theme)),
         Dialog::Trust { inputs } => (" Untrusted project ".to_owned(), trust_body(inputs, theme)),
     };
     dialog_box(frame, area, &title, body, theme);
@@ -690,27 +700,6 @@ fn form_body(form: &FormDialog, theme: &Theme) -> Vec<Line<'static>> {
         muted,
     ));
     body
-}
-
-fn sessions_body(picker: &SessionPicker) -> Vec<Line<'static>> {
-    picker
-        .items
-        .iter()
-        .enumerate()
-        .map(|(i, path)| {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // Plain reversed: a file list, not a choice of answers.
-            let style = if i == picker.selected {
-                Style::default().add_modifier(Modifier::REVERSED)
-            } else {
-                Style::default()
-            };
-            Line::styled(name, style)
-        })
-        .collect()
 }
 
 fn trust_body(inputs: &[String], theme: &Theme) -> Vec<Line<'static>> {

@@ -11,7 +11,10 @@ use zot_core::agent::{Agent, AgentError, Confirm};
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message};
 use zot_core::provider::Provider;
-use zot_core::session::Session;
+use zot_core::session::{OutlineRow, Session, index, outline};
+use zot_protocol::sessions::SessionSummary;
+
+use crate::picker::PromptAction;
 use zot_core::tool::BoxFuture;
 
 /// Work for the agent.
@@ -28,6 +31,20 @@ pub enum Work {
     /// The bash tool's sandbox (`/sandbox`).
     SetSandbox(zot_core::tools::BashSandbox),
     OpenSession(PathBuf),
+    /// `/tree`, `/fork`, `/jump`: the session's prompts, for a picker.
+    Tree(PromptAction),
+    /// A prompt picked in `/tree` (go on from its answer) or `/fork` (a new
+    /// branch before it).
+    Branch(PromptAction, String),
+    /// `/name`: names the session (empty: says its title).
+    SetTitle(String),
+    /// Deletes a session (never the running one) and its outputs under
+    /// `zot_home`, then asks for the picker again (`all`: every directory's).
+    DeleteSession {
+        summary: Box<SessionSummary>,
+        all: bool,
+        zot_home: PathBuf,
+    },
 }
 
 /// What the worker reports.
@@ -41,6 +58,12 @@ pub enum WorkerEvent {
     /// The conversation was replaced (session opened, compacted, cleared).
     Transcript(Vec<Message>),
     Confirm(ConfirmRequest),
+    /// The prompts of the session as an outline, for a prompt picker.
+    Tree(PromptAction, Vec<OutlineRow>),
+    /// Text for the editor (a forked prompt's, to edit and send again).
+    EditorText(String),
+    /// The session picker is to open again: every directory's (`true`) or this one's.
+    Sessions(bool),
 }
 
 /// A tool call waiting for the user (`--no-yolo`).
@@ -256,6 +279,66 @@ async fn run(
                 let _ = events.send(WorkerEvent::Error(e.to_string()));
             }
         },
+        Work::Tree(action) => {
+            let rows = agent
+                .session()
+                .map(|s| outline(&s.entries(), s.leaf_id()))
+                .unwrap_or_default();
+            let _ = events.send(WorkerEvent::Tree(action, rows));
+        }
+        Work::Branch(action, entry_id) => {
+            let moved = match action {
+                PromptAction::Fork => agent.fork_before(&entry_id).map(Some),
+                PromptAction::Tree | PromptAction::Jump => agent.move_to(&entry_id).map(|()| None),
+            };
+            match moved {
+                Ok(text) => {
+                    let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                    send_plan(agent, events);
+                    if let Some(text) = text {
+                        let _ = events.send(WorkerEvent::EditorText(text));
+                        let _ = events.send(WorkerEvent::Status(
+                            "forked: edit the prompt and send it".into(),
+                        ));
+                    }
+                }
+                Err(e) => {
+                    let _ = events.send(WorkerEvent::Error(e.to_string()));
+                }
+            }
+        }
+        Work::SetTitle(title) => {
+            let title = title.trim();
+            let said = if title.is_empty() {
+                Ok(())
+            } else {
+                agent.set_title(title)
+            };
+            let _ = events.send(match (said, agent.session()) {
+                (Ok(()), Some(session)) => {
+                    WorkerEvent::Status(format!("session: {}", session.title()))
+                }
+                (Err(e), _) => WorkerEvent::Error(e.to_string()),
+                (Ok(()), None) => WorkerEvent::Error("this run keeps no session file".into()),
+            });
+        }
+        Work::DeleteSession {
+            summary,
+            all,
+            zot_home,
+        } => {
+            let running = agent.session().is_some_and(|s| s.id() == summary.id);
+            let done = if running {
+                Err("the running session cannot be deleted".to_owned())
+            } else {
+                index::remove(&zot_home, &summary).map_err(|e| e.to_string())
+            };
+            let _ = events.send(match done {
+                Ok(()) => WorkerEvent::Status(format!("deleted \"{}\"", summary.title)),
+                Err(e) => WorkerEvent::Error(e),
+            });
+            let _ = events.send(WorkerEvent::Sessions(all));
+        }
     }
 }
 

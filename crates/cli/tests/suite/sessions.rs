@@ -11,6 +11,7 @@ use zot_testkit::{MockModel, anthropic};
 use super::conversation::{answered, ok, session_files, session_lines as lines, texts};
 use super::rpc::Rpc;
 use super::support::{Run, World};
+use super::tui::Tmux;
 
 /// The data of a successful response to `request`.
 fn call(rpc: &mut Rpc, request: Value) -> Value {
@@ -365,4 +366,145 @@ async fn resume_needs_an_id_outside_the_tui_and_a_known_one() {
         "{response}"
     );
     assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_resume_picker_filters_deletes_widens_and_resumes() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("parser fixed"),
+        anthropic::text("docs written"),
+        anthropic::text("deployed"),
+        anthropic::text("elsewhere done"),
+        anthropic::text("resumed answer"),
+    ])
+    .await;
+    for prompt in ["fix the parser", "write the docs", "deploy the app"] {
+        ok(w.against(&model, "anthropic", &["-p", prompt])
+            .output()
+            .unwrap()
+            .into());
+    }
+    let elsewhere = w.scratch.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    ok(w.against(&model, "anthropic", &["-p", "work elsewhere"])
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap()
+        .into());
+
+    let tmux = Tmux::keeping_session(&w, "picker", &model, &["-r"], &[]);
+    let screen = tmux.wait_for("Resume a session (this directory)");
+    assert!(
+        screen.contains("fix the parser") && screen.contains("write the docs"),
+        "{screen}"
+    );
+    assert!(screen.contains("2 messages"), "{screen}");
+    assert!(!screen.contains("work elsewhere"), "{screen}");
+    // Fuzzy: letters in order, not a substring.
+    tmux.type_text("wrtdcs");
+    let screen = tmux.wait_for("filter: wrtdcs");
+    assert!(screen.contains("write the docs"), "{screen}");
+    assert!(!screen.contains("fix the parser"), "{screen}");
+    // Delete asks first; anything but y keeps it.
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("delete \"write the docs\"? y yes");
+    tmux.type_text("n");
+    tmux.wait_for("Enter resume");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("delete \"write the docs\"?");
+    tmux.type_text("y");
+    tmux.wait_for("deleted \"write the docs\"");
+    let screen = tmux.wait_for("Resume a session (this directory)");
+    assert!(!screen.contains("│write the docs"), "{screen}");
+    assert_eq!(list(&w, &["--all"]).len(), 3);
+    // Tab widens to every directory.
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("Resume a session (every directory)");
+    tmux.wait_for("work elsewhere");
+    tmux.type_text("parser");
+    tmux.wait_for("filter: parser");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("parser fixed");
+    tmux.type_text("and now?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("resumed answer");
+    assert_eq!(
+        texts(&model.requests()[4].body),
+        ["fix the parser", "parser fixed", "and now?"]
+    );
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tree_fork_jump_and_name_in_the_tui() {
+    let w = World::new();
+    let long = (1..=40)
+        .map(|i| format!("line {i} of a long answer"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let model = MockModel::start([
+        anthropic::text("a1"),
+        anthropic::text(&long),
+        anthropic::text("a3"),
+        anthropic::text("a4"),
+    ])
+    .await;
+    let tmux = Tmux::keeping_session(&w, "tree", &model, &[], &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("one");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("a1");
+    tmux.type_text("two");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("line 40 of a long answer");
+
+    // /jump brings the first prompt back to the top of the chat.
+    tmux.type_text("/jump");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Jump to a prompt");
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("a1");
+    assert!(!screen.contains("line 40 of a long answer"), "{screen}");
+
+    // /fork before "two": its text comes back in the editor, the chat
+    // loses what followed, and the next request lacks it.
+    tmux.type_text("/fork");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Fork: a new branch before a prompt");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("forked: edit the prompt and send it");
+    let screen = tmux.screen();
+    assert!(!screen.contains("line 1 of a long answer"), "{screen}");
+    tmux.type_text(" again");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("a3");
+    assert_eq!(texts(&model.requests()[2].body), ["one", "a1", "two again"]);
+
+    // /tree shows both branches and goes back to the first one.
+    tmux.type_text("/tree");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Session tree");
+    assert!(screen.contains("● one"), "{screen}");
+    assert!(screen.contains("└ two again"), "{screen}");
+    assert!(screen.contains("  └ two"), "{screen}");
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("line 40 of a long answer");
+    tmux.type_text("three");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("a4");
+    assert_eq!(
+        texts(&model.requests()[3].body),
+        ["one", "a1", "two", &long, "three"]
+    );
+
+    tmux.type_text("/name tree work");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("session: tree work");
+    assert_eq!(list(&w, &[])[0]["title"], "tree work");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
 }

@@ -74,6 +74,19 @@ impl Tmux {
         extra: &[&str],
         env: &[(&str, String)],
     ) -> Self {
+        let mut args = vec!["--no-session"];
+        args.extend(extra);
+        Self::keeping_session(w, name, model, &args, env)
+    }
+
+    /// [`Tmux::against_with`] keeping a session file.
+    pub(super) fn keeping_session(
+        w: &World,
+        name: &str,
+        model: &MockModel,
+        extra: &[&str],
+        env: &[(&str, String)],
+    ) -> Self {
         let url = model.url();
         let mut args = vec![
             "--provider",
@@ -82,7 +95,6 @@ impl Tmux {
             "k",
             "--base-url",
             &url,
-            "--no-session",
         ];
         args.extend(extra);
         Self::start(w, name, &args, env)
@@ -223,8 +235,11 @@ async fn commands_notes_panels_and_a_clean_exit() {
     let tmux = Tmux::against(&w, "main", &model, &["--ext", ext.to_str().unwrap()]);
     tmux.wait_for("anthropic/claude-sonnet-5-5");
 
-    // The popup lists the extension's commands under the divider.
+    // The popup lists the extension's commands under the divider, past
+    // the built-ins: Up from the first row wraps to the last.
     tmux.type_text("/");
+    tmux.wait_for("/help");
+    tmux.keys(&["Up"]);
     let screen = tmux.wait_for("── extensions ──");
     assert!(
         screen.contains("/hello") && screen.contains("say hello"),

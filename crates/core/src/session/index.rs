@@ -95,7 +95,11 @@ pub fn list(zot_home: &Path, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, 
                 }
             };
             index.sessions.insert(key, indexed.clone());
-            found.push(indexed);
+            // A session nobody has said anything in yet (a running zot's
+            // new one) is not one to find.
+            if !indexed.summary.title.is_empty() || indexed.summary.message_count > 0 {
+                found.push(indexed);
+            }
         }
     }
     // Entries of files that are gone, in the directories looked at.

@@ -422,11 +422,18 @@ async fn confirmation_keys_answer_the_agent() {
 #[tokio::test]
 async fn built_in_commands() {
     let dir = std::env::temp_dir().join(format!("zot-tui-sessions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("20260101-000000-aaaa.jsonl"), "{}").unwrap();
-    std::fs::write(dir.join("20260102-000000-bbbb.jsonl"), "{}").unwrap();
     let mut cfg = config();
-    cfg.sessions_dir = Some(dir.clone());
+    for prompt in ["first session", "second session"] {
+        let mut session = zot_core::session::Session::create(
+            &dir,
+            std::path::Path::new(&cfg.cwd),
+            "anthropic",
+            "m",
+        )
+        .unwrap();
+        session.append(&zot_core::message::Message::user(prompt));
+    }
+    cfg.zot_home = Some(dir.clone());
     cfg.skills = vec![("deploy".into(), "how to ship".into())];
     let (mut app, _, _) = app_with(cfg);
 
@@ -456,7 +463,7 @@ async fn built_in_commands() {
     assert_eq!(app.config().sandbox.describe(), "read-only + network");
     app.submit("/sessions");
     match app.dialog() {
-        Some(Dialog::Sessions(picker)) => assert_eq!(picker.items().len(), 2),
+        Some(Dialog::Sessions(picker)) => assert_eq!(picker.shown().count(), 2),
         _ => panic!("no session picker"),
     }
     app.on_key(key(KeyCode::Esc));
