@@ -79,7 +79,7 @@ pub struct AgentArgs {
     /// Extended thinking: low, medium or high.
     #[arg(long, value_parser = ["low", "medium", "high"], ignore_case = true)]
     pub reasoning: Option<String>,
-    /// List the known models of the provider and exit.
+    /// List the models (the same as `zot models`) and exit.
     #[arg(long)]
     pub list_models: bool,
 
@@ -187,6 +187,19 @@ pub enum Command {
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// The model table beside what each provider serves (asked only with a
+    /// key, or of ollama; each answer is kept a day in $ZOT_HOME/cache/).
+    Models {
+        /// Only this provider (anthropic, openai or ollama).
+        #[arg(long)]
+        provider: Option<String>,
+        /// Ask the providers again instead of using the day-old lists.
+        #[arg(long)]
+        refresh: bool,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Check everything: config and where each value comes from, credentials,
     /// the model endpoint, $ZOT_HOME, sessions, then every extension.

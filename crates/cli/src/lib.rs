@@ -21,6 +21,7 @@ pub mod lines;
 pub mod logging;
 pub mod mcp_cmd;
 pub mod mcp_view;
+pub mod models_cmd;
 pub mod oneshot;
 pub mod permissions_cmd;
 pub mod rpc;
@@ -73,6 +74,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             clap_mangen::Man::new(command).render(&mut page)?;
             print_to_pipe(&page)
         }
+        Command::Models {
+            provider,
+            refresh,
+            json,
+        } => {
+            let mut ctx = context::Context::new(&cli)?;
+            ctx.load_settings()?;
+            let mut args = cli.agent.clone();
+            if provider.is_some() {
+                args.provider.clone_from(provider);
+            }
+            ctx.settings.apply(&mut args);
+            models_cmd::run(&args, &ctx.zot_home, *refresh, *json)
+        }
         Command::Doctor { json } => {
             let mut ctx = context::Context::new(&cli)?;
             doctor::run(&cli, &mut ctx, *json)
@@ -121,8 +136,7 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     let mut args = cli.agent.clone();
     ctx.settings.apply(&mut args);
     if args.list_models {
-        run::list_models(&args)?;
-        return Ok(ExitCode::SUCCESS);
+        return models_cmd::run(&args, &ctx.zot_home, false, false);
     }
     if mode != Mode::Interactive {
         for warning in &ctx.settings.warnings {

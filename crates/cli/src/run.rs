@@ -1,14 +1,13 @@
 //! Builds a running agent from the arguments: provider and credentials,
 //! the extension host (as a `Hooks`), skills, the system prompt, the session.
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 use zot_core::agent::{Agent, AgentConfig, Confirm, ToolFilter, local_session_id};
 use zot_core::models;
-use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
+use zot_core::provider::{Provider, ProviderConfig, Reasoning};
 use zot_core::session::Session;
 use zot_core::skills::{self, SkillTool};
 use zot_core::system_prompt::{PromptParts, assemble};
@@ -332,44 +331,4 @@ pub fn open_session(
         errln!("zot: warning: {warning}");
     }
     Ok(Some(session))
-}
-
-/// `--list-models`.
-pub fn list_models(args: &AgentArgs) -> anyhow::Result<()> {
-    let kinds = match &args.provider {
-        Some(name) => vec![
-            ProviderKind::parse(name).with_context(|| format!("unknown provider \"{name}\""))?,
-        ],
-        None => vec![ProviderKind::Anthropic, ProviderKind::OpenAi],
-    };
-    // A closed pipe (`zot --list-models | head`) ends the listing, not the process.
-    let mut out = std::io::stdout().lock();
-    for kind in kinds {
-        if kind == ProviderKind::Ollama
-            && writeln!(
-                out,
-                "ollama: any model your server has (ollama list); pass it with --model"
-            )
-            .is_err()
-        {
-            return Ok(());
-        }
-        for m in models::models(kind) {
-            let price = m.price.as_ref().map_or_else(String::new, |p| {
-                format!("\t${}/${} per MTok", p.base.input, p.base.output)
-            });
-            let line = writeln!(
-                out,
-                "{}\t{}\tcontext {}\tmax output {}{price}",
-                kind.name(),
-                m.id,
-                m.context_window,
-                m.max_output
-            );
-            if line.is_err() {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
 }

@@ -174,6 +174,8 @@ impl Recorded {
 type Responder = Box<dyn FnMut(&Recorded) -> Response + Send>;
 
 struct Shared {
+    /// What `GET /v1/models` (and ollama's `/api/tags`) lists.
+    models: Mutex<Vec<String>>,
     queue: Mutex<VecDeque<Response>>,
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Recorded>>,
@@ -206,6 +208,7 @@ impl MockModel {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let shared = Arc::new(Shared {
+            models: Mutex::new(Vec::new()),
             queue: Mutex::new(responses.into_iter().collect()),
             responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
@@ -224,6 +227,13 @@ impl MockModel {
         let model = Self::start([]).await;
         *model.shared.responder.lock().unwrap() = Some(Box::new(responder));
         model
+    }
+
+    /// The model ids `GET /v1/models` lists from now on (in Anthropic's
+    /// shape when the request carries `anthropic-version`, else OpenAI's),
+    /// and ollama's `GET /api/tags`.
+    pub fn serve_models(&self, ids: &[&str]) {
+        *self.shared.models.lock().unwrap() = ids.iter().map(|id| (*id).to_owned()).collect();
     }
 
     /// `http://127.0.0.1:PORT`, without a trailing slash (a provider base URL).
@@ -304,6 +314,12 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
     shared.requests.lock().unwrap().push(recorded.clone());
 
     let route = recorded.path.split('?').next().unwrap_or_default();
+    if recorded.method == "GET" && (route == "/v1/models" || route == "/api/tags") {
+        let ids = shared.models.lock().unwrap().clone();
+        let (code, body) = model_list(&recorded, route, &ids);
+        let _ = http::write_plain(&mut socket, code, &[], &body).await;
+        return;
+    }
     let api = if route == "/v1/messages" {
         Api::Anthropic
     } else if route.ends_with("/chat/completions") {
@@ -371,6 +387,51 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// A model list in the shape of the API asked, or its refusal without a key.
+fn model_list(request: &Recorded, route: &str, ids: &[String]) -> (u16, String) {
+    if route == "/api/tags" {
+        let models: Vec<Value> = ids
+            .iter()
+            .map(|id| serde_json::json!({"name": id, "model": id, "size": 1}))
+            .collect();
+        return (200, serde_json::json!({"models": models}).to_string());
+    }
+    if request.header("anthropic-version").is_some() {
+        if request.header("x-api-key").is_none_or(str::is_empty) {
+            return (
+                401,
+                anthropic::error_body(401, "x-api-key header is required"),
+            );
+        }
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                serde_json::json!({"type": "model", "id": id, "display_name": id,
+                    "created_at": "2026-11-01T00:00:00Z"})
+            })
+            .collect();
+        let body = serde_json::json!({"data": data, "has_more": false,
+            "first_id": ids.first(), "last_id": ids.last()});
+        return (200, body.to_string());
+    }
+    if request
+        .header("authorization")
+        .is_none_or(|v| !v.starts_with("Bearer "))
+    {
+        return (401, openai::error_body("You didn't provide an API key."));
+    }
+    let data: Vec<Value> = ids
+        .iter()
+        .map(
+            |id| serde_json::json!({"id": id, "object": "model", "created": 1, "owned_by": "mock"}),
+        )
+        .collect();
+    (
+        200,
+        serde_json::json!({"object": "list", "data": data}).to_string(),
+    )
 }
 
 async fn stream(

@@ -20,6 +20,7 @@ mod mcp_cmd;
 mod mcp_confirm;
 mod mcp_resume;
 mod mcp_tui;
+mod models;
 mod nimlet;
 mod permissions;
 mod remote;

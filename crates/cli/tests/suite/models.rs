@@ -1,0 +1,127 @@
+//! `zot models` through the built binary: the model table beside what
+//! loopback providers serve (`GET /v1/models`, ollama's `/api/tags`), the
+//! day-long cache and `--refresh`, and a provider that cannot be reached.
+
+use serde_json::Value;
+use zot_testkit::MockModel;
+
+use super::support::World;
+
+/// `zot --base-url URL [extra…] models --json …`, parsed.
+fn models(w: &World, url: &str, extra: &[&str], sub: &[&str]) -> Value {
+    let mut args = vec!["--base-url", url];
+    args.extend_from_slice(extra);
+    args.extend(["models", "--json"]);
+    args.extend_from_slice(sub);
+    let run = w.zot(&args);
+    assert_eq!(run.code, 0, "{run:?}");
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+fn entry<'a>(listing: &'a Value, id: &str) -> &'a Value {
+    listing["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed: {listing}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_table_is_marked_with_what_anthropic_serves_and_the_list_is_cached() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    model.serve_models(&[
+        "claude-sonnet-5-5",
+        "claude-haiku-4-5-20251001",
+        "claude-next-6",
+    ]);
+    let key = ["--provider", "anthropic", "--api-key", "sk-test"];
+    let listing = models(&w, &model.url(), &key, &[]);
+    let sonnet = entry(&listing, "claude-sonnet-5-5");
+    assert_eq!(sonnet["served"], true);
+    assert_eq!(sonnet["in_table"], true);
+    assert_eq!(sonnet["context_window"], 1_000_000);
+    assert_eq!(sonnet["price"]["input"], 2.0);
+    // Served under its dated alias.
+    assert_eq!(entry(&listing, "claude-haiku-4-5")["served"], true);
+    assert_eq!(entry(&listing, "claude-opus-4-1")["served"], false);
+    let new = entry(&listing, "claude-next-6");
+    assert_eq!(
+        (&new["in_table"], &new["served"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert!(new["price"].is_null());
+    assert!(
+        listing["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["provider"] == "anthropic")
+    );
+    let asked = &model.requests()[0];
+    assert_eq!(asked.path, "/v1/models?limit=1000");
+    assert_eq!(asked.header("x-api-key"), Some("sk-test"));
+
+    // A day-old list is reused; --refresh asks again.
+    model.serve_models(&["claude-opus-4-1"]);
+    let again = models(&w, &model.url(), &key, &[]);
+    assert_eq!(again["providers"][0]["cached"], true);
+    assert_eq!(entry(&again, "claude-opus-4-1")["served"], false);
+    assert_eq!(model.requests().len(), 1);
+    let fresh = models(&w, &model.url(), &key, &["--refresh"]);
+    assert_eq!(entry(&fresh, "claude-opus-4-1")["served"], true);
+    assert_eq!(model.requests().len(), 2);
+    assert!(w.home.join("cache").read_dir().unwrap().count() >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_compatible_servers_and_ollama_list_theirs_and_an_unreachable_one_is_named() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    model.serve_models(&["gpt-6.2-sol", "my-local-model"]);
+    let url = format!("{}/v1", model.url());
+    let openai = ["--provider", "openai", "--api-key", "sk-test"];
+    let listing = models(&w, &url, &openai, &[]);
+    assert_eq!(entry(&listing, "gpt-6.2-sol")["served"], true);
+    assert_eq!(entry(&listing, "gpt-4.1")["served"], false);
+    assert_eq!(entry(&listing, "my-local-model")["in_table"], false);
+    assert_eq!(model.requests()[0].path, "/v1/models");
+    assert_eq!(
+        model.requests()[0].header("authorization"),
+        Some("Bearer sk-test")
+    );
+
+    // ollama needs no key: its tags are its models.
+    let listing = models(&w, &model.url(), &["--provider", "ollama"], &[]);
+    assert_eq!(entry(&listing, "my-local-model")["served"], true);
+    assert_eq!(model.requests()[1].path, "/api/tags");
+
+    // Nothing listens on port 1: named, not waited for, and the table still lists.
+    let run = w.zot(&[
+        "--base-url",
+        "http://127.0.0.1:1",
+        "--provider",
+        "openai",
+        "--api-key",
+        "k",
+        "models",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("# openai: cannot reach http://127.0.0.1:1"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("openai\tgpt-6.2-sol\t"), "{run:?}");
+    // Without a key a provider is not asked at all.
+    let run = w.zot(&["models", "--provider", "anthropic"]);
+    assert!(
+        run.stdout
+            .contains("# anthropic: not asked: no key (ANTHROPIC_API_KEY)"),
+        "{run:?}"
+    );
+    let run = w.zot(&["models", "--provider", "nope"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("unknown provider \"nope\""), "{run:?}");
+}
