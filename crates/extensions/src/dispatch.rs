@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::CommandReply;
 use zot_protocol::zot::{ContentBlock, Key};
 
-use crate::adapter::PanelInput;
+use crate::adapter::{PanelInput, ProgressSink};
 use crate::discovery::FoundStatus;
 use crate::extension::Extension;
 use crate::host::{Bound, ExtensionHost};
@@ -35,9 +35,6 @@ pub enum DispatchError {
         source: RequestError,
     },
 }
-
-/// Where a running tool's progress text goes (for protocols that report progress).
-pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// An extension tool's result.
 #[derive(Debug, Clone, PartialEq)]

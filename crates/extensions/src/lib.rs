@@ -29,12 +29,10 @@ mod tool_schema;
 mod transport;
 pub mod trust;
 
-pub use adapter::HandshakeError;
+pub use adapter::{HandshakeError, ProgressSink};
 pub use config::{HostConfig, default_zot_home, zot_home_from};
 pub use discovery::{Found, FoundStatus, Scope, discover};
-pub use dispatch::{
-    Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ProgressSink, ToolReply,
-};
+pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ToolReply};
 pub use extension::Readiness;
 pub use hooks::CommandHooks;
 pub use host::{

@@ -2,13 +2,14 @@
 //! model (`model.rs`). An adapter owns its handshake, encodes the host's
 //! requests into its frames, decodes replies into verdicts and effects, and
 //! declares its [`Semantics`]. It talks over a [`Peer`], whatever transport
-//! carries the frames. [`for_manifest`] is the one place that picks an
+//! carries the frames. `select::for_manifest` is the one place that picks an
 //! adapter; nothing else in the host knows which protocol an extension speaks.
 
 pub(crate) mod nimlet;
+pub(crate) mod select;
 pub(crate) mod zot;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +18,7 @@ use serde_json::Value;
 use zot_protocol::ui::CommandOutcome;
 use zot_protocol::zot::{ContentBlock, Key};
 
-use crate::context::HostContext;
-use crate::manifest::{Dialect, Launch, Manifest, Remote};
+use crate::manifest::Remote;
 use crate::model::{Ask, Effect, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
 use crate::transport::{FrameReader, Peer, ReadError, RequestError};
 
@@ -126,7 +126,7 @@ pub(crate) trait Adapter: Send + Sync {
     /// The extension joined the live set: `host` reaches it later, for
     /// protocols whose peer speaks on its own after the handshake (an MCP
     /// server's `list_changed`, or its requests to the client).
-    fn attach(&self, _host: crate::host::Attached) {}
+    fn attach(&self, _host: Box<dyn Attachment>) {}
 
     /// The connection ended (a crash, or a stop): drop what depends on it.
     fn disconnected(&self) {}
@@ -147,7 +147,32 @@ pub(crate) trait Adapter: Send + Sync {
     fn listed_as(&self, point: HookPoint, mode: Mode) -> (Mode, &'static str);
 }
 
-pub(crate) use crate::dispatch::ProgressSink;
+/// Where a running tool's progress text goes (for protocols that report progress).
+pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How an adapter reaches the host after its handshake, on its own
+/// initiative (not while answering a call). The host's handle is weak: it
+/// keeps neither the host nor the extension alive.
+pub(crate) trait Attachment: Send + Sync {
+    /// Runs `f` with a link to the host, while both the host and this
+    /// extension (still live) exist; whether it ran.
+    fn with_link(&self, f: &mut dyn FnMut(&dyn Link)) -> bool;
+}
+
+impl dyn Attachment {
+    /// [`with_link`](Attachment::with_link) for a closure with a result:
+    /// `None` when the host or the extension is gone.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&dyn Link) -> R) -> Option<R> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.with_link(&mut |link| {
+            if let Some(f) = f.take() {
+                out = Some(f(link));
+            }
+        });
+        out
+    }
+}
 
 /// How to reach an extension: a process to start, a remote connection
 /// its adapter opens itself (an MCP server over HTTP), or a zot or nimlet
@@ -166,62 +191,6 @@ pub(crate) struct ProcessSpec {
     pub(crate) cwd: PathBuf,
     /// Added to the environment the process inherits.
     pub(crate) env: Vec<(String, String)>,
-}
-
-/// The adapter for a process or remote manifest, and how to reach it.
-/// `dir` is the extension directory (absolute); `data_dir` where it keeps
-/// its state (for protocols that say). An error says why it cannot start.
-pub(crate) fn for_manifest(
-    manifest: &Manifest,
-    dir: &Path,
-    data_dir: &Path,
-    cx: &Arc<HostContext>,
-) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
-    if let Launch::Mcp(server) = &manifest.launch {
-        return Ok(crate::mcp::adapter::launch(server, cx));
-    }
-    if let Launch::Remote(remote) = &manifest.launch {
-        let adapter: Box<dyn Adapter> = match remote.protocol {
-            Dialect::Nimlet => Box::new(nimlet::Nimlet::new(Arc::clone(cx), remote.timeout)),
-            _ => Box::new(zot::Zot::new(
-                Arc::clone(cx),
-                manifest.name.clone(),
-                dir.to_path_buf(),
-                data_dir.to_path_buf(),
-            )),
-        };
-        return Ok((adapter, LaunchSpec::Connect(remote.clone())));
-    }
-    let Some((program, args)) = manifest.program(dir) else {
-        return Err(match manifest.launch {
-            Launch::Nimlet { .. } => "empty command".to_owned(),
-            _ => "manifest has no exec".to_owned(),
-        });
-    };
-    let args = args.to_vec();
-    let (adapter, cwd): (Box<dyn Adapter>, PathBuf) = match &manifest.launch {
-        Launch::Nimlet { timeout, .. } => (
-            Box::new(nimlet::Nimlet::new(Arc::clone(cx), *timeout)),
-            // Runs in the workspace (research nimlet.md E4).
-            cx.cwd(),
-        ),
-        _ => (
-            Box::new(zot::Zot::new(
-                Arc::clone(cx),
-                manifest.name.clone(),
-                dir.to_path_buf(),
-                data_dir.to_path_buf(),
-            )),
-            dir.to_path_buf(),
-        ),
-    };
-    let spec = ProcessSpec {
-        program,
-        args,
-        cwd,
-        env: Vec::new(),
-    };
-    Ok((adapter, LaunchSpec::Process(spec)))
 }
 
 /// Why an extension's opening was not acceptable.

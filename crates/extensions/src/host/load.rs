@@ -8,7 +8,8 @@ use futures_util::future::join_all;
 use tokio::time::Instant;
 use zot_protocol::ui::HostEvent;
 
-use crate::adapter::{self, Adapter, HandshakeError, LaunchSpec, Link, ProcessSpec};
+use crate::adapter::select::for_manifest;
+use crate::adapter::{Adapter, HandshakeError, LaunchSpec, Link, ProcessSpec};
 use crate::discovery::{Found, FoundStatus, Scope};
 use crate::ext_log::ExtLog;
 use crate::extension::{Extension, Readiness};
@@ -147,8 +148,8 @@ impl Inner {
         let data_dir = self
             .data_dir(&attempt, &permissions)
             .map_err(|kind| attempt.error(kind, None))?;
-        let (adapter, launch) = adapter::for_manifest(manifest, &attempt.dir, &data_dir, &self.cx)
-            .map_err(|e| {
+        let (adapter, launch) =
+            for_manifest(manifest, &attempt.dir, &data_dir, &self.cx).map_err(|e| {
                 let kind = LoadErrorKind::Spawn {
                     program: String::new(),
                     error: e,
@@ -352,10 +353,10 @@ impl Inner {
         for registration in registrations {
             self.apply(&ext, registration);
         }
-        ext.adapter.attach(Attached {
+        ext.adapter.attach(Box::new(Attached {
             inner: Arc::downgrade(self),
             ext: Arc::downgrade(&ext),
-        });
+        }));
         tokio::spawn(drive(
             Arc::clone(&ext),
             Arc::downgrade(self),

@@ -16,7 +16,7 @@ pub use report::{
     Connectivity, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo, ReloadStats, ReportStatus,
 };
 use state::Warned;
-pub(crate) use state::{Attached, Bound, HostState, Inner};
+pub(crate) use state::{Bound, HostState, Inner};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,7 +26,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use zot_protocol::ui::{CommandInfo, HostEvent};
 
-use crate::adapter;
+use crate::adapter::select::for_manifest;
 use crate::config::HostConfig;
 use crate::context::HostContext;
 use crate::discovery::{Found, FoundStatus, Scope, discover};
@@ -265,7 +265,7 @@ impl ExtensionHost {
         let cx = &self.inner.cx;
         let restarts = |m: &Manifest| {
             let dir = std::path::absolute(&m.dir).unwrap_or_else(|_| m.dir.clone());
-            adapter::for_manifest(m, &dir, &dir, cx)
+            for_manifest(m, &dir, &dir, cx)
                 .is_ok_and(|(a, _)| a.semantics().restart_on_session_switch)
         };
         let (running, manifests) = {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::HostEvent;
 
-use crate::adapter::Link;
+use crate::adapter::{Attachment, Link};
 use crate::context::HostContext;
 use crate::discovery::Found;
 use crate::extension::Extension;
@@ -144,17 +144,19 @@ pub(crate) struct Attached {
     pub(super) ext: Weak<Extension>,
 }
 
-impl Attached {
-    /// Runs `f` with a link to the host, while both the host and this
-    /// extension (still live) exist.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&dyn Link) -> R) -> Option<R> {
-        let inner = self.inner.upgrade()?;
-        let ext = self.ext.upgrade().filter(|e| e.is_alive())?;
-        let link = Bound {
+impl Attachment for Attached {
+    fn with_link(&self, f: &mut dyn FnMut(&dyn Link)) -> bool {
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
+        let Some(ext) = self.ext.upgrade().filter(|e| e.is_alive()) else {
+            return false;
+        };
+        f(&Bound {
             inner: &inner,
             ext: &ext,
-        };
-        Some(f(&link))
+        });
+        true
     }
 }
 

@@ -36,19 +36,23 @@ use zot_protocol::ui::CommandOutcome;
 
 use super::config::{McpServer, McpTransport, Remote};
 use crate::adapter::{
-    Adapter, CommandAnswer, HandshakeError, LaunchSpec, Link, ProcessSpec, ProgressSink, ToolAnswer,
+    Adapter, Attachment, CommandAnswer, HandshakeError, LaunchSpec, Link, ProcessSpec,
+    ProgressSink, ToolAnswer,
 };
 use crate::context::HostContext;
-use crate::host::Attached;
 use crate::model::{Ask, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
 use crate::transport::remote::{self, RemoteHandle};
 use crate::transport::{FrameReader, Peer, ReadError, RequestError, Sender};
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::auth::AuthClient;
 
 use super::client::Client;
 use super::content::{
     error_answer, list_resources, map_tool_result, prompt_text, read_resource, split_args,
 };
 use super::names::{LIST_RESOURCES, READ_RESOURCE};
+use super::remote::RetryDelay;
 use super::shared::{DropSignal, Shared, lock, token_key};
 
 /// Versions a server may answer `initialize` with. zot speaks 2025-11-25
@@ -298,10 +302,22 @@ impl Mcp {
             super::oauth::authorized(&self.shared.cx.config.zot_home, &server.name, &remote.url)
                 .await
                 .map_err(|e| HandshakeError::Mcp(e.to_string()))?;
-        if streamable {
-            super::remote::open_streamable_http(self, server, remote, auth, link).await
-        } else {
-            super::remote::open_sse(self, server, remote, auth, link).await
+        if !streamable {
+            let transport = super::remote::legacy_sse(server, remote, auth).await?;
+            return self.open(transport, link).await;
+        }
+        let (config, client) = super::remote::streamable_http(server, remote, self.on_drop())?;
+        match auth {
+            Some(manager) => {
+                let client = RetryDelay::new(AuthClient::new(client, manager));
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                self.open(transport, link).await
+            }
+            None => {
+                let client = RetryDelay::new(client);
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                self.open(transport, link).await
+            }
         }
     }
 
@@ -624,7 +640,7 @@ impl Adapter for Mcp {
         }
     }
 
-    fn attach(&self, host: Attached) {
+    fn attach(&self, host: Box<dyn Attachment>) {
         let _ = self.shared.attached.set(host);
         self.shared.refresh_if_stale();
     }

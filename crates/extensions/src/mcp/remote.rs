@@ -11,19 +11,17 @@ use std::time::Duration;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::auth::{AuthClient, AuthorizationManager};
+use rmcp::transport::auth::AuthorizationManager;
 use rmcp::transport::common::client_side_sse::{BoxedSseResponse, SseRetryPolicy};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 
-use super::adapter::Mcp;
 use super::config::{McpServer, Remote};
-use super::legacy_sse::LegacySseError;
-use crate::adapter::{HandshakeError, Link};
-use crate::model::Registration;
+use super::legacy_sse::{LegacySseError, LegacySseTransport};
+use super::shared::DropSignal;
+use crate::adapter::HandshakeError;
 
 /// The first wait before resuming a broken event stream (when the server set
 /// no `retry` of its own): half a second, as for remote zot extensions
@@ -45,7 +43,7 @@ pub(crate) const STREAM_RETRIES: usize = 4;
 /// doubling, then `dropped` (which ends the session) instead of retrying.
 #[derive(Debug)]
 struct StreamRetry {
-    dropped: super::shared::DropSignal,
+    dropped: DropSignal,
 }
 
 impl SseRetryPolicy for StreamRetry {
@@ -108,13 +106,13 @@ impl StreamEnds {
 /// until the `retry` that stream last carried has passed. Every other
 /// request goes straight to `inner`.
 #[derive(Debug, Clone)]
-struct RetryDelay<C> {
+pub(crate) struct RetryDelay<C> {
     inner: C,
     ends: Arc<StreamEnds>,
 }
 
 impl<C> RetryDelay<C> {
-    fn new(inner: C) -> Self {
+    pub(crate) fn new(inner: C) -> Self {
         Self {
             inner,
             ends: Arc::default(),
@@ -331,19 +329,18 @@ where
     }
 }
 
-/// The Streamable HTTP transport for `remote`: its headers on every request,
-/// and `Authorization: Bearer $<bearer_token_env_var>` when that is set, or
-/// the (refreshed) token of a `zot mcp login` when there is one.
-/// `rmcp` keeps the `Mcp-Session-Id`, resumes SSE streams with
-/// `Last-Event-ID` (after the server's `retry` delay: [`RetryDelay`]), and
-/// sends `DELETE` when the session is closed.
-pub(crate) async fn open_streamable_http(
-    mcp: &Mcp,
+/// The Streamable HTTP settings for `remote` and the HTTP client to send
+/// them with: its headers on every request, and `Authorization: Bearer
+/// $<bearer_token_env_var>` when that is set (the adapter wraps the client
+/// in `rmcp`'s `AuthClient` when `zot mcp login` stored a token). `rmcp`
+/// keeps the `Mcp-Session-Id`, resumes SSE streams with `Last-Event-ID`
+/// (after the server's `retry` delay: [`RetryDelay`]), and sends `DELETE`
+/// when the session is closed; a stream that cannot be resumed fires `dropped`.
+pub(crate) fn streamable_http(
     server: &McpServer,
     remote: &Remote,
-    auth: Option<AuthorizationManager>,
-    link: &dyn Link,
-) -> Result<Vec<Registration>, HandshakeError> {
+    dropped: DropSignal,
+) -> Result<(StreamableHttpClientTransportConfig, reqwest::Client), HandshakeError> {
     let headers: HashMap<_, _> = super::legacy_sse::header_map(&server.name, &remote.headers, None)
         .map_err(|e| HandshakeError::Mcp(e.to_string()))?
         .into_iter()
@@ -353,48 +350,28 @@ pub(crate) async fn open_streamable_http(
         StreamableHttpClientTransportConfig::with_uri(remote.url.as_str()).custom_headers(headers);
     // rmcp's default retries a broken event stream forever, doubling without
     // a cap; zot's gives up after a few tries and reports the server dropped.
-    config.retry_config = Arc::new(StreamRetry {
-        dropped: mcp.on_drop(),
-    });
+    config.retry_config = Arc::new(StreamRetry { dropped });
     if let Some(token) = bearer_token(server, remote).map_err(HandshakeError::Mcp)? {
         config = config.auth_header(token);
     }
     let client = zot_http::http_client(remote.url.as_str())
         .build()
         .map_err(|e| HandshakeError::Mcp(format!("cannot build the HTTP client: {e}")))?;
-    match auth {
-        Some(manager) => {
-            let client = RetryDelay::new(AuthClient::new(client, manager));
-            mcp.open(
-                StreamableHttpClientTransport::with_client(client, config),
-                link,
-            )
-            .await
-        }
-        None => {
-            mcp.open(
-                StreamableHttpClientTransport::with_client(RetryDelay::new(client), config),
-                link,
-            )
-            .await
-        }
-    }
+    Ok((config, client))
 }
 
 /// `"type": "sse"`: the legacy HTTP+SSE transport (MCP 2024-11-05), which
-/// `rmcp` 3 no longer ships a client for: `legacy_sse.rs` is one, handed to
-/// [`Mcp::open`] like any other transport.
-pub(crate) async fn open_sse(
-    mcp: &Mcp,
+/// `rmcp` 3 no longer ships a client for: `legacy_sse.rs` is one, which the
+/// adapter opens like any other transport.
+pub(crate) async fn legacy_sse(
     server: &McpServer,
     remote: &Remote,
     auth: Option<AuthorizationManager>,
-    link: &dyn Link,
-) -> Result<Vec<Registration>, HandshakeError> {
+) -> Result<LegacySseTransport, HandshakeError> {
     let token = bearer_token(server, remote).map_err(HandshakeError::Mcp)?;
     let headers = super::legacy_sse::header_map(&server.name, &remote.headers, token.as_deref())
         .map_err(|e| HandshakeError::Mcp(e.to_string()))?;
-    let transport = super::legacy_sse::LegacySseTransport::connect_authorized(
+    LegacySseTransport::connect_authorized(
         &server.name,
         &remote.url,
         headers,
@@ -406,8 +383,7 @@ pub(crate) async fn open_sse(
             HandshakeError::LoginNeeded(e.to_string())
         }
         other => HandshakeError::Mcp(other.to_string()),
-    })?;
-    mcp.open(transport, link).await
+    })
 }
 
 /// The token `bearer_token_env_var` names, read when connecting.

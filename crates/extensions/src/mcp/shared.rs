@@ -13,10 +13,10 @@ use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::{CommandInfo, CommandOrigin};
 
 use super::config::McpServer;
+use crate::adapter::Attachment;
 use crate::adapter::ProgressSink;
 use crate::context::HostContext;
 use crate::ext_log::ExtLog;
-use crate::host::Attached;
 use crate::model::{Effect, Registration, ToolInfo};
 use crate::transport::RequestError;
 
@@ -73,7 +73,7 @@ pub(super) struct Shared {
     /// `mcp:<name>`.
     pub(super) ext: String,
     pub(super) log: OnceLock<Arc<ExtLog>>,
-    pub(super) attached: OnceLock<Attached>,
+    pub(super) attached: OnceLock<Box<dyn Attachment>>,
     pub(super) peer: Mutex<Option<rmcp::Peer<RoleClient>>>,
     /// zot tool name → the server's tool name.
     pub(super) tools: Mutex<HashMap<String, String>>,
