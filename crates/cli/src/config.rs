@@ -218,6 +218,22 @@ impl Settings {
                 .and_then(|(v, _)| v.as_u64())
                 .and_then(|n| u32::try_from(n).ok());
         }
+        // A project's model never chooses the provider (`PROVIDER:ID`).
+        let project_provider = match self.get("model") {
+            Some((value, Source::Project(path))) if !model_given => value
+                .as_str()
+                .and_then(|m| m.split_once(':'))
+                .filter(|(name, _)| ProviderKind::parse(name).is_some())
+                .map(|_| format!(
+                    "{}: \"model\": {value} names a provider, which a project may not choose; ignored",
+                    path.display()
+                )),
+            _ => None,
+        };
+        if let Some(warning) = project_provider {
+            self.warnings.push(warning);
+            args.model = None;
+        }
         // A saved model of another provider (say `/model gpt-4.1`, then
         // `--provider anthropic`) is not sent to this one: its default applies.
         if !model_given

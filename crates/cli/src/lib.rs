@@ -132,8 +132,10 @@ fn print_to_pipe(bytes: &[u8]) -> anyhow::Result<ExitCode> {
 fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     let mut ctx = context::Context::new(cli)?;
     ctx.load_settings()?;
-    // Flags first; what they leave unset comes from the environment and the config files.
+    // Flags first; what they leave unset comes from the environment and the
+    // config files (a `--model PROVIDER:ID` sets the provider before they do).
     let mut args = cli.agent.clone();
+    run::split_model(&mut args)?;
     ctx.settings.apply(&mut args);
     if args.list_models {
         return models_cmd::run(&args, &ctx.zot_home, false, false);

@@ -7,7 +7,7 @@ use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
 use zot_core::agent::{Agent, AgentConfig, Confirm, ToolFilter, local_session_id};
 use zot_core::models;
-use zot_core::provider::{Provider, ProviderConfig, Reasoning};
+use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
 use zot_core::session::Session;
 use zot_core::skills::{self, SkillTool};
 use zot_core::system_prompt::{PromptParts, assemble};
@@ -53,6 +53,9 @@ pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Cho
 /// [`provider_and_model`] from `$ZOT_HOME` alone (`zot config`, which
 /// needs no project context).
 pub fn choose(args: &AgentArgs, zot_home: &std::path::Path) -> anyhow::Result<Choice> {
+    let mut args = args.clone();
+    split_model(&mut args)?;
+    let args = &args;
     let (provider, missing_credentials) = credentials::resolve(args, zot_home)?;
     let model = match (&args.model, models::default_model(provider.kind)) {
         (Some(model), _) => model.clone(),
@@ -67,6 +70,30 @@ pub fn choose(args: &AgentArgs, zot_home: &std::path::Path) -> anyhow::Result<Ch
         model,
         missing_credentials,
     })
+}
+
+/// `--model PROVIDER:ID` chooses both: split at the first colon when what
+/// comes before it names a provider (so OpenRouter's `vendor/model` ids and
+/// ollama's `llama3.2:8b` tags stay whole). A provider named otherwise
+/// (`--provider`, or the config) that differs is an error.
+pub fn split_model(args: &mut AgentArgs) -> anyhow::Result<()> {
+    let Some((name, id)) = args.model.as_deref().and_then(|m| m.split_once(':')) else {
+        return Ok(());
+    };
+    let Some(kind) = ProviderKind::parse(name) else {
+        return Ok(());
+    };
+    if id.is_empty() {
+        bail!("--model {name}: names no model after the provider");
+    }
+    if let Some(other) = args.provider.as_deref()
+        && ProviderKind::parse(other) != Some(kind)
+    {
+        bail!("--model {name}:{id} is a {name} model, but the provider is {other}");
+    }
+    args.provider = Some(kind.name().to_owned());
+    args.model = Some(id.to_owned());
+    Ok(())
 }
 
 /// The extension host and what discovery found, before any agent exists.

@@ -3,7 +3,7 @@
 //! day-long cache and `--refresh`, and a provider that cannot be reached.
 
 use serde_json::Value;
-use zot_testkit::MockModel;
+use zot_testkit::{MockModel, anthropic, openai};
 
 use super::support::World;
 
@@ -124,4 +124,55 @@ async fn openai_compatible_servers_and_ollama_list_theirs_and_an_unreachable_one
     let run = w.zot(&["models", "--provider", "nope"]);
     assert_ne!(run.code, 0, "{run:?}");
     assert!(run.stderr.contains("unknown provider \"nope\""), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_given_as_provider_colon_id_chooses_both() {
+    let w = World::new();
+    let model = MockModel::start([openai::text("from openai"), openai::text("tagged")]).await;
+    let url = model.url();
+    let base = [
+        "--api-key",
+        "k",
+        "--base-url",
+        url.as_str(),
+        "-p",
+        "--no-session",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--model", "openai:gpt-4.1", "hi"]);
+    let run = w.zot(&args);
+    assert_eq!(run.stdout, "from openai\n", "{run:?}");
+    assert_eq!(model.requests()[0].path, "/v1/chat/completions");
+    assert_eq!(model.requests()[0].body["model"], "gpt-4.1");
+    // An id whose prefix is no provider stays whole (an ollama tag).
+    let mut args = base.to_vec();
+    args.extend(["--provider", "ollama", "--model", "llama3.2:8b", "hi"]);
+    let run = w.zot(&args);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(model.requests()[1].body["model"], "llama3.2:8b");
+
+    let mut args = base.to_vec();
+    args.extend(["--provider", "anthropic", "--model", "openai:gpt-4.1", "hi"]);
+    let run = w.zot(&args);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("--model openai:gpt-4.1 is a openai model, but the provider is anthropic"),
+        "{run:?}"
+    );
+    // A project may not pick the provider through its model.
+    std::fs::create_dir_all(w.project.join(".zot")).unwrap();
+    std::fs::write(
+        w.project.join(".zot/config.json"),
+        r#"{"model": "openai:gpt-4.1"}"#,
+    )
+    .unwrap();
+    model.push(anthropic::text("default model"));
+    let mut args = base.to_vec();
+    args.push("hi");
+    let run = w.zot(&args);
+    assert_eq!(run.stdout, "default model\n", "{run:?}");
+    assert!(run.stderr.contains("names a provider"), "{run:?}");
+    assert_eq!(model.requests()[2].body["model"], "claude-sonnet-5-5");
 }
