@@ -37,7 +37,7 @@ pub const TOKEN_ENV: &str = "ZOTCORE_RPC_TOKEN";
 /// Longest request line accepted (research zot.md §1.2: 16 MiB).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Most prompts waiting behind the running one (issue 26: 100,000 queued
+/// Most prompts waiting behind the running one (unbounded, 100,000 queued
 /// prompts of 10 KB took 1.72 GB). Further prompts are refused, each with an
 /// error, until the queue drains; no client has a reason to queue more.
 pub const MAX_QUEUED_PROMPTS: usize = 1000;

@@ -3,7 +3,7 @@
 //! model text) reach stdout and stderr; on a terminal they are printed
 //! without control sequences, so they cannot move the cursor, retitle the
 //! window or write the clipboard (OSC 52). A pipe or a file gets the text
-//! as it is (issue 26). [`outln!`] and [`errln!`] are `println!` and
+//! as it is, for programs that read it. [`outln!`] and [`errln!`] are `println!` and
 //! `eprintln!` with this rule; every human-readable line of the binary goes
 //! through them.
 

@@ -35,8 +35,8 @@ pub const TITLE_CHARS: usize = 80;
 /// What a resumed session records for a tool call that never got a result.
 pub const ABORTED_RESULT: &str = "tool call was aborted; no result recorded.";
 
-/// Longest session line loaded (issue 26: a file with a 300 MB line loaded
-/// at 886 MB). Larger than any line zot writes for real content: an image
+/// Longest session line loaded (unbounded, a file with a 300 MB line
+/// loaded at 886 MB). Larger than any line zot writes for real content: an image
 /// is at most a few MiB of base64, and a model response is capped at 64 MiB
 /// ([`crate::provider::MAX_RESPONSE_BYTES`]). A longer line is skipped,
 /// read past without being held, with a warning naming the file and line;

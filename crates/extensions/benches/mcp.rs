@@ -1,5 +1,5 @@
-//! MCP tool round trip over stdio against a zot extension's (issue 15;
-//! figures go into BENCHMARKS.md). Both servers are minimal python3 echo
+//! MCP tool round trip over stdio against a zot extension's (what the MCP
+//! adapter costs over zot's own protocol; figures go into BENCHMARKS.md). Both servers are minimal python3 echo
 //! programs, so the difference is the protocol and its adapter: the zot
 //! frames and the host's own table of pending requests, against `rmcp`'s
 //! JSON-RPC client over the same child-process transport.

@@ -6,8 +6,8 @@
 //! write that would take it past the limit, it becomes `ext-<name>.log.1`
 //! (replacing an older one) and a new log is started. So the two files
 //! together stay within twice the limit while the extension runs, however
-//! much it writes (issue 26: 40 MB of stderr had left a 41.9 MB log when
-//! the child wrote to the file itself).
+//! much it writes (40 MB of stderr had left a 41.9 MB log when the child
+//! wrote to the file itself).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

@@ -1,7 +1,7 @@
 //! The check a tool's input schema gets when the tool is registered, before
 //! any model sees it: a schema that is not valid JSON Schema (`{"type": 7}`,
 //! a `pattern` that is no regular expression) makes a provider refuse every
-//! request that offers it (issue 26).
+//! request that offers it, so one bad tool would stop every turn.
 //!
 //! It checks the shape of each keyword a schema can hold, as the draft
 //! 2020-12 meta-schema states it, walking subschemas. It does not validate

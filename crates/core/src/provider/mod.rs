@@ -286,7 +286,7 @@ impl ProviderError {
 /// Most bytes of one model response (its text, thinking and tool-call
 /// arguments together). Each stream event is capped already
 /// ([`MAX_SSE_EVENT_BYTES`]), but not their sum: six 50 MB deltas took
-/// 1.52 GB and wrote a 300 MB session line (issue 26). 64 MiB is hundreds of
+/// 1.52 GB and wrote a 300 MB session line. 64 MiB is hundreds of
 /// times any real answer (a 128k-token answer is about half a MiB).
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 

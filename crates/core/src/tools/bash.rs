@@ -54,11 +54,11 @@ const SHELL: &str = "/bin/sh";
 
 /// How long a command runs when the call names no timeout: a command that
 /// never ends (a server, a prompt waiting for input that never comes) must
-/// not hold the turn forever (issue 26). The user changes it with the
+/// not hold the turn forever. The user changes it with the
 /// `bash_timeout` setting.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-/// The longest timeout a call may ask for, in seconds (issue 26): long
+/// The longest timeout a call may ask for, in seconds: long
 /// builds and test runs fit, a command left running all day does not.
 pub const MAX_TIMEOUT_SECS: u64 = 60 * 60;
 

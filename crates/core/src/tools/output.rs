@@ -29,7 +29,7 @@ pub const MAX_TOOL_RESULT_BYTES: usize = 64 * 1024;
 
 /// Most bytes one saved full output keeps: its first and last halves, with
 /// a line saying how much was cut between them ([`cut_note`]). `cat
-/// /dev/zero` through bash wrote 1.4 GB in 8 s before this cap (issue 26);
+/// /dev/zero` through bash wrote 1.4 GB in 8 s before this cap;
 /// 64 MiB is far more than anyone reads back, and a build log's start (the
 /// first error) and end (the summary) both survive.
 pub const MAX_SAVED_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;

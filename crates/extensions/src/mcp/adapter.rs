@@ -56,7 +56,8 @@ use super::remote::RetryDelay;
 use super::shared::{DropSignal, Shared, lock, token_key};
 
 /// Versions a server may answer `initialize` with. zot speaks 2025-11-25
-/// and negotiates down to 2025-06-18 and 2025-03-26 (issue 15); 2024-11-05
+/// and negotiates down to 2025-06-18 and 2025-03-26 for servers built on
+/// older SDKs; 2024-11-05
 /// is what servers behind the legacy HTTP+SSE transport speak.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 

@@ -23,7 +23,7 @@ use crate::sampling::SampleRequest;
 
 use super::shared::{Shared, lock, token_key};
 
-/// The protocol version zot asks for (issue 15).
+/// The protocol version zot asks for: the newest it speaks.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// The `rmcp` client handler: what zot answers to the server's requests

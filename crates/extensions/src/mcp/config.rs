@@ -21,10 +21,10 @@ pub const PROJECT_FILE: &str = ".mcp.json";
 /// The user file: `$ZOT_HOME/mcp.json`.
 pub const USER_FILE: &str = "mcp.json";
 
-/// Default `startup_timeout_sec` (issue 15): `npx`/`uvx` cold starts download
+/// Default `startup_timeout_sec`: `npx`/`uvx` cold starts download
 /// packages and routinely take longer than 10 s.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default `tool_timeout_sec` (issue 15): the budget of one whole tool call;
+/// Default `tool_timeout_sec`: the budget of one whole tool call;
 /// progress notifications do not reset it.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Largest timeout a file may ask for (one day): anything longer is a typo,

@@ -7,10 +7,11 @@ pub const READ_RESOURCE: &str = "mcp_read_resource";
 
 /// The longest tool name providers accept (the `mcp__` names must fit).
 const MAX_NAME: usize = crate::adapter::MAX_TOOL_NAME;
-/// How much of an over-long name is kept before `_` and the hash (issue 15:
-/// 55 + 1 + 8 = 64).
+/// How much of an over-long name is kept before `_` and the hash, so the
+/// name fits providers' 64 characters (55 + 1 + 8 = 64).
 const KEPT_PREFIX: usize = 55;
-/// Hex digits of the SHA-256 that make a shortened name unique (issue 15).
+/// Hex digits of the SHA-256 that make a shortened name unique (32 bits,
+/// among names that already share their first 55 characters).
 const HASH_DIGITS: usize = 8;
 
 /// Whether `name` is one of the resource tools every MCP server with

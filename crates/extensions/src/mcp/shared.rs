@@ -24,8 +24,8 @@ use super::names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};
 
 /// Most pages of `tools/list` read from one server: one that keeps
 /// answering with a next cursor would otherwise keep zot listing forever
-/// (issue 26; at the 100-odd tools a page usually holds, far more than any
-/// model can be offered).
+/// (at the 100-odd tools a page usually holds, far more than any model can
+/// be offered).
 const MAX_LIST_PAGES: usize = 100;
 
 /// Ends a remote server's session once it is found dropped (its event
