@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc;
-use zot_core::agent::{Agent, AgentConfig, Confirm, ToolFilter, local_session_id};
+use zot_core::agent::{Agent, AgentConfig, Confirm, Refusal, ToolFilter, local_session_id};
 use zot_core::models;
 use zot_core::provider::{Provider, ProviderConfig, ProviderKind, Reasoning};
 use zot_core::session::Session;
@@ -261,12 +261,12 @@ impl Confirm for Unattended {
         _id: &'a str,
         name: &'a str,
         _preview: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), Refusal>> {
         Box::pin(async move {
-            Err(format!(
+            Err(Refusal::Unanswered(format!(
                 "{name} reaches the network, which --no-yolo asks about first, and nobody can \
                  answer in this mode (print, JSON or RPC); it did not run"
-            ))
+            )))
         })
     }
 }

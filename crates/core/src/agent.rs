@@ -160,14 +160,39 @@ pub trait Confirm: Send + Sync {
     /// for zot's own read-only local tools (see [`Tool::reaches_network`]);
     /// `network` says the tool reaches the network.
     fn needed(&self, name: &str, network: bool) -> bool;
-    /// `Err(reason)` refuses the call.
+    /// Asks about the call; `preview` is what the user reads: the
+    /// tool's [`Tool::approval_preview`] (a diff, a whole command) or the
+    /// arguments' one-line preview.
     fn confirm<'a>(
         &'a self,
         id: &'a str,
         name: &'a str,
         preview: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), Refusal>>;
 }
+
+/// Why a call was not approved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The user said no. The call fails with [`REFUSED`], the other calls
+    /// of that step are not run, and the prompt ends so the user can tell
+    /// the model what to do instead.
+    ByUser,
+    /// Nobody could answer: the call fails with this reason and the prompt
+    /// goes on.
+    Unanswered(String),
+}
+
+/// The result of a call the user refused.
+pub const REFUSED: &str = "tool call refused by user";
+
+/// The result of a call not run because the user refused another call of
+/// the same step.
+pub const NOT_RUN_AFTER_REFUSAL: &str =
+    "not run: the user refused another tool call of this step and stopped the turn";
+
+/// How a prompt ends after a refusal (the `turn_end` error, with stop `aborted`).
+pub const REFUSAL_STOP: &str = "tool call refused: the turn stopped; type what to do instead";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -680,11 +705,18 @@ impl Agent {
                 }
                 break;
             }
-            let results = self.run_tools(&calls, events, cancel).await;
+            let (results, refused) = self.run_tools(&calls, events, cancel).await;
             self.push(Message::new(Role::Tool, results));
             if cancel.is_cancelled() {
                 self.close_interrupted("");
                 self.end_turn(events, StopReason::Aborted, None).await;
+                break;
+            }
+            if refused {
+                // The user's next prompt says what to do instead; it
+                // follows the refusal in the conversation.
+                self.end_turn(events, StopReason::Aborted, Some(REFUSAL_STOP.to_owned()))
+                    .await;
                 break;
             }
             let halt = self
@@ -1249,13 +1281,17 @@ impl Agent {
     /// [`MAX_PARALLEL_TOOLS`] at once. A call that may write is a group of
     /// its own, so it runs alone, after the calls before it and before the
     /// calls after it.
+    ///
+    /// The flag says the user refused a call: the calls after it (and the
+    /// allowed ones of its group) were not run.
     async fn run_tools(
         &self,
         calls: &[(String, String, Value)],
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
-    ) -> Vec<Block> {
+    ) -> (Vec<Block>, bool) {
         let mut results = Vec::with_capacity(calls.len());
+        let mut refused = false;
         let mut start = 0;
         while start < calls.len() {
             // Again per group: a tool result may activate tools.
@@ -1274,8 +1310,31 @@ impl Agent {
             let mut gates = Vec::with_capacity(group.len());
             for call in group {
                 let mut context = Vec::new();
-                let gate = self.gate(&specs, call, &mut context, events, cancel).await;
+                let gate = if refused {
+                    let _ = events.send(AgentEvent::ToolCall {
+                        id: call.0.clone(),
+                        name: call.1.clone(),
+                        args: call.2.clone(),
+                    });
+                    Gate::Done(ToolOutput::error(NOT_RUN_AFTER_REFUSAL))
+                } else {
+                    self.gate(&specs, call, &mut context, events, cancel).await
+                };
+                refused |= matches!(gate, Gate::Refused);
                 gates.push((gate, context));
+            }
+            if refused {
+                // The calls allowed before the refusal have not run yet: they
+                // stop with the rest of the step.
+                for (gate, _) in &mut gates {
+                    match gate {
+                        Gate::Run(_) => {
+                            *gate = Gate::Done(ToolOutput::error(NOT_RUN_AFTER_REFUSAL))
+                        }
+                        Gate::Refused => *gate = Gate::Done(ToolOutput::error(REFUSED)),
+                        Gate::Done(_) => {}
+                    }
+                }
             }
             // Then the allowed calls run, at most MAX_PARALLEL_TOOLS at once.
             let mut waiting = group.iter().zip(gates).enumerate();
@@ -1303,7 +1362,7 @@ impl Agent {
             }
             start = end;
         }
-        results
+        (results, refused)
     }
 
     /// Runs a gated call (if allowed), adds the context its gates gave for
@@ -1319,6 +1378,7 @@ impl Agent {
     ) -> (usize, ToolOutput) {
         let mut output = match gate {
             Gate::Done(output) => output,
+            Gate::Refused => ToolOutput::error(REFUSED),
             Gate::Run(_) if cancel.is_cancelled() => ToolOutput::error("aborted before it ran"),
             Gate::Run(args) => self.run_tool(id, name, args, events, cancel).await,
         };
@@ -1404,6 +1464,7 @@ impl Agent {
             },
         };
         if let Some(confirm) = ask {
+            let shown = self.approval_preview(name, args).await;
             let preview = preview(args);
             let _ = events.send(AgentEvent::ToolConfirmationRequested {
                 id: id.to_owned(),
@@ -1417,8 +1478,11 @@ impl Agent {
                     preview: preview.clone(),
                 })
                 .await;
-            if let Err(reason) = confirm.confirm(id, name, &preview).await {
-                return Gate::Done(ToolOutput::error(reason));
+            let shown = shown.as_deref().unwrap_or(&preview);
+            match confirm.confirm(id, name, shown).await {
+                Ok(()) => {}
+                Err(Refusal::ByUser) => return Gate::Refused,
+                Err(Refusal::Unanswered(reason)) => return Gate::Done(ToolOutput::error(reason)),
             }
         }
         let args = match self.hooks.tool_call(id, name, args).await {
@@ -1432,6 +1496,17 @@ impl Agent {
             return Gate::Done(ToolOutput::error(problem));
         }
         Gate::Run(args)
+    }
+
+    /// What a built-in tool shows for approval (a diff, a whole command),
+    /// worked out on a blocking thread: it may read a large file.
+    async fn approval_preview(&self, name: &str, args: &Value) -> Option<String> {
+        let tool = Arc::clone(self.builtin_tool(name)?);
+        let (args, cwd) = (args.clone(), self.config.cwd.clone());
+        tokio::task::spawn_blocking(move || tool.approval_preview(&args, &cwd))
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Runs an allowed tool call, then the `tool_result` intercept.
@@ -1507,6 +1582,8 @@ enum Gate {
     Run(Value),
     /// Refused or failed before it ran: this is its result.
     Done(ToolOutput),
+    /// The user refused it: the step stops.
+    Refused,
 }
 
 /// What the model (and the front ends) get of a tool's result, from any

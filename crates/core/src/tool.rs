@@ -287,4 +287,12 @@ pub trait Tool: Send + Sync {
     fn reaches_network(&self) -> bool {
         false
     }
+
+    /// What the user reads when asked to approve a call (`--no-yolo`): the
+    /// change it would make, as a unified diff, or all of what it would
+    /// run. `None` shows the arguments' one-line preview. It may read files
+    /// (the agent runs it off the async threads) and never changes any.
+    fn approval_preview(&self, _args: &Value, _cwd: &std::path::Path) -> Option<String> {
+        None
+    }
 }

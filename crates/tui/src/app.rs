@@ -129,7 +129,6 @@ pub enum AppMsg {
 pub struct App {
     config: AppConfig,
     transcript: Transcript,
-    notes: Vec<Note>,
     status: Option<Status>,
     /// Prompts typed while the agent works, sent in order when it is idle.
     queue: VecDeque<String>,
@@ -186,7 +185,6 @@ impl App {
     ) -> Self {
         let mut app = Self {
             transcript: Transcript::default(),
-            notes: Vec::new(),
             status: None,
             queue: VecDeque::new(),
             todos: Vec::new(),
@@ -249,8 +247,25 @@ impl App {
         &mut self.transcript
     }
 
-    pub fn notes(&self) -> &[Note] {
-        &self.notes
+    /// The extensions' notes in the transcript, oldest first.
+    pub fn notes(&self) -> Vec<&Note> {
+        self.transcript
+            .entries()
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Note(note) => Some(note),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Shows an extension's note in the transcript, where it happened.
+    fn note(&mut self, extension: String, level: NotifyLevel, text: String) {
+        self.transcript.push(Entry::Note(Note {
+            extension,
+            level,
+            text,
+        }));
     }
 
     pub fn status(&self) -> Option<&Status> {
@@ -484,7 +499,8 @@ impl App {
             KeyCode::Char('e') if ctrl => self.editor.end(),
             KeyCode::Char('w') if ctrl => self.editor.delete_word(),
             KeyCode::Char('u') if ctrl => self.editor.kill_line(),
-            KeyCode::Char('o') if ctrl => self.toggle_last_tool(),
+            KeyCode::Char('x') if ctrl => self.editor.expand_pastes(),
+            KeyCode::Char('o') if ctrl => self.toggle_last_expandable(),
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Char(c) if !ctrl => {
@@ -525,7 +541,7 @@ impl App {
 
     pub fn on_paste(&mut self, text: &str) {
         if matches!(self.modal, Modal::Editor { .. }) {
-            self.editor.insert_str(text);
+            self.editor.paste(text);
         }
     }
 
@@ -560,7 +576,6 @@ impl App {
             self.abort();
         }
         self.unqueue();
-        self.notes.clear();
     }
 
     /// Queued prompts go back into the editor, before what is typed there:
@@ -570,7 +585,7 @@ impl App {
             return;
         }
         let mut parts: Vec<String> = self.queue.drain(..).collect();
-        let typed = self.editor.text();
+        let typed = self.editor.full_text();
         if !typed.is_empty() {
             parts.push(typed);
         }
@@ -587,15 +602,10 @@ impl App {
         }
     }
 
-    fn toggle_last_tool(&mut self) {
-        self.transcript.update_last(
-            |e| matches!(e, Entry::Tool { .. }),
-            |e| {
-                if let Entry::Tool { expanded, .. } = e {
-                    *expanded = !*expanded;
-                }
-            },
-        );
+    /// Ctrl+O: the last tool result or compaction summary, whole or folded.
+    fn toggle_last_expandable(&mut self) {
+        self.transcript
+            .update_last(Entry::is_expandable, Entry::toggle_expanded);
     }
 
     fn dialog_key(&mut self, key: KeyEvent) {
@@ -709,12 +719,12 @@ impl App {
                     ),
                     None => format!("model: {model} (saved to {file})"),
                 };
-                self.set_status(text, StatusKind::Info);
+                // In the transcript, where the switch happened.
+                self.transcript.push(Entry::Info(text));
             }
-            Err(e) => self.set_status(
-                format!("model: {model} (not saved: {e})"),
-                StatusKind::Error,
-            ),
+            Err(e) => self
+                .transcript
+                .push(Entry::Error(format!("model: {model} (not saved: {e})"))),
         }
     }
 
@@ -739,7 +749,6 @@ impl App {
     }
 
     fn start(&mut self, text: String) {
-        self.notes.clear();
         self.transcript.push(Entry::User(text.clone()));
         let starting = self.ext.starting();
         if starting.is_empty() || self.worker.is_none() {
@@ -803,7 +812,6 @@ impl App {
             Builtin::Clear => {
                 self.abort();
                 self.transcript.clear();
-                self.notes.clear();
                 self.unqueue();
                 if let Some(worker) = &self.worker {
                     worker.send(Work::Clear);
@@ -941,7 +949,8 @@ impl App {
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result",
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
+             Ctrl+X show a folded paste whole",
         );
         text
     }
@@ -1012,11 +1021,7 @@ impl App {
             CommandOutcome::Prompt(text) if !text.trim().is_empty() => self.prompt(text),
             CommandOutcome::Insert(text) => self.editor.insert_str(&text),
             CommandOutcome::Display(text) if !text.is_empty() => {
-                self.notes.push(Note {
-                    extension: reply.extension,
-                    level: NotifyLevel::Info,
-                    text,
-                });
+                self.note(reply.extension, NotifyLevel::Info, text);
             }
             CommandOutcome::OpenPanel(content) => self.open_panel(&reply.extension, content),
             _ => {}
@@ -1030,14 +1035,10 @@ impl App {
                 extension,
                 level,
                 message,
-            } => {
-                self.notes.push(Note {
-                    extension,
-                    level,
-                    text: message,
-                });
-            }
-            HostEvent::ClearNotes { extension } => self.notes.retain(|n| n.extension != extension),
+            } => self.note(extension, level, message),
+            HostEvent::ClearNotes { extension } => self
+                .transcript
+                .retain(|e| !matches!(e, Entry::Note(n) if n.extension == extension)),
             HostEvent::Submit { text, .. } => self.submit(&text),
             HostEvent::PanelRender {
                 extension,
@@ -1070,11 +1071,7 @@ impl App {
                 }
             }
             HostEvent::Warning { extension, message } => {
-                self.notes.push(Note {
-                    extension,
-                    level: NotifyLevel::Warn,
-                    text: message,
-                });
+                self.note(extension, NotifyLevel::Warn, message);
             }
             HostEvent::LoadFailed { error, .. } => self.transcript.push(Entry::ExtFailure(error)),
             HostEvent::CommandsChanged => {
@@ -1152,7 +1149,14 @@ impl App {
             match message.role {
                 Role::User => {
                     let text = message.text();
-                    if !text.is_empty() {
+                    let heading = format!("{}\n\n", zot_core::agent::SUMMARY_HEADING);
+                    if let Some(summary) = text.strip_prefix(&heading) {
+                        self.transcript.push(Entry::Compaction {
+                            summary: summary.to_owned(),
+                            automatic: false,
+                            expanded: false,
+                        });
+                    } else if !text.is_empty() {
                         self.transcript.push(Entry::User(text));
                     }
                 }
@@ -1292,16 +1296,17 @@ impl App {
             } => self.transcript.push(Entry::Error(error)),
             AgentEvent::TurnEnd {
                 stop: StopReason::Aborted,
-                ..
-            } => self.transcript.push(Entry::Info("aborted".into())),
-            AgentEvent::CompactDone { automatic, .. } => {
-                let how = if automatic {
-                    "context was getting full: "
-                } else {
-                    ""
-                };
-                self.transcript
-                    .push(Entry::Info(format!("{how}older messages were summarised")));
+                error,
+            } => {
+                let text = error.unwrap_or_else(|| "aborted".into());
+                self.transcript.push(Entry::Info(text));
+            }
+            AgentEvent::CompactDone { summary, automatic } => {
+                self.transcript.push(Entry::Compaction {
+                    summary,
+                    automatic,
+                    expanded: false,
+                });
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,

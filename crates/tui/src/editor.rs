@@ -1,5 +1,12 @@
 //! The prompt editor: multi-line text with a cursor, word movement,
-//! history and paste. Pure state; the view draws it and the app feeds it keys.
+//! history, and pastes (a long one shown folded). Pure state; the view draws
+//! it (wrapped, see [`Editor::layout`]) and the app feeds it keys.
+
+use unicode_width::UnicodeWidthChar;
+
+/// A paste of more lines than this shows as `[pasted N lines]` until
+/// expanded (the issue: "a paste over 10 lines"); the whole text is sent.
+pub const PASTE_FOLD_LINES: usize = 10;
 
 /// A multi-line text buffer with a cursor (line, char column).
 #[derive(Debug, Clone, Default)]
@@ -12,6 +19,8 @@ pub struct Editor {
     browsing: Option<usize>,
     /// What was being typed before browsing started.
     draft: String,
+    /// Folded pastes: the marker standing in the text, and what it stands for.
+    pastes: Vec<(String, String)>,
 }
 
 impl Editor {
@@ -22,8 +31,104 @@ impl Editor {
         }
     }
 
+    /// The text as shown: folded pastes as their markers.
     pub fn text(&self) -> String {
         self.lines.join("\n")
+    }
+
+    /// The text to send: each folded paste's marker replaced by the paste.
+    pub fn full_text(&self) -> String {
+        let mut text = self.text();
+        for (marker, paste) in &self.pastes {
+            if let Some(at) = text.find(marker.as_str()) {
+                text.replace_range(at..at + marker.len(), paste);
+            }
+        }
+        text
+    }
+
+    /// Whether a paste is shown folded.
+    pub fn has_folded_paste(&self) -> bool {
+        let text = self.text();
+        self.pastes
+            .iter()
+            .any(|(marker, _)| text.contains(marker.as_str()))
+    }
+
+    /// Inserts a paste: a long one as a `[pasted N lines]` marker.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines <= PASTE_FOLD_LINES {
+            return self.insert_str(&text);
+        }
+        let mut marker = format!("[pasted {lines} lines]");
+        let mut n = 1;
+        while self.pastes.iter().any(|(m, _)| *m == marker) {
+            n += 1;
+            marker = format!("[pasted {lines} lines #{n}]");
+        }
+        self.insert_str(&marker);
+        self.pastes.push((marker, text));
+    }
+
+    /// Shows every folded paste whole in the editor.
+    pub fn expand_pastes(&mut self) {
+        let text = self.full_text();
+        self.pastes.clear();
+        self.set_text(&text);
+    }
+
+    /// The lines as rows of at most `width` columns (broken after the last
+    /// space that fits, else anywhere), and the cursor's row and column
+    /// among them; the cursor always has a cell of its own.
+    pub fn layout(&self, width: usize) -> (Vec<String>, (usize, usize)) {
+        let width = width.max(1);
+        let mut rows: Vec<String> = Vec::new();
+        let mut cursor = (0, 0);
+        for (r, line) in self.lines.iter().enumerate() {
+            let chars: Vec<char> = line.chars().collect();
+            let mut start = 0;
+            loop {
+                let (mut end, mut used, mut space) = (start, 0, None);
+                while end < chars.len() {
+                    let w = chars[end].width().unwrap_or(0);
+                    if used + w > width && end > start {
+                        break;
+                    }
+                    used += w;
+                    if chars[end] == ' ' {
+                        space = Some(end);
+                    }
+                    end += 1;
+                }
+                if end < chars.len()
+                    && let Some(space) = space
+                {
+                    end = space + 1;
+                }
+                let last = end >= chars.len();
+                rows.push(chars[start..end].iter().collect());
+                if r == self.row && self.col >= start && (self.col < end || last) {
+                    let x: usize = chars[start..self.col]
+                        .iter()
+                        .map(|c| c.width().unwrap_or(0))
+                        .sum();
+                    cursor = if x >= width {
+                        // After a full last row: the cursor starts the next.
+                        rows.push(String::new());
+                        (rows.len() - 1, 0)
+                    } else {
+                        (rows.len() - 1, x)
+                    };
+                }
+                if last {
+                    break;
+                }
+                start = end;
+            }
+        }
+        (rows, cursor)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,11 +158,13 @@ impl Editor {
         self.row = 0;
         self.col = 0;
         self.browsing = None;
+        self.pastes.clear();
     }
 
-    /// Takes the text out (for sending) and records it in the history.
+    /// Takes the text out (for sending), folded pastes whole, and records
+    /// it in the history.
     pub fn take(&mut self) -> String {
-        let text = self.text();
+        let text = self.full_text();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }
@@ -275,6 +382,65 @@ mod tests {
         assert_eq!(e.text(), "cargo test  ");
         e.kill_line();
         assert!(e.is_empty());
+    }
+
+    #[test]
+    fn long_pastes_fold_and_are_sent_whole() {
+        let mut e = Editor::new();
+        e.insert_str("see ");
+        let long: String = (1..=12).map(|n| format!("line {n}\r\n")).collect();
+        e.paste(&long);
+        e.paste(&long);
+        e.paste("short\npaste");
+        assert_eq!(
+            e.text(),
+            "see [pasted 12 lines][pasted 12 lines #2]short\npaste"
+        );
+        assert!(e.has_folded_paste());
+        let whole = long.replace('\r', "");
+        assert_eq!(e.take(), format!("see {whole}{whole}short\npaste"));
+        assert!(e.is_empty() && !e.has_folded_paste());
+
+        e.paste(&long);
+        e.expand_pastes();
+        assert_eq!(e.text(), whole);
+        assert!(!e.has_folded_paste());
+    }
+
+    #[test]
+    fn layout_wraps_at_spaces_and_keeps_the_cursor_in_view() {
+        let mut e = Editor::new();
+        e.insert_str("one two three four");
+        let (rows, cursor) = e.layout(9);
+        assert_eq!(rows, ["one two ", "three ", "four"]);
+        assert_eq!(cursor, (2, 4));
+        e.insert_str("56789");
+        // A full last row: the cursor gets the next one.
+        assert_eq!(
+            e.layout(9),
+            (
+                vec![
+                    "one two ".into(),
+                    "three ".into(),
+                    "four56789".into(),
+                    String::new()
+                ],
+                (3, 0)
+            )
+        );
+        e.home();
+        assert_eq!(e.layout(9).1, (0, 0));
+        let mut e = Editor::new();
+        e.insert_str(&"x".repeat(20));
+        e.newline();
+        e.insert_str("end");
+        assert_eq!(
+            e.layout(8),
+            (
+                vec!["x".repeat(8), "x".repeat(8), "xxxx".into(), "end".into()],
+                (3, 3)
+            )
+        );
     }
 
     #[test]

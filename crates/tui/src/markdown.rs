@@ -1,16 +1,76 @@
 //! Markdown to styled lines: headings, emphasis, lists, block quotes,
-//! inline code, and fenced code blocks highlighted with syntect.
+//! inline code, tables as aligned columns, links with their URL, and fenced
+//! code blocks under their language label, highlighted with syntect.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use syntect::easy::HighlightLines;
 use syntect::highlighting::ThemeSet;
 use syntect::parsing::SyntaxSet;
+use unicode_width::UnicodeWidthStr;
 
 use crate::theme::Theme;
+use crate::wrap::wrap;
+
+/// Most distinct link targets a session turns into terminal hyperlinks;
+/// links past it are still shown with their URL, only not clickable. Each
+/// costs its URL's bytes for the life of the process.
+pub const MAX_HYPERLINKS: usize = 65_536;
+
+/// The column separator of a table, and its width.
+const TABLE_SEPARATOR: &str = " │ ";
+
+/// Link targets by number. A link's cells carry its number in their
+/// underline colour (a style slot nothing else uses) through wrapping and
+/// the frame buffer; the view turns them into OSC 8 hyperlinks.
+#[derive(Default)]
+struct Links {
+    urls: Vec<String>,
+    numbers: HashMap<String, u32>,
+}
+
+fn links() -> &'static Mutex<Links> {
+    static LINKS: OnceLock<Mutex<Links>> = OnceLock::new();
+    LINKS.get_or_init(Mutex::default)
+}
+
+/// The underline colour that marks a cell as part of a link to `url`
+/// (`None` once [`MAX_HYPERLINKS`] targets are known).
+fn link_mark(url: &str) -> Option<Color> {
+    let mut links = links().lock().unwrap_or_else(PoisonError::into_inner);
+    let number = match links.numbers.get(url) {
+        Some(n) => *n,
+        None if links.urls.len() < MAX_HYPERLINKS => {
+            let n = links.urls.len() as u32;
+            links.urls.push(url.to_owned());
+            links.numbers.insert(url.to_owned(), n);
+            n
+        }
+        None => return None,
+    };
+    let [_, r, g, b] = (number + 1).to_be_bytes();
+    Some(Color::Rgb(r, g, b))
+}
+
+/// The URL a cell's underline colour marks, if it marks one.
+pub fn link_target(mark: Color) -> Option<String> {
+    let Color::Rgb(r, g, b) = mark else {
+        return None;
+    };
+    let number = u32::from_be_bytes([0, r, g, b]).checked_sub(1)?;
+    let links = links().lock().unwrap_or_else(PoisonError::into_inner);
+    links.urls.get(number as usize).cloned()
+}
+
+/// A URL as it may reach the terminal: control characters (which could end
+/// the OSC 8 sequence early and drive the terminal) removed.
+fn clean_url(url: &str) -> String {
+    url.chars().filter(|c| !c.is_control()).collect()
+}
 
 fn syntaxes() -> &'static SyntaxSet {
     static SET: OnceLock<SyntaxSet> = OnceLock::new();
@@ -35,10 +95,25 @@ struct Renderer<'t> {
     code: Option<(String, String)>,
     /// A pending bullet or number for the next text of a list item.
     prefix: Option<String>,
+    /// The open link: its (cleaned) target and the text shown so far.
+    link: Option<(String, String)>,
+    table: Option<Table>,
+    /// Columns the lines are for: tables are laid out to fit them.
+    width: usize,
 }
 
-/// Renders `text` (markdown) to lines; never fails (invalid markdown is text).
-pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
+/// A table being read: its rows of cells (the head first), each cell its spans.
+struct Table {
+    aligns: Vec<Alignment>,
+    rows: Vec<Vec<Vec<Span<'static>>>>,
+    head: bool,
+    cell: Option<Vec<Span<'static>>>,
+}
+
+/// Renders `text` (markdown) to lines for `width` columns (tables are laid
+/// out to fit; other lines are wrapped by the caller); never fails (invalid
+/// markdown is text).
+pub fn render(text: &str, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut r = Renderer {
         theme,
         lines: Vec::new(),
@@ -48,6 +123,9 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
         quote: 0,
         code: None,
         prefix: None,
+        link: None,
+        table: None,
+        width: width.max(1),
     };
     let options =
         Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
@@ -57,6 +135,10 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     if let Some((lang, code)) = r.code.take() {
         // An unfinished fence while streaming: show what has arrived.
         r.code_block(&lang, &code);
+    }
+    if r.table.is_some() {
+        // An unfinished table while streaming: the rows so far.
+        r.end_table();
     }
     r.flush();
     while r.lines.last().is_some_and(|l| l.spans.is_empty()) {
@@ -75,7 +157,19 @@ impl Renderer<'_> {
         self.styles.push(next);
     }
 
-    fn text(&mut self, text: &str, style: Style) {
+    fn text(&mut self, text: &str, mut style: Style) {
+        style = match &mut self.link {
+            Some((url, shown)) => {
+                shown.push_str(text);
+                style.underline_color = link_mark(url);
+                style
+            }
+            None => style,
+        };
+        if let Some(cell) = self.table.as_mut().and_then(|t| t.cell.as_mut()) {
+            cell.push(Span::styled(text.to_owned(), style));
+            return;
+        }
         if self.current.is_empty() {
             let mut lead = "│ ".repeat(self.quote);
             lead.push_str(&"  ".repeat(self.lists.len().saturating_sub(1)));
@@ -147,15 +241,51 @@ impl Renderer<'_> {
             Event::Start(Tag::Strikethrough) => {
                 self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT))
             }
-            Event::Start(Tag::Link { .. }) => {
+            Event::Start(Tag::Link { dest_url, .. }) => {
                 let accent = self.theme.accent;
                 self.push_style(|s| s.fg(accent).add_modifier(Modifier::UNDERLINED));
+                self.link = Some((clean_url(&dest_url), String::new()));
             }
-            Event::End(
-                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link,
-            ) => {
+            Event::End(TagEnd::Link) => {
+                self.styles.pop();
+                self.end_link();
+            }
+            Event::End(TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough) => {
                 self.styles.pop();
             }
+            Event::Start(Tag::Table(aligns)) => {
+                self.flush();
+                self.table = Some(Table {
+                    aligns,
+                    rows: Vec::new(),
+                    head: false,
+                    cell: None,
+                });
+            }
+            Event::Start(Tag::TableHead | Tag::TableRow) => {
+                if let Some(table) = &mut self.table {
+                    table.rows.push(Vec::new());
+                }
+            }
+            Event::End(TagEnd::TableHead) => {
+                if let Some(table) = &mut self.table {
+                    table.head = true;
+                }
+            }
+            Event::Start(Tag::TableCell) => {
+                if let Some(table) = &mut self.table {
+                    table.cell = Some(Vec::new());
+                }
+            }
+            Event::End(TagEnd::TableCell) => {
+                if let Some(table) = &mut self.table
+                    && let Some(cell) = table.cell.take()
+                    && let Some(row) = table.rows.last_mut()
+                {
+                    row.push(cell);
+                }
+            }
+            Event::End(TagEnd::Table) => self.end_table(),
             Event::Start(Tag::BlockQuote(_)) => {
                 self.flush();
                 self.quote += 1;
@@ -239,8 +369,118 @@ impl Renderer<'_> {
         }
     }
 
+    /// Closes a link: its URL follows in muted text unless the link shows
+    /// it already (an autolink, or a link whose text is its address).
+    fn end_link(&mut self) {
+        let Some((url, shown)) = self.link.take() else {
+            return;
+        };
+        let shown = shown.trim();
+        let same = shown == url
+            || url.strip_prefix("mailto:") == Some(shown)
+            || url.trim_end_matches('/') == shown.trim_end_matches('/');
+        if url.is_empty() || same {
+            return;
+        }
+        let mut style = Style::default().fg(self.theme.muted);
+        style.underline_color = link_mark(&url);
+        let text = format!(" ({url})");
+        match self.table.as_mut().and_then(|t| t.cell.as_mut()) {
+            Some(cell) => cell.push(Span::styled(text, style)),
+            None => self.current.push(Span::styled(text, style)),
+        }
+    }
+
+    /// Lays out the table read so far as aligned columns that fit the
+    /// width: the widest columns give up space first and their cells wrap.
+    fn end_table(&mut self) {
+        let Some(table) = self.table.take() else {
+            return;
+        };
+        let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
+        if columns == 0 {
+            return;
+        }
+        let cell_width = |cell: &Vec<Span<'static>>| -> usize {
+            cell.iter().map(|s| s.content.width()).sum::<usize>()
+        };
+        let mut widths = vec![1usize; columns];
+        for row in &table.rows {
+            for (i, cell) in row.iter().enumerate() {
+                widths[i] = widths[i].max(cell_width(cell));
+            }
+        }
+        let separators = TABLE_SEPARATOR.width() * (columns - 1);
+        let room = self.width.saturating_sub(separators).max(columns);
+        while widths.iter().sum::<usize>() > room {
+            let Some((widest, _)) = widths.iter().enumerate().max_by_key(|(_, w)| **w) else {
+                break;
+            };
+            if widths[widest] <= 1 {
+                break;
+            }
+            // Down to the next widest at once, so a very long cell costs one step.
+            let next = widths.iter().filter(|w| **w < widths[widest]).max();
+            let excess = widths.iter().sum::<usize>() - room;
+            let cut = (widths[widest] - next.copied().unwrap_or(1)).clamp(1, excess);
+            widths[widest] -= cut;
+        }
+        let muted = Style::default().fg(self.theme.muted);
+        for (r, row) in table.rows.iter().enumerate() {
+            let head = table.head && r == 0;
+            let cells: Vec<Vec<Line<'static>>> = (0..columns)
+                .map(|i| {
+                    let spans = row.get(i).cloned().unwrap_or_default();
+                    let spans = if head {
+                        spans
+                            .into_iter()
+                            .map(|s| {
+                                let style = s.style.add_modifier(Modifier::BOLD);
+                                s.style(style)
+                            })
+                            .collect()
+                    } else {
+                        spans
+                    };
+                    wrap(&Line::from(spans), widths[i])
+                })
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            for n in 0..height {
+                let mut spans = Vec::new();
+                for (i, cell) in cells.iter().enumerate() {
+                    if i > 0 {
+                        spans.push(Span::styled(TABLE_SEPARATOR, muted));
+                    }
+                    let line = cell.get(n).cloned().unwrap_or_default();
+                    let align = table.aligns.get(i).copied().unwrap_or(Alignment::None);
+                    spans.extend(padded(line, widths[i], align));
+                }
+                // No trailing spaces after the last column.
+                if let Some(last) = spans.last_mut() {
+                    let trimmed = last.content.trim_end().to_owned();
+                    last.content = trimmed.into();
+                }
+                self.lines.push(Line::from(spans));
+            }
+            if head {
+                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+                self.lines.push(Line::styled(rule.join("─┼─"), muted));
+            }
+        }
+        self.blank();
+    }
+
     fn code_block(&mut self, lang: &str, code: &str) {
         let indent = Span::styled("  ", Style::default().fg(self.theme.muted));
+        if !lang.is_empty() {
+            self.lines.push(Line::styled(
+                format!("  ── {lang}"),
+                Style::default()
+                    .fg(self.theme.muted)
+                    .add_modifier(Modifier::ITALIC),
+            ));
+        }
         let set = syntaxes();
         let syntax = (!lang.is_empty())
             .then(|| set.find_syntax_by_token(lang))
@@ -277,5 +517,104 @@ impl Renderer<'_> {
             self.lines.push(Line::from(spans));
         }
         self.blank();
+    }
+}
+
+/// `line`'s spans padded with spaces to `width` columns, placed by `align`.
+fn padded(line: Line<'static>, width: usize, align: Alignment) -> Vec<Span<'static>> {
+    let used: usize = line.spans.iter().map(|s| s.content.width()).sum();
+    let gap = width.saturating_sub(used);
+    let (before, after) = match align {
+        Alignment::Right => (gap, 0),
+        Alignment::Center => (gap / 2, gap - gap / 2),
+        Alignment::None | Alignment::Left => (0, gap),
+    };
+    let mut spans = Vec::with_capacity(line.spans.len() + 2);
+    if before > 0 {
+        spans.push(Span::raw(" ".repeat(before)));
+    }
+    spans.extend(line.spans);
+    if after > 0 {
+        spans.push(Span::raw(" ".repeat(after)));
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(lines: &[Line<'static>]) -> Vec<String> {
+        lines.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn tables_are_aligned_columns_and_wrap_when_narrow() {
+        let text =
+            "| file | lines |\n|------|------:|\n| main.py | 4 |\n| util.py | 3 |\n\nSee docs.";
+        let lines = plain(&render(text, &Theme::default(), 80));
+        assert_eq!(
+            lines,
+            [
+                "file    │ lines",
+                "────────┼──────",
+                "main.py │     4",
+                "util.py │     3",
+                "",
+                "See docs."
+            ]
+        );
+        let text = "| name | what it does |\n|---|---|\n| a | one two three four five six |";
+        let lines = plain(&render(text, &Theme::default(), 20));
+        assert!(lines.iter().all(|l| l.width() <= 20), "{lines:#?}");
+        assert_eq!(lines[2], "a    │ one two three");
+        assert_eq!(lines[3], "     │ four five six");
+    }
+
+    #[test]
+    fn links_show_their_url_and_carry_a_hyperlink_mark() {
+        let text = "Read [the docs](https://example.com/docs) or <https://example.com>.";
+        let lines = render(text, &Theme::default(), 80);
+        assert_eq!(
+            plain(&lines),
+            ["Read the docs (https://example.com/docs) or https://example.com."]
+        );
+        let marked: Vec<(String, String)> = lines[0]
+            .spans
+            .iter()
+            .filter_map(|s| {
+                let url = link_target(s.style.underline_color?)?;
+                Some((s.content.to_string(), url))
+            })
+            .collect();
+        assert_eq!(
+            marked,
+            [
+                ("the docs".into(), "https://example.com/docs".into()),
+                (
+                    " (https://example.com/docs)".into(),
+                    "https://example.com/docs".into()
+                ),
+                ("https://example.com".into(), "https://example.com".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn control_characters_never_reach_a_link_target() {
+        let text = "[x](https://e.com/a%1B]8;;evil)";
+        let lines = render(text, &Theme::default(), 80);
+        let url = link_target(lines[0].spans[0].style.underline_color.unwrap()).unwrap();
+        assert!(!url.chars().any(char::is_control), "{url:?}");
+        assert_eq!(
+            clean_url("https://e.com/\u{1b}]8;;\u{7}x\u{9b}"),
+            "https://e.com/]8;;x"
+        );
+    }
+
+    #[test]
+    fn code_fences_show_their_language() {
+        let lines = plain(&render("```rust\nfn main() {}\n```", &Theme::default(), 80));
+        assert_eq!(lines, ["  ── rust", "  fn main() {}"]);
     }
 }

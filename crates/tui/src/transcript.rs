@@ -19,6 +19,14 @@ pub enum Entry {
     },
     Error(String),
     Info(String),
+    /// An extension's note (`notify`, a command's display), where it happened.
+    Note(crate::app::Note),
+    /// Older messages replaced by this summary: one line until expanded.
+    Compaction {
+        summary: String,
+        automatic: bool,
+        expanded: bool,
+    },
     /// An extension that failed to load: stays until a clean reload or /clear.
     ExtFailure(String),
 }
@@ -47,6 +55,18 @@ impl Entry {
 
     pub fn is_ext_failure(&self) -> bool {
         matches!(self, Self::ExtFailure(_))
+    }
+
+    /// A tool call or compaction: Ctrl+O shows it whole.
+    pub fn is_expandable(&self) -> bool {
+        matches!(self, Self::Tool { .. } | Self::Compaction { .. })
+    }
+
+    /// Shows the entry whole, or folded again.
+    pub(crate) fn toggle_expanded(&mut self) {
+        if let Self::Tool { expanded, .. } | Self::Compaction { expanded, .. } = self {
+            *expanded = !*expanded;
+        }
     }
 }
 

@@ -1,15 +1,16 @@
 //! Drawing the app, a function per region: the chat (bottom-anchored, scrolled
-//! by rows), queued prompts, notes, status line, editor, widgets and status
-//! bar, then what floats over them (command popup, panel, dialog). Any size works.
+//! by rows), queued prompts, status line, editor, widgets and status bar,
+//! then what floats over them (command popup, panel, dialog). Any size works.
 
 use ratatui::Frame;
+use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use zot_protocol::zot::NotifyLevel;
 
-use crate::app::{App, Group, POPUP_ROWS, PopupRow, StatusKind};
+use crate::app::{App, Group, Note, POPUP_ROWS, PopupRow, StatusKind};
 use crate::markdown;
 use crate::modal::{
     CHOICES, Confirmation, Dialog, FORM_BUTTONS, FieldValue, FormDialog, Modal, Panel, Question,
@@ -28,6 +29,12 @@ const QUEUE_ROWS: usize = 3;
 const TODO_ROWS: usize = 8;
 /// Tool result lines shown when collapsed.
 const COLLAPSED_RESULT_LINES: usize = 3;
+/// Lines of a diff in a tool result shown when collapsed: the change is
+/// what the user wants to see.
+const COLLAPSED_DIFF_LINES: usize = 16;
+/// Rows of a dialog kept for its title, buttons and keys when a long
+/// approval preview (a diff) is cut to fit the screen.
+const DIALOG_CHROME_ROWS: usize = 7;
 
 /// Draws the screen: the regions from top to bottom, then what floats over
 /// them (the command popup, an extension's panel, a dialog).
@@ -37,20 +44,12 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         return;
     }
     let theme = *app.theme();
-    // The newest notes, wrapped to the screen (a long one, such as a
-    // reconnect warning with its URL, is read whole), a third of it at most.
-    let mut notes: Vec<Line> = note_lines(app, &theme)
-        .iter()
-        .flat_map(|line| wrap(line, usize::from(area.width)))
-        .collect();
-    notes.drain(..notes.len().saturating_sub(usize::from(area.height / 3)));
     let widgets = widget_lines(app, &theme);
     let todos = todo_lines(app, &theme, usize::from(area.height / 4));
-    let regions = Regions::new(area, app, notes.len(), widgets.len(), todos.len());
+    let regions = Regions::new(area, app, widgets.len(), todos.len());
     frame.render_widget(Paragraph::new(widgets), regions.widgets);
     draw_chat(frame, app, regions.chat, &theme);
     draw_queue(frame, app, regions.queue, &theme);
-    frame.render_widget(Paragraph::new(notes), regions.notes);
     draw_status(frame, app, regions.status, &theme);
     frame.render_widget(Paragraph::new(todos), regions.todos);
     draw_editor(frame, app, regions.editor, &theme);
@@ -62,7 +61,6 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
 struct Regions {
     chat: Rect,
     queue: Rect,
-    notes: Rect,
     status: Rect,
     todos: Rect,
     editor: Rect,
@@ -73,22 +71,17 @@ struct Regions {
 impl Regions {
     /// The chat takes what the others leave; widgets get a quarter of the
     /// screen at most, queued prompts three rows.
-    fn new(
-        area: Rect,
-        app: &App,
-        note_lines: usize,
-        widget_lines: usize,
-        todo_lines: usize,
-    ) -> Self {
-        let editor_rows = app.editor().lines().len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
+    fn new(area: Rect, app: &App, widget_lines: usize, todo_lines: usize) -> Self {
+        let (rows, _) = app
+            .editor()
+            .layout(usize::from(area.width.saturating_sub(2)));
+        let editor_rows = rows.len().clamp(1, EDITOR_MAX_ROWS) as u16 + 2;
         let queue_rows = app.queue().len().min(QUEUE_ROWS) as u16;
-        let note_rows = note_lines as u16;
         let status_rows = u16::from(app.status().is_some());
         let widget_rows = (widget_lines as u16).min(area.height / 4);
-        let [chat, queue, notes, status, todos, editor, widgets, bar] = Layout::vertical([
+        let [chat, queue, status, todos, editor, widgets, bar] = Layout::vertical([
             Constraint::Min(1),
             Constraint::Length(queue_rows),
-            Constraint::Length(note_rows),
             Constraint::Length(status_rows),
             Constraint::Length(todo_lines as u16),
             Constraint::Length(editor_rows),
@@ -99,7 +92,6 @@ impl Regions {
         Self {
             chat,
             queue,
-            notes,
             status,
             todos,
             editor,
@@ -170,15 +162,18 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let transcript = app.transcript_mut();
     let count = transcript.entries().len();
     let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
+    let columns = usize::from(width);
     let wrapped = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
-        lines.iter().flat_map(|l| wrap(l, width as usize)).collect()
+        lines.iter().flat_map(|l| wrap(l, columns)).collect()
     };
     if let Some(target) = transcript.take_jump() {
         // `/jump`: scrolled so the entry's first row is the top one.
         let below: usize = (target..count)
             .map(|i| {
                 transcript
-                    .lines(i, width, |entry| wrapped(entry_lines(entry, theme)))
+                    .lines(i, width, |entry| {
+                        wrapped(entry_lines(entry, theme, columns))
+                    })
                     .len()
                     + 1
             })
@@ -191,11 +186,13 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     for index in (0..count).rev() {
         let mut block = if streaming && index + 1 == count {
             transcript.streamed(index, width, needed, |text| {
-                wrapped(markdown::render(text, theme))
+                wrapped(markdown::render(text, theme, columns))
             })
         } else {
             transcript
-                .lines(index, width, |entry| wrapped(entry_lines(entry, theme)))
+                .lines(index, width, |entry| {
+                    wrapped(entry_lines(entry, theme, columns))
+                })
                 .to_vec()
         };
         block.push(Line::default());
@@ -210,10 +207,36 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let start = end.saturating_sub(area.height as usize);
     let visible: Vec<Line<'static>> = rows[start..end].to_vec();
     frame.render_widget(Paragraph::new(visible), area);
+    hyperlinks(frame.buffer_mut(), area);
 }
 
-/// The lines of one entry, unwrapped.
-fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
+/// Turns the cells markdown marked as a link (see
+/// [`markdown::link_target`]) into OSC 8 hyperlinks: each such cell's
+/// symbol is wrapped in the sequence, its width kept. Terminals without
+/// OSC 8 ignore it and show the text.
+fn hyperlinks(buffer: &mut Buffer, area: Rect) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let Some(cell) = buffer.cell_mut((x, y)) else {
+                continue;
+            };
+            let Some(url) = markdown::link_target(cell.underline_color) else {
+                continue;
+            };
+            cell.underline_color = Color::Reset;
+            let width = unicode_width::UnicodeWidthStr::width(cell.symbol()).max(1);
+            let symbol = format!("\x1b]8;;{url}\x1b\\{}\x1b]8;;\x1b\\", cell.symbol());
+            cell.set_symbol(&symbol);
+            if let Some(width) = std::num::NonZeroU16::new(width as u16) {
+                cell.set_diff_option(CellDiffOption::ForcedWidth(width));
+            }
+        }
+    }
+}
+
+/// The lines of one entry for `width` columns (tables fit it; the caller
+/// wraps the rest).
+fn entry_lines(entry: &Entry, theme: &Theme, width: usize) -> Vec<Line<'static>> {
     match entry {
         Entry::User(text) => text
             .lines()
@@ -226,7 +249,7 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
                 )
             })
             .collect(),
-        Entry::Assistant(text) => markdown::render(text, theme),
+        Entry::Assistant(text) => markdown::render(text, theme, width),
         Entry::Tool {
             name,
             preview,
@@ -247,6 +270,96 @@ fn entry_lines(entry: &Entry, theme: &Theme) -> Vec<Line<'static>> {
             .lines()
             .map(|l| Line::styled(format!("⚠ {l}"), Style::default().fg(theme.error)))
             .collect(),
+        Entry::Note(note) => note_lines(note, theme),
+        Entry::Compaction {
+            summary,
+            automatic,
+            expanded,
+        } => compaction_lines(summary, *automatic, *expanded, theme, width),
+    }
+}
+
+/// A compaction: one line saying so, and the summary rendered when expanded.
+fn compaction_lines(
+    summary: &str,
+    automatic: bool,
+    expanded: bool,
+    theme: &Theme,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let why = if automatic {
+        "context was getting full: "
+    } else {
+        ""
+    };
+    let muted = Style::default().fg(theme.muted);
+    let lines = summary.lines().count();
+    let head = if expanded {
+        format!("▾ {why}older messages were summarised (ctrl+o to fold)")
+    } else {
+        format!("▸ {why}older messages were summarised ({lines} lines, ctrl+o to read)")
+    };
+    let mut out = vec![Line::styled(head, muted.add_modifier(Modifier::ITALIC))];
+    if expanded {
+        let body = markdown::render(summary, theme, width.saturating_sub(2));
+        out.extend(body.into_iter().map(|line| {
+            let mut spans = vec![Span::styled("│ ", muted)];
+            spans.extend(line.spans);
+            Line::from(spans)
+        }));
+    }
+    out
+}
+
+/// An extension's note: its name, then the text in its level's colour.
+fn note_lines(note: &Note, theme: &Theme) -> Vec<Line<'static>> {
+    let color = match note.level {
+        NotifyLevel::Info => theme.muted,
+        NotifyLevel::Success => theme.success,
+        NotifyLevel::Warn => theme.warn,
+        NotifyLevel::Error => theme.error,
+    };
+    note.text
+        .lines()
+        .map(|line| {
+            Line::from(vec![
+                Span::styled(
+                    format!("[{}] ", note.extension),
+                    Style::default().fg(theme.accent),
+                ),
+                Span::styled(line.to_owned(), Style::default().fg(color)),
+            ])
+        })
+        .collect()
+}
+
+/// Whether `text` holds a unified diff (a hunk header after a `+++` line).
+fn is_diff(text: &str) -> bool {
+    let mut header = false;
+    for line in text.lines() {
+        if line.starts_with("+++ ") {
+            header = true;
+        } else if header && line.starts_with("@@ ") {
+            return true;
+        }
+    }
+    false
+}
+
+/// The style of a diff line: added green, removed red, hunks in the
+/// accent colour, file headers bold, context muted. The one diff view, for
+/// tool results and approvals alike.
+fn diff_style(line: &str, theme: &Theme) -> Style {
+    if line.starts_with("+++ ") || line.starts_with("--- ") {
+        Style::default().add_modifier(Modifier::BOLD)
+    } else if line.starts_with("@@") {
+        Style::default().fg(theme.accent)
+    } else if line.starts_with('+') {
+        Style::default().fg(theme.success)
+    } else if line.starts_with('-') {
+        Style::default().fg(theme.error)
+    } else {
+        Style::default().fg(theme.muted)
     }
 }
 
@@ -284,10 +397,16 @@ fn tool_lines(
         ("✓", theme.success)
     };
     let all: Vec<&str> = text.lines().collect();
+    let diff = is_diff(text);
+    let collapsed = if diff {
+        COLLAPSED_DIFF_LINES
+    } else {
+        COLLAPSED_RESULT_LINES
+    };
     let shown = if expanded {
         all.len()
     } else {
-        all.len().min(COLLAPSED_RESULT_LINES)
+        all.len().min(collapsed)
     };
     for (i, line) in all.iter().take(shown).enumerate() {
         let lead = if i == 0 {
@@ -295,9 +414,14 @@ fn tool_lines(
         } else {
             "    ".to_owned()
         };
+        let style = if diff && i > 0 {
+            diff_style(line, theme)
+        } else {
+            Style::default().fg(theme.muted)
+        };
         lines.push(Line::from(vec![
             Span::styled(lead, Style::default().fg(color)),
-            Span::styled((*line).to_owned(), Style::default().fg(theme.muted)),
+            Span::styled((*line).to_owned(), style),
         ]));
     }
     if all.is_empty() {
@@ -324,30 +448,6 @@ fn widget_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             lines
                 .iter()
                 .map(|l| Line::styled(l.clone(), Style::default().fg(theme.muted)))
-        })
-        .collect()
-}
-
-fn note_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
-    app.notes()
-        .iter()
-        .flat_map(|note| {
-            let color = match note.level {
-                NotifyLevel::Info => theme.muted,
-                NotifyLevel::Success => theme.success,
-                NotifyLevel::Warn => theme.warn,
-                NotifyLevel::Error => theme.error,
-            };
-            let ext = note.extension.clone();
-            note.text
-                .lines()
-                .map(move |line| {
-                    Line::from(vec![
-                        Span::styled(format!("[{ext}] "), Style::default().fg(theme.accent)),
-                        Span::styled(line.to_owned(), Style::default().fg(color)),
-                    ])
-                })
-                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -396,6 +496,9 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
     let title = match waiting {
         Some(waiting) => waiting,
         None if app.is_busy() => " working… Enter queues, Esc cancels ".to_owned(),
+        None if app.editor().has_folded_paste() => {
+            " Enter send · Ctrl+X shows the paste whole ".to_owned()
+        }
         None => " Enter send · Shift+Enter newline ".to_owned(),
     };
     let block = Block::default()
@@ -403,29 +506,20 @@ fn draw_editor(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
         .border_style(Style::default().fg(theme.border))
         .title(Span::styled(title, Style::default().fg(theme.muted)));
     let inner = block.inner(area);
-    let (row, col) = app.editor().cursor();
+    let (rows, (row, col)) = app.editor().layout(usize::from(inner.width));
     let height = inner.height as usize;
     let top = row.saturating_sub(height.saturating_sub(1));
-    let lines: Vec<Line> = app
-        .editor()
-        .lines()
-        .iter()
+    let lines: Vec<Line> = rows
+        .into_iter()
         .skip(top)
         .take(height)
-        .map(|l| Line::raw(l.clone()))
+        .map(Line::raw)
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block), area);
     if matches!(app.modal(), Modal::Editor { .. }) {
-        let line = &app.editor().lines()[row];
-        let x: usize = line
-            .chars()
-            .take(col)
-            .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
-            .sum();
-        let x =
-            (inner.x as usize + x).min((inner.x + inner.width).saturating_sub(1) as usize) as u16;
+        let x = (inner.x as usize + col).min((inner.x + inner.width).saturating_sub(1) as usize);
         let y = inner.y + (row - top) as u16;
-        frame.set_cursor_position((x, y));
+        frame.set_cursor_position((x as u16, y));
     }
 }
 
@@ -560,7 +654,11 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
     let (title, body) = match dialog {
         Dialog::Confirm(confirmation) => (
             " Run this tool? ".to_owned(),
-            confirmation_body(confirmation, theme),
+            confirmation_body(
+                confirmation,
+                theme,
+                usize::from(area.height).saturating_sub(DIALOG_CHROME_ROWS),
+            ),
         ),
         Dialog::Question(question) => (
             format!(" {} asks ", question.extension),
@@ -585,7 +683,13 @@ fn choice_style(selected: bool, theme: &Theme) -> Style {
     }
 }
 
-fn confirmation_body(confirmation: &Confirmation, theme: &Theme) -> Vec<Line<'static>> {
+/// The call asked about: the tool, then what it would do (a diff in
+/// colour, a whole command) in at most `max_rows` lines, then the answers.
+fn confirmation_body(
+    confirmation: &Confirmation,
+    theme: &Theme,
+    max_rows: usize,
+) -> Vec<Line<'static>> {
     let mut buttons = Vec::new();
     for (i, choice) in CHOICES.iter().enumerate() {
         let style = choice_style(i == confirmation.selected, theme);
@@ -596,18 +700,44 @@ fn confirmation_body(confirmation: &Confirmation, theme: &Theme) -> Vec<Line<'st
         .iter()
         .map(|choice| format!("{} {}", choice.key, choice.label))
         .collect();
-    vec![
-        Line::from(vec![
-            Span::styled(
-                confirmation.tool.clone(),
-                Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
-            ),
+    let tool = Span::styled(
+        confirmation.tool.clone(),
+        Style::default().fg(theme.tool).add_modifier(Modifier::BOLD),
+    );
+    let preview: Vec<&str> = confirmation.preview.lines().collect();
+    let mut body = Vec::new();
+    if preview.len() <= 1 {
+        body.push(Line::from(vec![
+            tool,
             Span::raw(format!(" {}", confirmation.preview)),
-        ]),
+        ]));
+    } else {
+        body.push(Line::from(tool));
+        let diff = is_diff(&confirmation.preview);
+        let max_rows = max_rows.max(1);
+        let cut = preview.len() > max_rows;
+        let shown = if cut { max_rows - 1 } else { preview.len() };
+        for line in &preview[..shown] {
+            let style = if diff {
+                diff_style(line, theme)
+            } else {
+                Style::default()
+            };
+            body.push(Line::styled((*line).to_owned(), style));
+        }
+        if cut {
+            body.push(Line::styled(
+                format!("… {} more lines", preview.len() - shown),
+                Style::default().fg(theme.muted),
+            ));
+        }
+    }
+    body.extend([
         Line::default(),
         Line::from(buttons),
         Line::styled(keys.join(" · "), Style::default().fg(theme.muted)),
-    ]
+    ]);
+    body
 }
 
 fn question_body(question: &Question, theme: &Theme) -> Vec<Line<'static>> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use zot_core::agent::{Agent, AgentError, Confirm};
+use zot_core::agent::{Agent, AgentError, Confirm, Refusal};
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message};
 use zot_core::provider::Provider;
@@ -107,7 +107,7 @@ impl Confirm for TuiConfirm {
         id: &'a str,
         name: &'a str,
         preview: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), Refusal>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let request = ConfirmRequest {
@@ -117,7 +117,9 @@ impl Confirm for TuiConfirm {
                 reply,
             };
             if self.events.send(WorkerEvent::Confirm(request)).is_err() {
-                return Err("tool call refused: nobody to ask".to_owned());
+                return Err(Refusal::Unanswered(
+                    "tool call refused: nobody to ask".to_owned(),
+                ));
             }
             let decision = answer.await.unwrap_or(Decision::No);
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,7 +133,7 @@ impl Confirm for TuiConfirm {
                     state.always_all = true;
                     Ok(())
                 }
-                Decision::No => Err("tool call refused by user".to_owned()),
+                Decision::No => Err(Refusal::ByUser),
             }
         })
     }
@@ -225,8 +227,9 @@ async fn run(
             }
         }
         Work::Compact => match compact(agent, events, cancel).await {
+            // The transcript keeps what was shown; the summary follows it
+            // (the agent's `compact_done`).
             Ok(_) => {
-                let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
                 let _ = events.send(WorkerEvent::Status(
                     "compacted: older messages summarised".into(),
                 ));

@@ -37,6 +37,8 @@ pub fn wrap(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
             end += 1;
         }
         let (cut, next) = match (end < cells.len(), last_space) {
+            // The row is full just before a space: break there.
+            (true, _) if cells[end].0 == ' ' => (end, end + 1),
             (true, Some(space)) if space > start => (space, space + 1),
             _ => (end, end),
         };

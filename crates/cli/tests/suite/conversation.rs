@@ -11,7 +11,8 @@ use super::rpc::Rpc;
 use super::support::{Run, World};
 use super::tui::Tmux;
 
-/// Each message of a request body as its text blocks joined with `|`.
+/// Each message of a request body as its text (text blocks and tool
+/// results' text) joined with `|`.
 pub(super) fn texts(body: &Value) -> Vec<String> {
     body["messages"]
         .as_array()
@@ -21,7 +22,16 @@ pub(super) fn texts(body: &Value) -> Vec<String> {
             Value::String(text) => text.clone(),
             Value::Array(blocks) => blocks
                 .iter()
-                .filter_map(|b| b["text"].as_str())
+                .flat_map(|b| match b["type"].as_str() {
+                    Some("tool_result") => b["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>(),
+                    _ => b["text"].as_str().map(str::to_owned).into_iter().collect(),
+                })
                 .collect::<Vec<_>>()
                 .join("|"),
             _ => String::new(),

@@ -133,6 +133,10 @@ async fn no_yolo_asks_before_mcp_tools_and_a_refused_call_never_reaches_the_serv
     let screen = wait_for_confirmation(&tmux, "REFUSED_ECHO");
     assert!(screen.contains("mcp__everything__echo"), "{screen}");
     tmux.type_text("n");
+    // The refusal stops the turn; the next prompt goes on.
+    tmux.wait_for("type what to do instead");
+    tmux.type_text("go on");
+    tmux.keys(&["Enter"]);
     // Allowed: it runs.
     wait_for_confirmation(&tmux, "ALLOWED_ECHO");
     tmux.type_text("y");

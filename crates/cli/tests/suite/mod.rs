@@ -34,5 +34,6 @@ mod terminal;
 mod todo;
 mod trust;
 mod tui;
+mod tui_view;
 mod web_fetch;
 mod zot_doctor;

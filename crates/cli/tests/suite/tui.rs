@@ -142,6 +142,17 @@ impl Tmux {
         assert!(status.success());
     }
 
+    /// Runs `tmux args…` against this session's server; its stdout.
+    pub(super) fn command(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Types text literally (no key-name interpretation).
     pub(super) fn type_text(&self, text: &str) {
         let status = Command::new("tmux")
@@ -348,6 +359,10 @@ async fn no_yolo_asks_before_each_tool_call() {
     let screen = tmux.wait_for("Run this tool?");
     assert!(screen.contains("touch refused.txt"), "{screen}");
     tmux.type_text("n");
+    // A refusal stops the turn; the next prompt says what to do instead.
+    tmux.wait_for("type what to do instead");
+    tmux.type_text("make allowed.txt");
+    tmux.keys(&["Enter"]);
     tmux.wait_for("touch allowed.txt");
     tmux.type_text("y");
     tmux.wait_for("all done");
@@ -495,6 +510,10 @@ async fn a_hooks_ask_forces_the_confirmation_under_yolo_and_hooks_lists_them() {
     let screen = tmux.wait_for("Run this tool?");
     assert!(screen.contains("touch ask-no.txt"), "{screen}");
     tmux.type_text("n");
+    // The refusal stops the turn; the user's next prompt sends it on.
+    tmux.wait_for("type what to do instead");
+    tmux.type_text("go on");
+    tmux.keys(&["Enter"]);
     // The call shows before its question (the Notification hook runs between).
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {

@@ -268,6 +268,10 @@ async fn the_tui_asks_before_web_fetch_under_no_yolo() {
     let screen = tmux.wait_for("Run this tool?");
     assert!(screen.contains("https://example.org/doc"), "{screen}");
     tmux.type_text("n");
+    // The refusal stops the turn; the next prompt follows it.
+    tmux.wait_for("type what to do instead");
+    tmux.type_text("never mind");
+    tmux.keys(&["Enter"]);
     tmux.wait_for("not fetched");
     let second = model.requests()[1].body.to_string();
     assert!(second.contains("tool call refused by user"), "{second}");

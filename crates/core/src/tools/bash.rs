@@ -87,6 +87,13 @@ impl Tool for BashTool {
         }
     }
 
+    /// The whole command, every line of it.
+    fn approval_preview(&self, args: &Value, _cwd: &std::path::Path) -> Option<String> {
+        args.get("command")
+            .and_then(Value::as_str)
+            .map(|c| format!("$ {c}"))
+    }
+
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let (command, timeout) = match parse_args(&args) {

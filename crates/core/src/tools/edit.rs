@@ -75,6 +75,19 @@ impl Tool for EditTool {
     fn checks_own_arguments(&self) -> bool {
         true
     }
+
+    /// The diff the edits would make, or why they would fail.
+    fn approval_preview(&self, args: &Value, cwd: &Path) -> Option<String> {
+        let (path, edits) = parse_args(args).ok()?;
+        let path = crate::tool::ToolContext::new(cwd).resolve(&path);
+        Some(match planned(&path, &edits) {
+            Ok(plan) => format!("--- {0}\n+++ {0}\n{1}", path.display(), plan.diff),
+            Err(failure) => format!(
+                "(this edit would fail)\n{}",
+                crate::message::text_of(&failure.content)
+            ),
+        })
+    }
 }
 
 struct Edit {
@@ -126,34 +139,63 @@ fn edit_field(item: &Map<String, Value>, n: usize, key: &str) -> Result<String, 
 }
 
 fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
+    let plan = match planned(path, edits) {
+        Ok(plan) => plan,
+        Err(failure) => return failure,
+    };
+    if let Err(e) = atomic_write(path, plan.bytes.as_bytes()) {
+        return io_error("write", path, &e);
+    }
+    let plural = if plan.count == 1 { "" } else { "s" };
+    ToolOutput::text(format!(
+        "applied {} edit{plural} to {}\n--- {1}\n+++ {1}\n{}",
+        plan.count,
+        path.display(),
+        plan.diff
+    ))
+}
+
+/// What a set of edits makes of a file: its new bytes, the diff, how many.
+struct Plan {
+    bytes: String,
+    diff: String,
+    count: usize,
+}
+
+/// Reads `path` and applies `edits` in memory; the error is the result the
+/// model gets when they cannot all apply.
+fn planned(path: &Path, edits: &[Edit]) -> Result<Plan, ToolOutput> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
-            return ToolOutput::error(format!("{} is a directory, not a file", path.display()));
+            return Err(ToolOutput::error(format!(
+                "{} is a directory, not a file",
+                path.display()
+            )));
         }
         Ok(_) => {}
-        Err(e) => return io_error("edit", path, &e),
+        Err(e) => return Err(io_error("edit", path, &e)),
     }
     let (file, metadata) = match open_regular("edit", path) {
         Ok(Ok(opened)) => opened,
-        Ok(Err(output)) => return output,
-        Err(e) => return io_error("read", path, &e),
+        Ok(Err(output)) => return Err(output),
+        Err(e) => return Err(io_error("read", path, &e)),
     };
     if metadata.len() > MAX_EDIT_FILE_BYTES {
-        return too_big(path, metadata.len());
+        return Err(too_big(path, metadata.len()));
     }
     let mut raw = Vec::with_capacity(metadata.len() as usize);
     // One byte over the limit tells a file that grew since it was measured.
     if let Err(e) = file.take(MAX_EDIT_FILE_BYTES + 1).read_to_end(&mut raw) {
-        return io_error("read", path, &e);
+        return Err(io_error("read", path, &e));
     }
     if raw.len() as u64 > MAX_EDIT_FILE_BYTES {
-        return too_big(path, raw.len() as u64);
+        return Err(too_big(path, raw.len() as u64));
     }
     let Ok(text) = String::from_utf8(raw) else {
-        return ToolOutput::error(format!(
+        return Err(ToolOutput::error(format!(
             "{} is not UTF-8 text; edit only changes text files",
             path.display()
-        ));
+        )));
     };
     let (bom, body) = match text.strip_prefix(BOM) {
         Some(rest) => (BOM, rest),
@@ -201,7 +243,7 @@ fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
             "no edits were applied; {} is unchanged",
             path.display()
         ));
-        return ToolOutput::error(errors.join("\n"));
+        return Err(ToolOutput::error(errors.join("\n")));
     }
 
     let eol = file.dominant_eol();
@@ -235,24 +277,18 @@ fn edit(path: &Path, edits: &[Edit]) -> ToolOutput {
     bytes.push_str(bom);
     bytes.push_str(&new_body);
     if bytes.len() as u64 > MAX_EDIT_FILE_BYTES {
-        return ToolOutput::error(format!(
+        return Err(ToolOutput::error(format!(
             "the edits would make {} {} bytes; edit writes files of at most \
              {MAX_EDIT_FILE_BYTES} bytes (16 MiB); no edits were applied",
             path.display(),
             bytes.len()
-        ));
+        )));
     }
-    if let Err(e) = atomic_write(path, bytes.as_bytes()) {
-        return io_error("write", path, &e);
-    }
-
-    let count = spans.len();
-    let plural = if count == 1 { "" } else { "s" };
-    let diff = unified_diff(&file.text, &new_norm, &changes);
-    ToolOutput::text(format!(
-        "applied {count} edit{plural} to {}\n--- {0}\n+++ {0}\n{diff}",
-        path.display()
-    ))
+    Ok(Plan {
+        bytes,
+        diff: unified_diff(&file.text, &new_norm, &changes),
+        count: spans.len(),
+    })
 }
 
 fn too_big(path: &Path, len: u64) -> ToolOutput {

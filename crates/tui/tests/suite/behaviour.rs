@@ -47,7 +47,7 @@ fn panel(id: &str) -> CommandOutcome {
 }
 
 #[tokio::test]
-async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
+async fn enter_while_busy_queues_and_esc_unqueues_but_keeps_notes_in_place() {
     let (mut app, _, _) = app();
     type_text(&mut app, "first");
     app.on_key(key(KeyCode::Enter));
@@ -62,7 +62,10 @@ async fn enter_while_busy_queues_and_esc_drops_the_queue_and_notes() {
     });
     app.on_key(key(KeyCode::Esc));
     assert!(app.queue().is_empty());
-    assert!(app.notes().is_empty());
+    assert_eq!(app.editor().text(), "second");
+    // A note is part of what happened: it stays where it came.
+    assert_eq!(app.notes().len(), 1);
+    assert!(matches!(app.entries().last(), Some(Entry::Note(n)) if n.text == "hi"));
 }
 
 #[tokio::test]
@@ -144,7 +147,7 @@ async fn queued_prompts_are_delivered_in_order_when_idle() {
 }
 
 #[tokio::test]
-async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_next_prompt() {
+async fn clear_notes_removes_only_that_extensions_notes_and_notes_stay_in_order() {
     let (mut app, _, _) = app();
     for ext in ["a", "b", "a"] {
         app.on_host(HostEvent::Notify {
@@ -159,7 +162,11 @@ async fn clear_notes_removes_only_that_extensions_notes_and_notes_clear_on_the_n
     assert_eq!(app.notes().len(), 1);
     assert_eq!(app.notes()[0].extension, "b");
     app.submit("go");
-    assert!(app.notes().is_empty());
+    // Earlier notes stay above the prompt that followed them.
+    assert_eq!(app.notes().len(), 1);
+    let entries = app.entries();
+    assert!(matches!(&entries[entries.len() - 2], Entry::Note(n) if n.extension == "b"));
+    assert_eq!(entries[entries.len() - 1], Entry::User("go".into()));
 }
 
 #[tokio::test]

@@ -1,7 +1,6 @@
 //! What the TUI remembers: `/model <id>` goes to the user config, and the
-//! status line says when the environment or a project file overrides it.
+//! transcript says where, and when the environment or a project file overrides it.
 
-use zot_tui::app::StatusKind;
 use zot_tui::transcript::Entry;
 
 use super::support::{app, app_with, config};
@@ -12,16 +11,15 @@ async fn model_is_saved_and_the_status_line_says_where() {
     app.submit("/model claude-haiku-4-5");
     assert_eq!(app.config().model, "claude-haiku-4-5");
     assert_eq!(*host.saved_models.lock().unwrap(), ["claude-haiku-4-5"]);
-    let status = app.status().cloned().unwrap();
-    assert_eq!(status.kind, StatusKind::Info);
+    // In the transcript, where the switch happened.
+    let Some(Entry::Info(text)) = app.entries().last() else {
+        panic!("{:?}", app.entries());
+    };
     assert!(
-        status
-            .text
-            .contains("saved to /home/pat/.local/state/zot/config.json"),
-        "{}",
-        status.text
+        text.contains("saved to /home/pat/.local/state/zot/config.json"),
+        "{text}"
     );
-    assert!(!status.text.contains("overrides"), "{}", status.text);
+    assert!(!text.contains("overrides"), "{text}");
 }
 
 #[tokio::test]
@@ -35,7 +33,9 @@ async fn the_status_line_names_what_overrides_a_saved_model() {
         let (mut app, host, _) = app_with(cfg);
         app.submit("/model claude-haiku-4-5");
         assert_eq!(host.saved_models.lock().unwrap().len(), 1);
-        let text = app.status().cloned().unwrap().text;
+        let Some(Entry::Info(text)) = app.entries().last() else {
+            panic!("{:?}", app.entries());
+        };
         assert!(text.contains(&format!("but {by} overrides it")), "{text}");
     }
 }

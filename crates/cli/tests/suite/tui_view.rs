@@ -1,0 +1,274 @@
+//! What the TUI shows, through the built binary in tmux: Markdown tables,
+//! links (with OSC 8 hyperlinks) and code fence labels, the wrapping
+//! editor and folded pastes, compaction summaries, notes in order, diffs
+//! in colour, approvals that show the change, and refusals that stop.
+
+use std::time::{Duration, Instant};
+
+use zot_testkit::{MockModel, anthropic};
+
+use super::conversation::texts;
+use super::support::World;
+use super::tui::Tmux;
+
+fn exit(tmux: &Tmux) {
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
+
+/// Waits until `path` holds `needle`.
+fn wait_for_file(path: &std::path::Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited for {needle:?} in {path:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tables_links_and_code_fences_render_and_links_are_hyperlinks() {
+    let w = World::new();
+    let answer = "| file | lines |\n|------|------:|\n| main.py | 4 |\n| util.py | 3 |\n\n\
+                  See [the docs](https://example.com/docs).\n\n```python\nprint(1)\n```\n";
+    let model = MockModel::start([anthropic::text(answer)]).await;
+    let tmux = Tmux::against(&w, "markdown-view", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    // Everything zot writes to the terminal, escape sequences included.
+    let raw = w.scratch.join("pane.raw");
+    tmux.command(&["pipe-pane", "-o", &format!("cat >> '{}'", raw.display())]);
+    tmux.type_text("show me");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("util.py");
+    for row in ["file    │ lines", "main.py │     4", "util.py │     3"] {
+        assert!(screen.contains(row), "{row}:\n{screen}");
+    }
+    assert!(screen.contains("────────┼──────"), "{screen}");
+    assert!(
+        screen.contains("See the docs (https://example.com/docs)."),
+        "{screen}"
+    );
+    assert!(screen.contains("── python"), "{screen}");
+    // The link text and its URL reach the terminal as OSC 8 hyperlinks,
+    // and nothing of the sequence shows.
+    let bytes = wait_for_file(&raw, "\x1b]8;;https://example.com/docs\x1b\\");
+    assert!(
+        bytes.contains("\x1b]8;;https://example.com/docs\x1b\\t"),
+        "{bytes:?}"
+    );
+    assert!(!screen.contains("8;;"), "{screen}");
+    exit(&tmux);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_editor_wraps_keeps_the_cursor_in_view_and_folds_long_pastes() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("got it")]).await;
+    let tmux = Tmux::against(&w, "editor-wrap", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    // Longer than the 98 columns inside the box.
+    let long = (1..=30)
+        .map(|n| format!("w{n:02}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    tmux.type_text(&long);
+    let screen = tmux.wait_for("w30");
+    assert!(
+        screen.contains("w01 w02"),
+        "the start is still shown:\n{screen}"
+    );
+    let cursor = tmux.command(&["display", "-p", "#{cursor_x} #{cursor_y}"]);
+    let (x, y) = cursor.trim().split_once(' ').unwrap();
+    let (x, y): (usize, usize) = (x.parse().unwrap(), y.parse().unwrap());
+    let row = screen.lines().nth(y).unwrap();
+    assert!(x < 99, "the cursor is inside the box: {cursor}");
+    assert!(
+        row.contains("w30") && row.chars().take(x).collect::<String>().ends_with("w30"),
+        "the cursor follows the last word: {cursor}\n{screen}"
+    );
+    tmux.keys(&["C-u"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while tmux.screen().contains("w30") {
+        assert!(Instant::now() < deadline, "Ctrl+U left the line");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A bracketed paste of twelve lines shows folded; the whole is sent.
+    let pasted: String = (1..=12).map(|n| format!("pasted line {n}\n")).collect();
+    let file = w.scratch.join("paste.txt");
+    std::fs::write(&file, &pasted).unwrap();
+    tmux.command(&["load-buffer", "-b", "p", file.to_str().unwrap()]);
+    tmux.type_text("look: ");
+    tmux.command(&["paste-buffer", "-p", "-b", "p"]);
+    let screen = tmux.wait_for("look: [pasted 12 lines]");
+    assert!(!screen.contains("pasted line 3"), "{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("got it");
+    assert_eq!(
+        texts(&model.requests()[0].body),
+        [format!("look: {pasted}")]
+    );
+    exit(&tmux);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_x_shows_a_folded_paste_whole_in_the_editor() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    let tmux = Tmux::against(&w, "paste-expand", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    let pasted: String = (1..=11).map(|n| format!("row {n}\n")).collect();
+    let file = w.scratch.join("paste.txt");
+    std::fs::write(&file, &pasted).unwrap();
+    tmux.command(&["load-buffer", "-b", "p", file.to_str().unwrap()]);
+    tmux.command(&["paste-buffer", "-p", "-b", "p"]);
+    tmux.wait_for("Ctrl+X shows the paste whole");
+    tmux.keys(&["C-x"]);
+    let screen = tmux.wait_for("row 11");
+    assert!(!screen.contains("[pasted"), "{screen}");
+    exit(&tmux);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_shows_folded_and_rendered_and_notes_stay_in_order() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("first answer"),
+        anthropic::text("reply two"),
+        anthropic::text("reply three"),
+        anthropic::text("## Goal\n\nShip **the fix**."),
+        anthropic::text("answer after the switch"),
+    ])
+    .await;
+    let tmux = Tmux::against(&w, "compaction-view", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("start");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("first answer");
+    for text in ["two", "three"] {
+        tmux.type_text(text);
+        tmux.keys(&["Enter"]);
+        tmux.wait_for(&format!("reply {text}"));
+    }
+    tmux.type_text("/compact");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("older messages were summarised");
+    assert!(!screen.contains("## Context Summary"), "{screen}");
+    assert!(!screen.contains("Ship"), "folded until asked:\n{screen}");
+    // What was on screen before stays.
+    assert!(screen.contains("first answer"), "{screen}");
+    tmux.keys(&["C-o"]);
+    let screen = tmux.wait_for("Ship the fix.");
+    assert!(!screen.contains("## Goal"), "rendered, not raw:\n{screen}");
+
+    // The model switch's note stays where it happened, above the next answer.
+    tmux.type_text("/model claude-haiku-4-5");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("saved to");
+    tmux.type_text("go on");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("answer after the switch");
+    let note = screen.find("model: claude-haiku-4-5 (saved to").unwrap();
+    let answer = screen.find("answer after the switch").unwrap();
+    assert!(note < answer, "{screen}");
+    exit(&tmux);
+}
+
+/// The line of a `capture-pane -e` screen that shows `text`, with its
+/// escape sequences.
+fn styled_line(styled: &str, text: &str) -> String {
+    styled
+        .lines()
+        .find(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("{text:?} not in:\n{styled}"))
+        .to_owned()
+}
+
+/// Whether a styled line sets the terminal's palette colour `n` (0-7).
+fn has_colour(line: &str, n: u8) -> bool {
+    line.contains(&format!("\x1b[3{n}m")) || line.contains(&format!("\x1b[38;5;{n}m"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvals_show_the_command_or_the_diff_and_a_refusal_stops_the_turn() {
+    let w = World::new();
+    std::fs::create_dir_all(w.project.join("src")).unwrap();
+    let util = w.project.join("src/util.py");
+    std::fs::write(&util, "def f():\n    return 1\n").unwrap();
+    let edit = |value: &str| {
+        format!(
+            r#"{{"path":"src/util.py","edits":[{{"oldText":"return 1","newText":"return {value}"}}]}}"#
+        )
+    };
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .tool_call(
+                "b1",
+                "bash",
+                r#"{"command":"touch refused.txt\necho second line"}"#,
+            )
+            .tool_call("e1", "edit", &edit("2"))
+            .build(),
+        anthropic::tool_call("e2", "edit", &edit("3")),
+        anthropic::text("all done"),
+    ])
+    .await;
+    let tmux = Tmux::against(&w, "approve-diff", &model, &["--no-yolo"]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("fix util");
+    tmux.keys(&["Enter"]);
+    // The whole command, both lines.
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(
+        screen.contains("$ touch refused.txt") && screen.contains("echo second line"),
+        "{screen}"
+    );
+    tmux.type_text("n");
+    // The turn stops: the edit is neither asked about nor run, and the
+    // model is not called again until the user says what to do instead.
+    tmux.wait_for("type what to do instead");
+    assert_eq!(model.requests().len(), 1);
+    assert!(!w.project.join("refused.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(&util).unwrap(),
+        "def f():\n    return 1\n"
+    );
+
+    tmux.type_text("make it 3 instead");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("-    return 1"), "{screen}");
+    assert!(screen.contains("+    return 3"), "{screen}");
+    let styled = tmux.styled_screen();
+    assert!(
+        has_colour(&styled_line(&styled, "+    return 3"), 2),
+        "{styled}"
+    );
+    assert!(
+        has_colour(&styled_line(&styled, "-    return 1"), 1),
+        "{styled}"
+    );
+    let sent = texts(&model.requests()[1].body).join("\n");
+    assert!(sent.contains("tool call refused by user"), "{sent}");
+    assert!(sent.contains("not run: the user refused"), "{sent}");
+    assert!(sent.contains("make it 3 instead"), "{sent}");
+    tmux.type_text("y");
+    tmux.wait_for("all done");
+    assert_eq!(
+        std::fs::read_to_string(&util).unwrap(),
+        "def f():\n    return 3\n"
+    );
+    // The applied edit's diff is coloured in the transcript too.
+    let styled = tmux.styled_screen();
+    assert!(
+        has_colour(&styled_line(&styled, "+    return 3"), 2),
+        "{styled}"
+    );
+    exit(&tmux);
+}
