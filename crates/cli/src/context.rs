@@ -42,9 +42,14 @@ impl Context {
         config.user_home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
-        let check = TrustStore::load(&zot_home)?.check(&project)?;
+        let store = TrustStore::load(&zot_home)?;
+        let check = store.check(&project)?;
         let (trust, trust_reason) = (check.status, check.reason());
         config.project_trusted = cli.trust || trust == TrustStatus::Trusted;
+        if cli.trust && trust != TrustStatus::Trusted {
+            // Trusted for this run as it is now: a change while zot runs counts.
+            config.trusted_pins = Some(std::sync::Arc::new(store.current_watched(&project).0));
+        }
         Ok(Self {
             zot_home,
             project,

@@ -90,6 +90,12 @@ impl Out {
             } => {
                 errln!("zot: warning: extension {extension}: {message}");
             }
+            HostEvent::TrustChanged { changes } => {
+                errln!(
+                    "zot: warning: {}",
+                    HostEvent::trust_changed_message(&changes)
+                );
+            }
             _ => {}
         }
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use zot_protocol::frontmatter;
+use zot_protocol::markdown_command::{Piece, pieces};
 use zot_sandbox::{Ended, ShellCall};
 
 use crate::file_refs;
@@ -209,36 +210,6 @@ impl MarkdownCommand {
         }
         Ok(out.trim().to_owned())
     }
-}
-
-/// A template split at each `` !`cmd` ``.
-#[derive(Debug, PartialEq, Eq)]
-enum Piece<'a> {
-    Text(&'a str),
-    Shell(&'a str),
-}
-
-fn pieces(template: &str) -> Vec<Piece<'_>> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("!`") {
-        let after = &rest[start + 2..];
-        let Some(end) = after
-            .find(['`', '\n'])
-            .filter(|&e| after[e..].starts_with('`'))
-        else {
-            // No closing backtick on the line: plain text.
-            out.push(Piece::Text(&rest[..start + 2]));
-            rest = after;
-            continue;
-        };
-        out.push(Piece::Text(&rest[..start]));
-        out.push(Piece::Shell(&after[..end]));
-        rest = &after[end + 1..];
-    }
-    out.push(Piece::Text(rest));
-    out.retain(|p| !matches!(p, Piece::Text("")));
-    out
 }
 
 fn mentions_arguments(template: &str) -> bool {

@@ -24,6 +24,9 @@ pub struct HostConfig {
     /// Whether project extensions may run (see `trust.rs`). Untrusted ones
     /// are listed, never spawned.
     pub project_trusted: bool,
+    /// What a project trusted for this run only (`--trust`) was trusted
+    /// with: its pinned files at the start. `None`: the trust store's entry.
+    pub trusted_pins: Option<crate::trust_gate::Pins>,
     /// The user's home: `~/.agents/extensions` (extensions shared with other
     /// agents) is searched after the zot roots. `None` skips it.
     pub user_home: Option<PathBuf>,
@@ -51,6 +54,7 @@ impl HostConfig {
             explicit: Vec::new(),
             discover: true,
             project_trusted: false,
+            trusted_pins: None,
             user_home: None,
             session_id: format!("zot-{}", std::process::id()),
             zot_version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod model;
 pub mod permissions;
+mod pins;
 mod reaper;
 mod registry;
 mod remote;
@@ -28,6 +29,7 @@ pub mod sampling;
 mod tool_schema;
 mod transport;
 pub mod trust;
+pub mod trust_gate;
 
 pub use adapter::{HandshakeError, ProgressSink};
 pub use config::{HostConfig, default_zot_home, zot_home_from};

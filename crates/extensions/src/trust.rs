@@ -315,6 +315,12 @@ impl TrustStore {
     /// The project's pinned files as they are now, through the stat cache
     /// (which is updated; a cache that cannot be read or written only costs time).
     fn current(&self, project: &Path) -> BTreeMap<String, String> {
+        self.current_watched(project).0
+    }
+
+    /// The project's pinned files as they are now, and what a quick
+    /// re-check of them stats ([`Watched`]).
+    pub fn current_watched(&self, project: &Path) -> (BTreeMap<String, String>, Watched) {
         let mut cache = StatCache::load(&self.cache_path);
         let project_key = key(project);
         let old = cache.projects.remove(&project_key).unwrap_or_default();
@@ -323,8 +329,10 @@ impl TrustStore {
             new: BTreeMap::new(),
             now: SystemTime::now(),
             racy: self.racy,
+            seen: Vec::new(),
         };
         let files = snapshot_with(project, &mut hasher);
+        let watched = Watched::of(project, hasher.seen);
         let fresh = hasher.new;
         if fresh != old {
             if !fresh.is_empty() {
@@ -334,7 +342,13 @@ impl TrustStore {
             cache.projects.retain(|path, _| Path::new(path).is_dir());
             cache.save(&self.cache_path);
         }
-        files
+        (files, watched)
+    }
+
+    /// The files `project` was trusted with (`None`: not trusted, or
+    /// trusted in the old single-hash format).
+    pub fn pinned(&self, project: &Path) -> Option<&BTreeMap<String, String>> {
+        self.file.projects.get(&key(project))?.files.as_ref()
     }
 
     /// Writes the store atomically (temp file in the same dir, then rename).
@@ -440,7 +454,10 @@ fn under(path: &str, dir: &str) -> bool {
 }
 
 /// Files added, removed and changed from `then` to `now`, by path.
-fn diff(then: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<FileChange> {
+pub(crate) fn diff(
+    then: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Vec<FileChange> {
     let mut changes: Vec<FileChange> = Vec::new();
     for (path, hash) in now {
         match then.get(path) {
@@ -508,6 +525,7 @@ pub fn snapshot(project: &Path) -> BTreeMap<String, String> {
         new: BTreeMap::new(),
         now: SystemTime::now(),
         racy: RACY,
+        seen: Vec::new(),
     };
     snapshot_with(project, &mut hasher)
 }
@@ -590,30 +608,107 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
         let ignored = Ignored::in_extension(&root);
         hasher.walk(&mut files, &root, root_rel, &ignored, "");
     }
+    referenced.extend(markdown_command_scripts(project, &files));
     // Hook settings: their hook parts, and what they run.
     let (hook_parts, hook_scripts) = crate::hooks::settings::project_pins(project);
     files.extend(hook_parts);
     referenced.extend(hook_scripts);
-    // What manifests, gated files and hooks run from elsewhere in the project.
-    let Ok(home) = project.canonicalize() else {
-        return files;
-    };
-    let mut outside: Vec<(PathBuf, String)> = referenced
-        .into_iter()
-        .filter_map(|file| {
-            let real = file.canonicalize().ok()?;
-            let rel = slashed(real.strip_prefix(&home).ok()?);
-            (!files.contains_key(&rel)).then_some((real, rel))
-        })
-        .collect();
-    outside.sort();
-    outside.dedup();
-    for (real, rel) in outside {
-        if let Ok(meta) = real.metadata() {
-            hasher.pin(&mut files, &real, &rel, &meta);
+    pin_referenced(project, referenced, &mut files, hasher);
+    files
+}
+
+/// The most of a Markdown command file read for the scripts it names (as
+/// much as the agent reads of it: `file_refs::MAX_REFERENCED_BYTES`).
+const COMMAND_TEXT_BYTES: u64 = 256 * 1024;
+
+/// The scripts and modules the project's Markdown commands name in their
+/// `` !`cmd` `` lines (`files` holds the pinned command files; only regular
+/// ones are read: a FIFO could block).
+fn markdown_command_scripts(project: &Path, files: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    use std::io::Read;
+    let dir = zot_protocol::layout::COMMANDS_DIR;
+    let mut out = Vec::new();
+    for (rel, hash) in files {
+        if !under(rel, dir) || !rel.ends_with(".md") || !hash.starts_with("sha256:") {
+            continue;
+        }
+        let mut text = String::new();
+        let Ok(file) = std::fs::File::open(project.join(rel)) else {
+            continue;
+        };
+        if file
+            .take(COMMAND_TEXT_BYTES)
+            .read_to_string(&mut text)
+            .is_err()
+        {
+            continue;
+        }
+        for cmd in zot_protocol::markdown_command::shell_commands(&text) {
+            out.extend(crate::pins::named_by_shell(cmd, project));
         }
     }
-    files
+    out
+}
+
+/// Pins what manifests, gated files, hooks and commands run from elsewhere
+/// in the project: each named file (by its real path), and the directory
+/// it lies in, unless that is the project's top (all of the project) or
+/// already pinned; a Python package a `-m` names, all of it. Directories
+/// follow the git rule of extension directories.
+fn pin_referenced(
+    project: &Path,
+    referenced: Vec<PathBuf>,
+    files: &mut BTreeMap<String, String>,
+    hasher: &mut Hasher<'_>,
+) {
+    let Ok(home) = project.canonicalize() else {
+        return;
+    };
+    let mut named: Vec<(PathBuf, String)> = Vec::new();
+    for path in referenced {
+        let Some(real) = path.canonicalize().ok() else {
+            // Not there (yet): a file made there later would run.
+            hasher.seen.push(path);
+            continue;
+        };
+        if let Ok(rel) = real.strip_prefix(&home) {
+            let rel = slashed(rel);
+            named.push((real, rel));
+        }
+    }
+    named.sort();
+    named.dedup();
+    let mut dirs: Vec<(PathBuf, String)> = Vec::new();
+    for (real, rel) in named {
+        let Ok(meta) = real.metadata() else {
+            continue;
+        };
+        if meta.is_dir() {
+            dirs.push((real, rel));
+            continue;
+        }
+        if !files.contains_key(&rel) {
+            hasher.pin(files, &real, &rel, &meta);
+        }
+        if let (Some(parent), Some((parent_rel, _))) = (real.parent(), rel.rsplit_once('/')) {
+            dirs.push((parent.to_path_buf(), parent_rel.to_owned()));
+        }
+    }
+    dirs.sort_by(|a, b| a.1.cmp(&b.1));
+    let gated: Vec<&str> = GATED_ROOTS
+        .iter()
+        .map(|(root, _)| *root)
+        .chain(GATED_FILE_ROOTS.iter().copied())
+        .collect();
+    let mut walked: Vec<String> = Vec::new();
+    for (dir, rel) in dirs {
+        let covered = |root: &String| under(&rel, root);
+        if gated.iter().any(|root| under(&rel, root)) || walked.iter().any(covered) {
+            continue;
+        }
+        hasher.walk(files, &dir, &rel, &Ignored::in_extension(&dir), "");
+        walked.push(rel);
+    }
 }
 
 /// The files a manifest in `dir` names to run: its program when that is a
@@ -658,6 +753,9 @@ struct Hasher<'a> {
     new: BTreeMap<String, CachedStat>,
     now: SystemTime,
     racy: Duration,
+    /// Every path pinned or walked, and every path named that is not
+    /// there: what a quick re-check stats ([`Watched`]).
+    seen: Vec<PathBuf>,
 }
 
 impl Hasher<'_> {
@@ -671,6 +769,7 @@ impl Hasher<'_> {
         ignored: &Ignored,
         prefix: &str,
     ) {
+        self.seen.push(dir.to_path_buf());
         let entries = match sorted_entries(dir) {
             Ok(entries) => entries,
             Err(e) => {
@@ -705,6 +804,7 @@ impl Hasher<'_> {
         rel: &str,
         meta: &std::fs::Metadata,
     ) {
+        self.seen.push(path.to_path_buf());
         let kind = meta.file_type();
         let value = if kind.is_symlink() {
             match std::fs::read_link(path) {
@@ -747,6 +847,73 @@ impl Hasher<'_> {
             );
         }
         hash
+    }
+}
+
+/// What a quick re-check of a trusted project stats: every pinned file,
+/// every directory walked (an entry added or removed changes its mtime and
+/// ctime), every named path that was not there, and every gated input's
+/// path with its parents up to the project (one appearing changes them).
+/// When none of them changed, the pinned files are as they were; otherwise
+/// a full check (with git) tells.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Watched(Vec<(PathBuf, Option<StatKey>, Option<StatKey>)>);
+
+/// A path's identity and change marks: device, inode, mode, size, mtime, ctime.
+type StatKey = (u64, u64, u32, u64, (i64, i64), (i64, i64));
+
+fn stat_key(meta: std::io::Result<std::fs::Metadata>) -> Option<StatKey> {
+    let meta = meta.ok()?;
+    Some((
+        meta.dev(),
+        meta.ino(),
+        meta.mode(),
+        meta.size(),
+        (meta.mtime(), meta.mtime_nsec()),
+        (meta.ctime(), meta.ctime_nsec()),
+    ))
+}
+
+impl Watched {
+    fn of(project: &Path, mut paths: Vec<PathBuf>) -> Self {
+        let inputs = GATED_ROOTS
+            .iter()
+            .map(|(root, _)| *root)
+            .chain(GATED_FILE_ROOTS.iter().copied())
+            .chain(GATED_FILES.iter().copied())
+            .chain(crate::hooks::settings::PROJECT_FILES.iter().copied());
+        for rel in inputs {
+            let mut path = project.join(rel);
+            loop {
+                paths.push(path.clone());
+                if path == project || !path.pop() {
+                    break;
+                }
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        Self(
+            paths
+                .into_iter()
+                .map(|path| {
+                    let (lstat, stat) = Self::stat(&path);
+                    (path, lstat, stat)
+                })
+                .collect(),
+        )
+    }
+
+    /// The path's own stat and, through a symlink, its target's.
+    fn stat(path: &Path) -> (Option<StatKey>, Option<StatKey>) {
+        (stat_key(path.symlink_metadata()), stat_key(path.metadata()))
+    }
+
+    /// Whether every watched path stats as it did.
+    pub fn unchanged(&self) -> bool {
+        self.0
+            .iter()
+            .all(|(path, lstat, stat)| Self::stat(path) == (*lstat, *stat))
     }
 }
 
@@ -1013,6 +1180,65 @@ mod tests {
             pinned,
             [".agents/skills/b/run.sh", ".zot/skills/a/SKILL.md"]
         );
+    }
+
+    #[test]
+    fn what_hooks_servers_and_commands_run_is_pinned_with_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().canonicalize().unwrap();
+        write(
+            &project.join(".claude/settings.json"),
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command",
+                "command": "sh tools/check.sh > tools/out.log; sh run.sh; sh tools/later.sh"}]}]}}"#,
+        );
+        write(&project.join("tools/check.sh"), ". tools/helper.sh");
+        write(&project.join("tools/helper.sh"), "echo hi");
+        write(&project.join("tools/lib/deep.sh"), "echo deep");
+        write(&project.join("run.sh"), "echo top");
+        write(&project.join("README.md"), "not run");
+        write(
+            &project.join(".mcp.json"),
+            r#"{"mcpServers": {"py": {"command": "python3", "args": ["-m", "srv.main"]}}}"#,
+        );
+        write(&project.join("srv/main.py"), "import srv.impl");
+        write(&project.join("srv/impl.py"), "print()");
+        write(
+            &project.join(".claude/commands/fmt.md"),
+            "!`node scripts/fmt.js`",
+        );
+        write(&project.join("scripts/fmt.js"), "//");
+        write(&project.join("scripts/util.js"), "//");
+        let files = snapshot(&project);
+        let pinned: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            pinned,
+            [
+                ".claude/commands/fmt.md",
+                ".claude/settings.json#hooks",
+                ".mcp.json",
+                "run.sh",
+                "scripts/fmt.js",
+                "scripts/util.js",
+                "srv/impl.py",
+                "srv/main.py",
+                "tools/check.sh",
+                "tools/helper.sh",
+                "tools/lib/deep.sh",
+            ]
+        );
+
+        // A quick re-check sees a change, an added file and a named file appearing.
+        let store = TrustStore::load(&dir.path().join("home")).unwrap();
+        for change in [
+            project.join("tools/helper.sh"),
+            project.join("srv/new.py"),
+            project.join("tools/later.sh"),
+        ] {
+            let (_, watched) = store.current_watched(&project);
+            assert!(watched.unchanged());
+            write(&change, "changed");
+            assert!(!watched.unchanged(), "{} went unseen", change.display());
+        }
     }
 
     #[test]

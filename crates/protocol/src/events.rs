@@ -413,6 +413,10 @@ impl Event {
                 lines,
             },
             HostEvent::Entry { extension, data } => Event::ExtEntry { extension, data },
+            HostEvent::TrustChanged { changes } => Event::ExtWarning {
+                extension: Some("trust".to_owned()),
+                message: HostEvent::trust_changed_message(&changes),
+            },
             HostEvent::Question { .. }
             | HostEvent::Form { .. }
             | HostEvent::Submit { .. }

@@ -7,6 +7,7 @@
 pub mod events;
 pub mod frontmatter;
 pub mod layout;
+pub mod markdown_command;
 pub mod nimlet;
 pub mod rpc;
 pub mod schema;

@@ -199,6 +199,12 @@ pub enum HostEvent {
         form: Form,
         reply: FormReply,
     },
+    /// Files a trusted project runs (pinned by trust) changed while zot
+    /// ran: its hooks, extensions and servers no longer start until the user
+    /// trusts it again. `changes` name them, one `changed <path>` each.
+    TrustChanged {
+        changes: Vec<String>,
+    },
 }
 
 fn clean(text: String) -> String {
@@ -310,8 +316,22 @@ impl HostEvent {
                 },
                 reply,
             },
+            Self::TrustChanged { changes } => Self::TrustChanged {
+                changes: clean_all(changes),
+            },
             other => other,
         }
+    }
+}
+
+impl HostEvent {
+    /// What [`HostEvent::TrustChanged`] tells a user who cannot answer a
+    /// dialog (print and JSON modes, RPC clients).
+    pub fn trust_changed_message(changes: &[String]) -> String {
+        format!(
+            "files this project runs changed since you trusted it: {}; its hooks, extensions and servers stay off until you trust it again (`zot trust`)",
+            changes.join(", ")
+        )
     }
 }
 

@@ -1074,6 +1074,13 @@ impl App {
                 self.note(extension, NotifyLevel::Warn, message);
             }
             HostEvent::LoadFailed { error, .. } => self.transcript.push(Entry::ExtFailure(error)),
+            HostEvent::TrustChanged { changes } => {
+                self.transcript.push(Entry::Info(format!(
+                    "warning: {}",
+                    HostEvent::trust_changed_message(&changes)
+                )));
+                self.modal.stack_dialog(Dialog::Retrust { changes });
+            }
             HostEvent::CommandsChanged => {
                 self.refresh_commands();
                 // A server that came up no longer holds the prompt back.

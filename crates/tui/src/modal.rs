@@ -84,6 +84,13 @@ impl Modal {
         *self = Self::Dialog { dialog, covers };
     }
 
+    /// Opens `dialog` above whatever is open, a dialog included, which
+    /// gets the keyboard back when this one closes.
+    pub(crate) fn stack_dialog(&mut self, dialog: Dialog) {
+        let covers = Box::new(std::mem::take(self));
+        *self = Self::Dialog { dialog, covers };
+    }
+
     /// Closes the dialog; what it covered gets the keyboard back.
     pub(crate) fn close_dialog(&mut self) {
         if let Self::Dialog { covers, .. } = self {
@@ -187,6 +194,9 @@ pub enum Dialog {
     /// The project ships what waits for the user's trust: one line per
     /// gated input it has (extensions, MCP servers, hooks, commands, skills).
     Trust { inputs: Vec<String> },
+    /// Files a trusted project runs changed while zot ran (one
+    /// `changed <path>` line each): trust them again?
+    Retrust { changes: Vec<String> },
 }
 
 /// What a key did to a dialog.
@@ -214,7 +224,7 @@ impl Dialog {
             Self::Confirm(confirmation) => confirmation.key(key),
             Self::Sessions(picker) => picker.key(key),
             Self::Prompts(picker) => picker.key(key),
-            Self::Trust { .. } => match key.code {
+            Self::Trust { .. } | Self::Retrust { .. } => match key.code {
                 KeyCode::Char('y' | 'Y') => Step::Trust(true),
                 KeyCode::Char('n' | 'N') | KeyCode::Esc => Step::Trust(false),
                 _ => Step::Stay,

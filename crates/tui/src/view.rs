@@ -668,6 +668,10 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
         Dialog::Sessions(picker) => (picker.title(), picker.body(theme)),
         Dialog::Prompts(picker) => (picker.title(), picker.body(theme)),
         Dialog::Trust { inputs } => (" Untrusted project ".to_owned(), trust_body(inputs, theme)),
+        Dialog::Retrust { changes } => (
+            " Project files changed ".to_owned(),
+            retrust_body(changes, theme),
+        ),
     };
     dialog_box(frame, area, &title, body, theme);
 }
@@ -833,17 +837,39 @@ fn form_body(form: &FormDialog, theme: &Theme) -> Vec<Line<'static>> {
 }
 
 fn trust_body(inputs: &[String], theme: &Theme) -> Vec<Line<'static>> {
-    let mut body = vec![Line::raw(
+    listed_question(
         "This project ships what zot runs or reads only once you trust it:",
-    )];
-    body.extend(inputs.iter().map(|input| Line::raw(format!("  • {input}"))));
+        inputs,
+        "Trust this project?",
+        "y trust (remembered by `zot trust`) · n not now",
+        theme,
+    )
+}
+
+fn retrust_body(changes: &[String], theme: &Theme) -> Vec<Line<'static>> {
+    listed_question(
+        "Files this project's hooks, extensions or servers run changed since you trusted it:",
+        changes,
+        "They stay off until you trust the project again. Trust these files?",
+        "y trust them (as `zot trust` does) · n keep them off",
+        theme,
+    )
+}
+
+/// A dialog body: what it is about, a bulleted list, the question and its keys.
+fn listed_question(
+    intro: &str,
+    items: &[String],
+    question: &str,
+    keys: &str,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let mut body = vec![Line::raw(intro.to_owned())];
+    body.extend(items.iter().map(|item| Line::raw(format!("  • {item}"))));
     body.extend([
-        Line::raw("Trust this project?"),
+        Line::raw(question.to_owned()),
         Line::default(),
-        Line::styled(
-            "y trust (remembered by `zot trust`) · n not now",
-            Style::default().fg(theme.muted),
-        ),
+        Line::styled(keys.to_owned(), Style::default().fg(theme.muted)),
     ]);
     body
 }

@@ -1094,3 +1094,65 @@ async fn pre_compact_hears_auto_when_the_context_fills_up() {
     );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "auto ''\n");
 }
+
+/// A trusted project whose `event` hook runs
+/// `sh tools/check.sh`, which sources `tools/helper.sh`, which appends `v1`
+/// to `marker`. Returns the helper's path.
+pub(super) fn hook_sourcing_a_helper(w: &World, event: &str, marker: &Path) -> PathBuf {
+    let tools = w.project.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("check.sh"),
+        ". \"$CLAUDE_PROJECT_DIR/tools/helper.sh\"\n",
+    )
+    .unwrap();
+    let helper = tools.join("helper.sh");
+    std::fs::write(&helper, format!("echo v1 >> '{}'\n", marker.display())).unwrap();
+    std::fs::create_dir_all(w.project.join(".claude")).unwrap();
+    std::fs::write(
+        w.project.join(".claude/settings.json"),
+        settings(&[(event, "", command("sh tools/check.sh"))]).to_string(),
+    )
+    .unwrap();
+    assert_eq!(w.zot(&["trust"]).code, 0);
+    helper
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_command_rewriting_what_a_hook_sources_stops_the_hook() {
+    let w = World::new();
+    let marker = w.scratch.join("ran");
+    hook_sourcing_a_helper(&w, "PostToolUse", &marker);
+    // The helper is pinned with the directory of the script the hook names.
+    let list = w.zot(&["trust", "--list"]);
+    assert!(list.stdout.contains("trusted"), "{list:?}");
+    let rewrite = format!(
+        "printf 'echo v2 >> {}\\n' > tools/helper.sh",
+        marker.display()
+    );
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", &json!({"command": "true"}).to_string()),
+        anthropic::tool_call("b2", "bash", &json!({ "command": rewrite }).to_string()),
+        anthropic::text("done"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        &["-p", "--no-session", "--sandbox", "workspace", "go"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap_or_default(),
+        "v1\n",
+        "the hook ran once as trusted, and not with the rewritten helper: {run:?}"
+    );
+    assert_eq!(
+        run.stderr.matches("changed tools/helper.sh").count(),
+        1,
+        "said once: {run:?}"
+    );
+    // The project counts as changed until the user trusts it again.
+    let list = w.zot(&["trust", "--list"]);
+    assert!(list.stdout.contains("changed tools/helper.sh"), "{list:?}");
+}

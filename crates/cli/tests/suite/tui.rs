@@ -635,3 +635,41 @@ async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() 
         "prompt_input_exit\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_hook_helper_is_named_and_trusting_it_again_runs_the_hook() {
+    let w = World::new();
+    let marker = w.scratch.join("ran");
+    let helper = super::hooks::hook_sourcing_a_helper(&w, "UserPromptSubmit", &marker);
+    let model = MockModel::start([
+        anthropic::text("first answer"),
+        anthropic::text("second answer"),
+        anthropic::text("third answer"),
+    ])
+    .await;
+    let tmux = Tmux::against(&w, "retrust", &model, &[]);
+    tmux.wait_for("anthropic/claude-");
+    tmux.type_text("one");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("first answer");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "v1\n");
+
+    // An edit while zot runs (the user's, the model's, a sandboxed command's).
+    std::fs::write(&helper, format!("echo v2 >> '{}'\n", marker.display())).unwrap();
+    tmux.type_text("two");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Trust these files?");
+    assert!(screen.contains("Project files changed"), "{screen}");
+    assert!(screen.contains("changed tools/helper.sh"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "v1\n",
+        "the changed helper did not run"
+    );
+    tmux.type_text("y");
+    tmux.wait_for("reloaded:");
+    tmux.type_text("three");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("third answer");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "v1\nv2\n");
+}

@@ -101,6 +101,8 @@ pub(crate) struct ProjectScope {
     pub(crate) config: crate::config::HostConfig,
     /// The user's permission policy, or why it cannot be read.
     pub(crate) policy: Result<zot_sandbox::Policy, String>,
+    /// Whether the files project hooks run are still as trusted.
+    pub(crate) gate: Arc<crate::trust_gate::TrustGate>,
 }
 
 /// How one hook answered.
@@ -204,6 +206,14 @@ impl CommandHooks {
             if applies && !chosen.iter().any(|c| c.command == spec.command) {
                 chosen.push(spec);
             }
+        }
+        // A project hook starts only while what it runs is as trusted (the
+        // gate tells the user once when it is not).
+        if let Some(scope) = &self.scope
+            && chosen.iter().any(|spec| spec.scope == HookScope::Project)
+            && scope.gate.check().await.is_err()
+        {
+            chosen.retain(|spec| spec.scope != HookScope::Project);
         }
         if chosen.is_empty() {
             return Vec::new();

@@ -160,9 +160,16 @@ impl Inner {
             .open_log(&attempt)
             .map_err(|kind| attempt.error(kind, None))?;
         let (process, conn, mut reader) = match launch {
-            LaunchSpec::Process(launch) => self
-                .spawn(&attempt, &log, &policy, &permissions, &launch)
-                .map_err(|kind| attempt.logged(&log, kind))?,
+            LaunchSpec::Process(launch) => {
+                if scope == Scope::Project {
+                    self.gate
+                        .check()
+                        .await
+                        .map_err(|why| attempt.logged(&log, LoadErrorKind::Changed(why)))?;
+                }
+                self.spawn(&attempt, &log, &policy, &permissions, &launch)
+                    .map_err(|kind| attempt.logged(&log, kind))?
+            }
             // The adapter opens the session itself during its handshake.
             LaunchSpec::Remote(session) => (
                 Box::new(session.endpoint) as Box<dyn Endpoint>,

@@ -36,6 +36,7 @@ use crate::manifest::Manifest;
 use crate::model::{Hook, ToolInfo};
 use crate::reaper;
 use crate::registry::{Conflict, Owner};
+use crate::trust_gate::TrustGate;
 
 /// The extension host. Cheap to clone; every clone drives the same set.
 /// Dropping the last clone kills every extension process group.
@@ -63,7 +64,15 @@ impl ExtensionHost {
         let trusted = config.project_trusted;
         reaper::become_subreaper();
         let warned = Warned::default();
-        let command_hooks = Mutex::new(Arc::new(load_hooks(&config, trusted, &events, &warned)));
+        let gate = Arc::new(TrustGate::new(
+            &config.zot_home,
+            &config.cwd,
+            config.trusted_pins.clone(),
+            events.clone(),
+        ));
+        let command_hooks = Mutex::new(Arc::new(load_hooks(
+            &config, trusted, &events, &warned, &gate,
+        )));
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -74,6 +83,7 @@ impl ExtensionHost {
             entries: Mutex::new(Vec::new()),
             reaper: reaper::spawn_reaper(),
             command_hooks,
+            gate,
             starting_count: tokio::sync::watch::Sender::new(0),
             warned,
         });
@@ -196,6 +206,9 @@ impl ExtensionHost {
     /// Lets project extensions run from the next reload on (the user trusted the project).
     pub fn set_project_trusted(&self, trusted: bool) {
         self.inner.project_trusted.store(trusted, Ordering::SeqCst);
+        if trusted {
+            self.inner.gate.trusted_again();
+        }
     }
 
     /// Lets extensions (MCP servers with `"sampling": true`) have model
@@ -239,6 +252,7 @@ impl ExtensionHost {
                 config.project_trusted,
                 &self.inner.events,
                 &self.inner.warned,
+                &self.inner.gate,
             );
             hooks.inherit(&old);
             *self
@@ -436,6 +450,7 @@ fn load_hooks(
     trusted: bool,
     events: &mpsc::UnboundedSender<HostEvent>,
     warned: &Warned,
+    gate: &Arc<TrustGate>,
 ) -> CommandHooks {
     let sink = events.clone();
     let warn: crate::hooks::Warn = Arc::new(move |extension: String, message: String| {
@@ -458,6 +473,7 @@ fn load_hooks(
         crate::hooks::ProjectScope {
             config: config.clone(),
             policy,
+            gate: Arc::clone(gate),
         },
     )
 }

@@ -37,6 +37,10 @@ pub enum LoadErrorKind {
     DataDir(String),
     #[error("spawn {program}: {error}")]
     Spawn { program: String, error: String },
+    /// A file the project runs changed since it was trusted (the message
+    /// says which); not started until the user trusts it again.
+    #[error("not started: {0}")]
+    Changed(String),
     /// The remote settings cannot work as written (a missing variable,
     /// plain text to another machine); not retried.
     #[error("{0}")]

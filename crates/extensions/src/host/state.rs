@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     pub(super) reaper: Option<tokio::task::AbortHandle>,
     /// Command hooks of this generation (read again on reload).
     pub(super) command_hooks: Mutex<Arc<CommandHooks>>,
+    /// Checks a trusted project's pins before each start of its hooks,
+    /// extensions and servers.
+    pub(super) gate: Arc<crate::trust_gate::TrustGate>,
     /// How many extensions are starting in the background (waiters watch it).
     pub(super) starting_count: tokio::sync::watch::Sender<usize>,
     /// Load-time warnings already given, so a reload does not repeat them.

@@ -574,7 +574,8 @@ pub fn project_path(project: &Path) -> PathBuf {
 }
 
 /// The project files a `.mcp.json` names to run (a `command` or argument that
-/// is a file in the project, like `node ./tools/server.js`), for the trust
+/// is a file in the project, like `node ./tools/server.js`, and the module
+/// of `python3 -m srv`), for the trust
 /// fingerprint: changing them changes what a trusted file runs. Read raw,
 /// without expansion, so the fingerprint never depends on the environment.
 pub fn project_files_run(path: &Path, project: &Path) -> Vec<PathBuf> {
@@ -590,12 +591,9 @@ pub fn project_files_run(path: &Path, project: &Path) -> Vec<PathBuf> {
             .cwd
             .as_deref()
             .map_or_else(|| project.to_path_buf(), |cwd| project.join(cwd));
-        for word in entry.command.iter().chain(&entry.args) {
-            let candidate = base.join(word);
-            if !word.contains("${") && candidate.is_file() {
-                out.push(candidate);
-            }
-        }
+        let words = entry.command.iter().chain(&entry.args);
+        let unexpanded = words.map(String::as_str).filter(|w| !w.contains("${"));
+        out.extend(crate::pins::named(unexpanded, &base));
     }
     out
 }
