@@ -606,7 +606,8 @@ async fn the_trust_dialog_lists_every_gated_input_and_trusting_runs_the_hooks() 
     .unwrap();
     let model = MockModel::start([anthropic::text("hello back")]).await;
     let tmux = Tmux::against(&w, "trust-inputs", &model, &[]);
-    let screen = tmux.wait_for("Untrusted project");
+    // The dialog's last line: the whole dialog is drawn by then.
+    let screen = tmux.wait_for("n not now");
     for line in [
         "1 MCP server in .mcp.json",
         "1 hook in .zot/hooks.json",
@@ -658,7 +659,7 @@ async fn a_changed_hook_helper_is_named_and_trusting_it_again_runs_the_hook() {
     std::fs::write(&helper, format!("echo v2 >> '{}'\n", marker.display())).unwrap();
     tmux.type_text("two");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("Trust these files?");
+    let screen = tmux.wait_for("n keep them off");
     assert!(screen.contains("Project files changed"), "{screen}");
     assert!(screen.contains("changed tools/helper.sh"), "{screen}");
     assert_eq!(
