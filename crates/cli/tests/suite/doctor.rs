@@ -59,11 +59,24 @@ fn broken_set_names_every_problem_and_exits_one() {
         r#"{"name":"crashy","exec":"./ext.sh"}"#,
         "#!/bin/sh\necho 'dying' >&2\nexit 3\n",
     );
+    // Never silent for the 250 ms that would auto-ready it: one process
+    // (no `sleep` to fork and exec each time, which a loaded machine can
+    // hold back past the idle bound) writing a frame every 10 ms, and
+    // leaving at `shutdown` (or when stdin closes).
     w.ext_in(
         &w.global(),
         "chatty",
         r#"{"name":"chatty","exec":"./ext.sh"}"#,
-        "#!/bin/sh\necho '{\"type\":\"hello\",\"name\":\"chatty\"}'\nwhile true; do echo '{\"type\":\"notify\",\"message\":\"hi\"}'; sleep 0.1; done\n",
+        r#"#!/usr/bin/env python3
+import select, sys
+print('{"type":"hello","name":"chatty"}', flush=True)
+while True:
+    print('{"type":"notify","message":"hi"}', flush=True)
+    if select.select([sys.stdin], [], [], 0.01)[0]:
+        line = sys.stdin.readline()
+        if not line or '"shutdown"' in line:
+            break
+"#,
     );
     // Shadowed: the project copy of "good" is trusted for this run.
     w.ext(&w.project_root(), "shadow", &[]);
