@@ -68,6 +68,9 @@ impl Context {
             self.settings.warnings.push(warning);
         }
         self.config.hooks &= self.settings.hooks();
+        if let Some(warning) = load_user_models(&self.zot_home) {
+            self.settings.warnings.push(warning);
+        }
         Ok(())
     }
 
@@ -122,4 +125,28 @@ pub fn ignored_permissions(files: &[PathBuf]) -> Option<String> {
             with.join(", ")
         )
     })
+}
+
+/// Adds `$ZOT_HOME/models.json`'s models to the table for this process. A
+/// broken file never stops zot: the warning names it (line and column) and
+/// its models are left out.
+fn load_user_models(zot_home: &std::path::Path) -> Option<String> {
+    let path = zot_home.join("models.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            return Some(format!(
+                "cannot read {}: {e}; its models are left out",
+                path.display()
+            ));
+        }
+    };
+    match zot_core::models::parse_user_models(&text) {
+        Ok(models) => {
+            zot_core::models::add_user_models(models);
+            None
+        }
+        Err(e) => Some(format!("{}: {e}; its models are left out", path.display())),
+    }
 }

@@ -86,6 +86,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.provider.clone_from(provider);
             }
             ctx.settings.apply(&mut args);
+            for warning in &ctx.settings.warnings {
+                errln!("zot: warning: {warning}");
+            }
             models_cmd::run(&args, &ctx.zot_home, *refresh, *json)
         }
         Command::Doctor { json } => {

@@ -226,13 +226,112 @@ pub fn checked() -> &'static str {
     &table().checked
 }
 
-/// Every known model of `provider`, current ones first (ollama models are
-/// whatever the server has).
+/// The user's additions and overrides (`$ZOT_HOME/models.json`), set once
+/// at start-up before any lookup ([`add_user_models`]).
+static USER: OnceLock<Vec<ModelInfo>> = OnceLock::new();
+
+fn user() -> &'static [ModelInfo] {
+    USER.get().map_or(&[], Vec::as_slice)
+}
+
+/// Adds the models of `$ZOT_HOME/models.json` for this process: an entry
+/// with an id the table knows replaces the table's. Only the first call
+/// counts (a process reads the file once).
+pub fn add_user_models(models: Vec<ModelInfo>) {
+    let _ = USER.set(models);
+}
+
+/// Every known model of `provider`: the user's first, then the table's
+/// current ones (ollama models are whatever the server has).
 pub fn models(provider: ProviderKind) -> impl Iterator<Item = &'static ModelInfo> {
-    table()
-        .models
-        .iter()
+    let user = user();
+    let overridden = move |m: &ModelInfo| user.iter().any(|u| u.id == m.id);
+    user.iter()
+        .chain(table().models.iter().filter(move |m| !overridden(m)))
         .filter(move |m| m.provider == provider)
+}
+
+/// Parses `models.json` (`{"models": [...]}`, each entry as `zot models
+/// --json` prints a model); an error names the line and column.
+pub fn parse_user_models(text: &str) -> Result<Vec<ModelInfo>, serde_json::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct UserFile {
+        models: Vec<UserModel>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct UserModel {
+        id: String,
+        #[serde(deserialize_with = "provider_kind")]
+        provider: ProviderKind,
+        #[serde(default)]
+        aliases: Vec<String>,
+        context_window: u32,
+        max_output: u32,
+        /// Not given: the model does not reason (`max_tokens`, no effort).
+        #[serde(default)]
+        thinking: Thinking,
+        #[serde(default)]
+        sampling: Vec<String>,
+        #[serde(default = "yes")]
+        images: bool,
+        #[serde(default)]
+        wire: Vec<Wire>,
+        price: Option<UserPrice>,
+        // What `zot models --json` adds to an entry, so one can be pasted.
+        #[serde(default, rename = "in_table")]
+        _in_table: Option<serde_json::Value>,
+        #[serde(default, rename = "served")]
+        _served: Option<serde_json::Value>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct UserPrice {
+        input: f64,
+        output: f64,
+        #[serde(default)]
+        cache_write: Option<f64>,
+        #[serde(default)]
+        cache_write_1h: Option<f64>,
+        #[serde(default)]
+        cache_read: Option<f64>,
+    }
+    fn yes() -> bool {
+        true
+    }
+    let file: UserFile = serde_json::from_str(text)?;
+    Ok(file
+        .models
+        .into_iter()
+        .map(|m| {
+            let price = m.price.map(|p| {
+                let write = p.cache_write.unwrap_or(p.input);
+                Price {
+                    base: Rates {
+                        input: p.input,
+                        output: p.output,
+                        cache_write_5m: write,
+                        cache_write_1h: p.cache_write_1h.unwrap_or(write),
+                        cache_read: p.cache_read.unwrap_or(p.input),
+                    },
+                    tiers: Vec::new(),
+                }
+            });
+            ModelInfo {
+                id: m.id,
+                provider: m.provider,
+                aliases: m.aliases,
+                context_window: m.context_window,
+                max_output: m.max_output.min(m.context_window),
+                thinking: m.thinking,
+                sampling: m.sampling,
+                images: m.images,
+                wire: m.wire,
+                price,
+            }
+        })
+        .collect())
 }
 
 /// The model used when `--model` is not given: each provider's current
@@ -250,10 +349,12 @@ pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
 /// limits for `provider`.
 pub fn info(provider: ProviderKind, id: &str) -> &'static ModelInfo {
     let table = table();
-    table
-        .models
+    let named = |m: &&ModelInfo| m.id == id || m.aliases.iter().any(|a| a == id);
+    user()
         .iter()
-        .find(|m| m.id == id || m.aliases.iter().any(|a| a == id))
+        .find(|m| m.provider == provider && named(m))
+        .or_else(|| user().iter().find(named))
+        .or_else(|| table.models.iter().find(named))
         .unwrap_or(match provider {
             ProviderKind::Anthropic => &table.unknown[0],
             ProviderKind::OpenAi => &table.unknown[1],

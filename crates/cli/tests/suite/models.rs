@@ -2,7 +2,7 @@
 //! loopback providers serve (`GET /v1/models`, ollama's `/api/tags`), the
 //! day-long cache and `--refresh`, and a provider that cannot be reached.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai};
 
 use super::support::World;
@@ -175,4 +175,80 @@ async fn a_model_given_as_provider_colon_id_chooses_both() {
     assert_eq!(run.stdout, "default model\n", "{run:?}");
     assert!(run.stderr.contains("names a provider"), "{run:?}");
     assert_eq!(model.requests()[2].body["model"], "claude-sonnet-5-5");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn models_json_adds_and_overrides_models_and_a_broken_one_is_only_a_warning() {
+    let w = World::new();
+    std::fs::create_dir_all(&w.home).unwrap();
+    std::fs::write(
+        w.home.join("models.json"),
+        r#"{"models": [
+            {"id": "my-tuned", "provider": "openai", "context_window": 64000, "max_output": 4000,
+             "price": {"input": 1.0, "output": 2.0, "cache_write": 1.0, "cache_read": 0.5}},
+            {"id": "gpt-4.1", "provider": "openai", "context_window": 500000, "max_output": 16000,
+             "price": {"input": 2.0, "output": 8.0}, "in_table": true, "served": null}
+        ]}"#,
+    )
+    .unwrap();
+    let run = w.zot(&["models", "--provider", "openai", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.is_empty(), "{run:?}");
+    let listing: Value = serde_json::from_str(&run.stdout).unwrap();
+    // The file and the listing's entries both follow the documented schema.
+    let schema = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema/models.schema.json"),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.home.join("models.json")).unwrap())
+            .unwrap();
+    assert!(validator.is_valid(&file));
+    assert!(
+        validator.is_valid(&json!({"models": listing["models"]})),
+        "{listing}"
+    );
+    let tuned = entry(&listing, "my-tuned");
+    assert_eq!(tuned["context_window"], 64000);
+    assert_eq!(tuned["price"]["output"], 2.0);
+    assert_eq!(entry(&listing, "gpt-4.1")["context_window"], 500000);
+
+    // Its price is what a call costs, and its output limit what is asked for.
+    let model =
+        MockModel::start([openai::Script::new().text("ok").usage(1000, 500, 0).build()]).await;
+    let run: super::support::Run = w
+        .against(
+            &model,
+            "openai",
+            &["--json", "--no-session", "--model", "my-tuned", "hi"],
+        )
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let usage = super::support::events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap();
+    let cost = (1000.0 * 1.0 + 500.0 * 2.0) / 1e6;
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-12,
+        "{usage}"
+    );
+    assert_eq!(model.requests()[0].body["max_tokens"], 4000);
+
+    std::fs::write(
+        w.home.join("models.json"),
+        "{\"models\": [\n  {\"id\": 1}\n]}",
+    )
+    .unwrap();
+    let run = w.zot(&["models", "--provider", "openai"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("models.json: invalid type"), "{run:?}");
+    assert!(run.stderr.contains("line 2 column"), "{run:?}");
+    assert!(
+        run.stdout.contains("openai\tgpt-4.1\tcontext 1047576"),
+        "{run:?}"
+    );
 }
