@@ -6,6 +6,7 @@
 
 pub mod events;
 pub mod frontmatter;
+pub mod hooks;
 pub mod layout;
 pub mod markdown_command;
 pub mod nimlet;

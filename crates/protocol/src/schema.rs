@@ -1,14 +1,15 @@
 //! The JSON Schema contracts, derived from the wire types with schemars and
 //! checked in under `schema/` at the repository root so SDKs and clients in
 //! any language can validate against them: the extension protocol (one
-//! schema per direction) and the front-end protocol (`--json` and `zot rpc`
-//! lines, RPC requests).
+//! schema per direction), the front-end protocol (`--json` and `zot rpc`
+//! lines, RPC requests) and the command-hook wire format (stdin, stdout).
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
 use crate::events::Event;
+use crate::hooks::{HookInput, HookOutput};
 use crate::rpc::Request;
 use crate::zot::{ExtFrame, HostFrame};
 
@@ -24,6 +25,12 @@ pub const EVENT_SCHEMA: &str = "event.schema.json";
 /// File name of the schema of every `zot rpc` request line ([`Request`]).
 pub const RPC_REQUEST_SCHEMA: &str = "rpc-request.schema.json";
 
+/// File name of the schema of what a command hook reads on stdin ([`HookInput`]).
+pub const HOOK_INPUT_SCHEMA: &str = "hook-input.schema.json";
+
+/// File name of the schema of what a command hook may print on stdout ([`HookOutput`]).
+pub const HOOK_OUTPUT_SCHEMA: &str = "hook-output.schema.json";
+
 /// Every schema as `(file name, schema)`, in a stable order.
 ///
 /// They are the contract for writers and readers alike: fields with a default
@@ -36,6 +43,8 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
         (HOST_FRAME_SCHEMA, root::<HostFrame>()),
         (EVENT_SCHEMA, root::<Event>()),
         (RPC_REQUEST_SCHEMA, root::<Request>()),
+        (HOOK_INPUT_SCHEMA, root::<HookInput>()),
+        (HOOK_OUTPUT_SCHEMA, root::<HookOutput>()),
     ]
 }
 

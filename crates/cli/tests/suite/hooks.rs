@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events, record_input, turns_filling_the_context};
+use super::support::{
+    HOOK_INPUT_SCHEMA, Run, World, check_schema, events, record_input, turns_filling_the_context,
+};
 
 /// Writes an executable hook script `name` into the scratch dir.
 fn script(w: &World, name: &str, text: &str) -> PathBuf {
@@ -123,6 +125,8 @@ exit 0
         "{result}"
     );
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    // What the hook read is the published wire format.
+    check_schema(HOOK_INPUT_SCHEMA, &input).unwrap();
     assert_eq!(input["hook_event_name"], "PreToolUse");
     assert_eq!(input["tool_name"], "Bash");
     assert_eq!(

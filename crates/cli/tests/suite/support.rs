@@ -218,7 +218,9 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub use zot_extensions::zot_protocol::schema::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA};
+pub use zot_extensions::zot_protocol::schema::{
+    EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
+};
 
 /// Checks `value` against the schema checked in as `schema/<file>`.
 pub fn check_schema(file: &str, value: &serde_json::Value) -> Result<(), String> {
@@ -226,7 +228,7 @@ pub fn check_schema(file: &str, value: &serde_json::Value) -> Result<(), String>
         std::sync::OnceLock::new();
     let validators = VALIDATORS.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schema");
-        [EVENT_SCHEMA, RPC_REQUEST_SCHEMA]
+        [EVENT_SCHEMA, RPC_REQUEST_SCHEMA, HOOK_INPUT_SCHEMA]
             .into_iter()
             .map(|name| {
                 let text = std::fs::read_to_string(dir.join(name)).unwrap();

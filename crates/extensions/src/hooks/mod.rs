@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use zot_protocol::hooks::{Decision, HookEvent, HookInput, HookOutput, ToolResponse};
 
 pub use settings::{Event, HookScope, HookSources, HookSpec, Listed, Loaded};
 use tools::Matcher;
@@ -110,7 +111,7 @@ enum Answer {
     /// Exit 0: stdout, and its JSON object when it is one.
     Ok {
         stdout: String,
-        json: Option<Map<String, Value>>,
+        json: Option<Box<HookOutput>>,
     },
     /// Exit 2, or a failure of a hook that blocks on failure.
     Block(String),
@@ -197,7 +198,7 @@ impl CommandHooks {
 
     /// Runs the hooks of `event` that match `subject`, in parallel, and
     /// returns their answers in configuration order.
-    async fn fire(&self, event: Event, subject: &str, fields: Value) -> Vec<Answer> {
+    async fn fire(&self, event: Event, subject: &str, fields: HookEvent) -> Vec<Answer> {
         let mut chosen: Vec<&HookSpec> = Vec::new();
         for (spec, matcher) in &self.hooks {
             let applies = spec.known_event() == Some(event)
@@ -218,20 +219,21 @@ impl CommandHooks {
         if chosen.is_empty() {
             return Vec::new();
         }
-        let mut input = {
+        let input = {
             let facts = self.facts();
-            json!({
-                "session_id": facts.session_id,
-                "transcript_path": facts.transcript_path.as_ref().map(|p| p.display().to_string()),
-                "cwd": self.project.display().to_string(),
-                "permission_mode": facts.permission_mode,
-                "hook_event_name": event.name(),
-            })
+            HookInput {
+                session_id: facts.session_id.clone(),
+                transcript_path: facts
+                    .transcript_path
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+                cwd: self.project.display().to_string(),
+                permission_mode: facts.permission_mode.to_owned(),
+                event: fields,
+            }
         };
-        if let (Value::Object(input), Value::Object(fields)) = (&mut input, fields) {
-            input.extend(fields);
-        }
-        let line = input.to_string();
+        // Strings and `Value`s only: serialising cannot fail.
+        let line = serde_json::to_string(&input).unwrap_or_default();
         let env: [(&str, &Path); 2] = [
             ("CLAUDE_PROJECT_DIR", &self.project),
             ("ZOT_PROJECT_DIR", &self.project),
@@ -292,17 +294,8 @@ impl CommandHooks {
             Ran::Exited {
                 code: 0, stdout, ..
             } => {
-                let trimmed = stdout.trim();
-                let json = if trimmed.starts_with('{') {
-                    serde_json::from_str::<Map<String, Value>>(trimmed).ok()
-                } else {
-                    None
-                };
-                if let Some(message) = json
-                    .as_ref()
-                    .and_then(|j| j.get("systemMessage"))
-                    .and_then(Value::as_str)
-                {
+                let json = HookOutput::parse(&stdout).map(Box::new);
+                if let Some(message) = json.as_ref().and_then(|j| j.system_message.as_deref()) {
                     (self.warn)(name(), message.to_owned());
                 }
                 Answer::Ok { stdout, json }
@@ -342,7 +335,11 @@ impl CommandHooks {
             return PreToolUse::default();
         }
         let (tool_name, tool_input) = tools::to_claude(name, args);
-        let fields = json!({"tool_name": tool_name, "tool_input": tool_input, "tool_use_id": id});
+        let fields = HookEvent::PreToolUse {
+            tool_name: tool_name.clone(),
+            tool_input,
+            tool_use_id: id.to_owned(),
+        };
         let answers = self.fire(Event::PreToolUse, &tool_name, fields).await;
         let mut out = PreToolUse::default();
         let (mut denied, mut asked, mut allowed) = (Vec::new(), Vec::new(), false);
@@ -361,28 +358,25 @@ impl CommandHooks {
                 out.stop.get_or_insert(stop);
             }
             out.context.extend(additional_context(&json));
-            let specific = json.get("hookSpecificOutput");
+            let specific = json.hook_specific_output.as_ref();
             let reason = specific
-                .and_then(|s| s.get("permissionDecisionReason"))
-                .or_else(|| json.get("reason"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+                .and_then(|s| s.permission_decision_reason.clone())
+                .or_else(|| json.reason.clone())
+                .unwrap_or_default();
             let decision = specific
-                .and_then(|s| s.get("permissionDecision"))
-                .or_else(|| json.get("decision"))
-                .and_then(Value::as_str);
+                .and_then(|s| s.permission_decision)
+                .or(json.decision);
             match decision {
-                Some("deny" | "block") => denied.push(if reason.is_empty() {
+                Some(Decision::Deny | Decision::Block) => denied.push(if reason.is_empty() {
                     "denied by a hook".to_owned()
                 } else {
                     reason
                 }),
-                Some("ask") => asked.push(reason),
-                Some("allow" | "approve") => allowed = true,
-                _ => {}
+                Some(Decision::Ask) => asked.push(reason),
+                Some(Decision::Allow | Decision::Approve) => allowed = true,
+                None => {}
             }
-            if let Some(updated) = specific.and_then(|s| s.get("updatedInput")) {
+            if let Some(updated) = specific.and_then(|s| s.updated_input.as_ref()) {
                 updates += 1;
                 out.args = Some(tools::from_claude(name, args, updated));
             }
@@ -421,14 +415,18 @@ impl CommandHooks {
             return out;
         }
         let (tool_name, tool_input) = tools::to_claude(name, args);
-        let mut response = json!({"output": output, "is_error": is_error, "success": !is_error});
-        if let Some(path) = tool_input.get("file_path") {
-            response["filePath"] = path.clone();
-        }
-        let fields = json!({
-            "tool_name": tool_name, "tool_input": tool_input, "tool_use_id": id,
-            "tool_response": response,
-        });
+        let tool_response = ToolResponse {
+            output: output.to_owned(),
+            is_error,
+            success: !is_error,
+            file_path: tool_input.get("file_path").cloned(),
+        };
+        let fields = HookEvent::PostToolUse {
+            tool_name: tool_name.clone(),
+            tool_input,
+            tool_use_id: id.to_owned(),
+            tool_response,
+        };
         let answers = self.fire(Event::PostToolUse, &tool_name, fields).await;
         for answer in answers {
             match answer {
@@ -454,7 +452,13 @@ impl CommandHooks {
             && self.has(Event::SessionStart)
         {
             let answers = self
-                .fire(Event::SessionStart, source, json!({"source": source}))
+                .fire(
+                    Event::SessionStart,
+                    source,
+                    HookEvent::SessionStart {
+                        source: source.to_owned(),
+                    },
+                )
                 .await;
             // SessionStart cannot block: exit 2 only shows its reason.
             for answer in answers {
@@ -468,7 +472,13 @@ impl CommandHooks {
             return out;
         }
         let answers = self
-            .fire(Event::UserPromptSubmit, "", json!({"prompt": prompt}))
+            .fire(
+                Event::UserPromptSubmit,
+                "",
+                HookEvent::UserPromptSubmit {
+                    prompt: prompt.to_owned(),
+                },
+            )
             .await;
         let mut blocked = Vec::new();
         for answer in answers {
@@ -495,7 +505,13 @@ impl CommandHooks {
             return None;
         }
         let answers = self
-            .fire(Event::Stop, "", json!({"stop_hook_active": active}))
+            .fire(
+                Event::Stop,
+                "",
+                HookEvent::Stop {
+                    stop_hook_active: active,
+                },
+            )
             .await;
         let mut reasons = Vec::new();
         for answer in answers {
@@ -517,8 +533,10 @@ impl CommandHooks {
     /// `SessionEnd` (`reason`: clear, prompt_input_exit or other).
     pub async fn session_end(&self, reason: &str) {
         if self.has(Event::SessionEnd) {
-            self.fire(Event::SessionEnd, reason, json!({"reason": reason}))
-                .await;
+            let fields = HookEvent::SessionEnd {
+                reason: reason.to_owned(),
+            };
+            self.fire(Event::SessionEnd, reason, fields).await;
         }
     }
 
@@ -529,7 +547,10 @@ impl CommandHooks {
             self.fire(
                 Event::PreCompact,
                 trigger,
-                json!({"trigger": trigger, "custom_instructions": instructions}),
+                HookEvent::PreCompact {
+                    trigger: trigger.to_owned(),
+                    custom_instructions: instructions.to_owned(),
+                },
             )
             .await;
         }
@@ -538,8 +559,10 @@ impl CommandHooks {
     /// `Notification` when zot waits for the user.
     pub async fn notification(&self, message: &str) {
         if self.has(Event::Notification) {
-            self.fire(Event::Notification, "", json!({"message": message}))
-                .await;
+            let fields = HookEvent::Notification {
+                message: message.to_owned(),
+            };
+            self.fire(Event::Notification, "", fields).await;
         }
     }
 }
@@ -673,29 +696,27 @@ fn with_stderr(message: String, stderr: &str) -> String {
 }
 
 /// `decision: "block"`, with its `reason`.
-fn block_reason(json: &Map<String, Value>) -> Option<String> {
-    (json.get("decision").and_then(Value::as_str) == Some("block")).then(|| {
-        json.get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or("blocked by a hook")
-            .to_owned()
+fn block_reason(json: &HookOutput) -> Option<String> {
+    (json.decision == Some(Decision::Block)).then(|| {
+        json.reason
+            .clone()
+            .unwrap_or_else(|| "blocked by a hook".to_owned())
     })
 }
 
 /// `continue: false`, with its `stopReason`.
-fn stop_reason(json: &Map<String, Value>) -> Option<String> {
-    (json.get("continue") == Some(&Value::Bool(false))).then(|| {
-        json.get("stopReason")
-            .and_then(Value::as_str)
-            .unwrap_or("stopped by a hook")
-            .to_owned()
+fn stop_reason(json: &HookOutput) -> Option<String> {
+    (json.continue_ == Some(false)).then(|| {
+        json.stop_reason
+            .clone()
+            .unwrap_or_else(|| "stopped by a hook".to_owned())
     })
 }
 
-fn additional_context(json: &Map<String, Value>) -> Option<String> {
-    json.get("hookSpecificOutput")
-        .and_then(|s| s.get("additionalContext"))
-        .and_then(Value::as_str)
+fn additional_context(json: &HookOutput) -> Option<String> {
+    json.hook_specific_output
+        .as_ref()
+        .and_then(|s| s.additional_context.as_deref())
         .filter(|c| !c.trim().is_empty())
         .map(str::to_owned)
 }
