@@ -140,6 +140,19 @@ async fn allowed_private_pages_come_back_as_markdown_text_html_and_capped() {
             "/logo.png",
             Page::ok("image/png", b"\x89PNG\r\n\x1a\n\0\0".to_vec()),
         ),
+        // Not UTF-8: the header's charset, then a <meta> one.
+        (
+            "/latin1",
+            Page::ok("text/plain; charset=ISO-8859-1", b"caf\xe9".to_vec()),
+        ),
+        (
+            "/cyrillic",
+            Page::ok(
+                "text/html",
+                b"<html><head><meta charset=\"windows-1251\"></head><body><p>\xf9\xe8</p></body></html>"
+                    .to_vec(),
+            ),
+        ),
     ])
     .await;
     let url = |path: &str| web.url(path);
@@ -161,6 +174,8 @@ async fn allowed_private_pages_come_back_as_markdown_text_html_and_capped() {
             ),
             fetch("png", &format!(r#"{{"url":"{}"}}"#, url("/logo.png"))),
             fetch("gone", &format!(r#"{{"url":"{}"}}"#, url("/missing"))),
+            fetch("latin1", &format!(r#"{{"url":"{}"}}"#, url("/latin1"))),
+            fetch("cyrillic", &format!(r#"{{"url":"{}"}}"#, url("/cyrillic"))),
         ]),
         anthropic::text("fetched"),
     ])
@@ -206,6 +221,10 @@ async fn allowed_private_pages_come_back_as_markdown_text_html_and_capped() {
     let (gone, is_error) = result(&evs, "gone");
     assert!(is_error && gone.contains("Status: 404 Not Found"), "{gone}");
     assert!(gone.ends_with("no such page"), "{gone}");
+    let (latin1, _) = result(&evs, "latin1");
+    assert!(latin1.ends_with("\n\ncafé"), "{latin1}");
+    let (cyrillic, _) = result(&evs, "cyrillic");
+    assert!(cyrillic.ends_with("\n\nщи"), "{cyrillic}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

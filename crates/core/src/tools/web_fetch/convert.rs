@@ -115,6 +115,58 @@ pub fn media_type(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// How much of an HTML page is searched for a `<meta>` charset (the HTML
+/// standard's prescan looks at the first 1024 bytes).
+const META_PRESCAN_BYTES: usize = 1024;
+
+/// `body` as text, decoded by its charset: a byte order mark first, then
+/// the `charset` of `content_type`, then (for HTML) a `<meta charset>` or
+/// `<meta http-equiv="Content-Type">` near the start, else UTF-8. Bytes that
+/// do not decode become U+FFFD.
+pub fn decode(body: &[u8], content_type: &str, html: bool) -> String {
+    let label = |label: String| encoding_rs::Encoding::for_label(label.as_bytes());
+    let declared = match charset_param(content_type).and_then(label) {
+        Some(encoding) => encoding,
+        // A page may say UTF-16 in a <meta> of ASCII bytes: that cannot be
+        // so, and the standard reads it as UTF-8 (`output_encoding`).
+        None => html
+            .then(|| meta_charset(body))
+            .flatten()
+            .and_then(label)
+            .map_or(encoding_rs::UTF_8, |e| e.output_encoding()),
+    };
+    // A byte order mark wins over both (`decode` sniffs it).
+    let (text, _, _) = declared.decode(body);
+    text.into_owned()
+}
+
+/// The `charset` parameter of a `Content-Type` value.
+fn charset_param(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|param| {
+        let (name, value) = param.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| value.trim().trim_matches(['"', '\'']).to_owned())
+    })
+}
+
+/// The charset a `<meta>` tag in the first [`META_PRESCAN_BYTES`] declares.
+fn meta_charset(body: &[u8]) -> Option<String> {
+    let head = &body[..body.len().min(META_PRESCAN_BYTES)];
+    let head = String::from_utf8_lossy(head).to_ascii_lowercase();
+    head.match_indices("<meta").find_map(|(at, _)| {
+        let tag = &head[at..];
+        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+        let value = &tag[tag.find("charset")? + "charset".len()..];
+        let value = value.trim_start().strip_prefix('=')?.trim_start();
+        let value = value.trim_start_matches(['"', '\'']);
+        let end = value
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "-_.:".contains(c)))
+            .unwrap_or(value.len());
+        (end > 0).then(|| value[..end].to_owned())
+    })
+}
+
 pub fn is_html(media: &str) -> bool {
     matches!(media, "text/html" | "application/xhtml+xml")
 }
@@ -143,6 +195,33 @@ pub fn is_text(media: &str, body: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_are_decoded_by_their_charset() {
+        // "café" in ISO-8859-1 and in windows-1251 ("щ" is 0xF9 there).
+        let latin1 = b"caf\xe9";
+        assert_eq!(
+            decode(latin1, "text/plain; charset=ISO-8859-1", false),
+            "café"
+        );
+        assert_eq!(decode(latin1, "text/plain", false), "caf\u{fffd}");
+        let meta = b"<html><head><meta charset=\"windows-1251\"></head>\xf9</html>";
+        assert!(decode(meta, "text/html", true).contains('щ'));
+        let http_equiv =
+            b"<meta http-equiv='Content-Type' content='text/html; charset=koi8-r'>\xc1";
+        assert!(decode(http_equiv, "text/html", true).ends_with('а'));
+        // The header wins over the page; a BOM wins over both.
+        assert!(decode(meta, "text/html; charset=utf-8", true).ends_with("\u{fffd}</html>"));
+        assert_eq!(
+            decode(b"\xef\xbb\xbfok", "text/plain; charset=latin1", false),
+            "ok"
+        );
+        // A <meta> claiming UTF-16 in ASCII bytes reads as UTF-8.
+        assert_eq!(
+            decode(b"<meta charset=utf-16>\xc3\xa9", "text/html", true),
+            "<meta charset=utf-16>é"
+        );
+    }
 
     const PAGE: &str = "<html><head><title>T</title><style>p{}</style></head><body>\
         <h1>Hello</h1><p>Some <b>bold</b> text and <a href=\"https://x.test/a\">a link</a>.</p>\

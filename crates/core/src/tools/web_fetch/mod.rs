@@ -304,11 +304,12 @@ impl Page {
                 ..ToolOutput::text(head)
             };
         }
-        let raw = String::from_utf8_lossy(&self.body);
-        let content = match (convert::is_html(&media), format) {
+        let html = convert::is_html(&media);
+        let raw = convert::decode(&self.body, &self.content_type, html);
+        let content = match (html, format) {
             (true, Format::Markdown) => convert::markdown(&raw),
             (true, Format::Text) => convert::text(&raw),
-            _ => raw.into_owned(),
+            _ => raw,
         };
         // Notes go first: the agent's own cap keeps a result's start.
         let total = content.len();
