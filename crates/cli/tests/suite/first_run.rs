@@ -7,7 +7,9 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use super::support::{EVENT_SCHEMA, Run, World, check_schema, events};
+use super::support::{
+    Data, EVENT_SCHEMA, Event, Response, Run, World, check_schema, typed, typed_events,
+};
 
 const GREETER: &str = r#"
 handshake(NAME)
@@ -53,10 +55,12 @@ fn print_and_json_run_extension_commands_without_a_key() {
 
     let run = w.zot(&ext_args(&dir, &["--json", "/greeter Ada"]));
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
+    let evs = typed_events(&run);
     assert_eq!(evs.len(), 1, "{run:?}");
-    assert_eq!(evs[0]["type"], "ext_display");
-    assert_eq!(evs[0]["text"], "Hello, Ada!");
+    assert!(
+        matches!(&evs[0], Event::ExtDisplay { text, .. } if text == "Hello, Ada!"),
+        "{evs:?}"
+    );
 
     // No conversation happened, so no session file was written.
     let sessions = w.home.join("sessions");
@@ -95,17 +99,18 @@ fn a_prompt_without_a_key_names_the_variable_login_and_ollama() {
 
     let run = w.zot(&["--json", "hi"]);
     assert_eq!(run.code, 1, "{run:?}");
-    let evs = events(&run);
-    let error = evs.iter().find(|e| e["type"] == "error").unwrap();
-    names_the_way_out(
-        error["message"].as_str().unwrap(),
-        "ANTHROPIC_API_KEY",
-        "anthropic",
-    );
+    let message = typed_events(&run)
+        .into_iter()
+        .find_map(|e| match e {
+            Event::Error { message } => Some(message),
+            _ => None,
+        })
+        .unwrap();
+    names_the_way_out(&message, "ANTHROPIC_API_KEY", "anthropic");
 }
 
 /// Serves `requests` to `zot rpc` (stdin closed after them); every line out.
-fn rpc(w: &World, args: &[&str], requests: &[&str]) -> (Run, Vec<Value>) {
+fn rpc(w: &World, args: &[&str], requests: &[&str]) -> (Run, Vec<Event>) {
     let mut cmd = w.cmd(&[&["rpc"], args].concat());
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -124,7 +129,7 @@ fn rpc(w: &World, args: &[&str], requests: &[&str]) -> (Run, Vec<Value>) {
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
             check_schema(EVENT_SCHEMA, &v).unwrap();
-            v
+            typed(&v)
         })
         .collect();
     (run, lines)
@@ -146,39 +151,43 @@ fn rpc_serves_commands_without_a_key_and_explains_at_the_first_model_call() {
         ],
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let response = |id: i64| {
+    let response = |id: i64| -> &Response {
         lines
             .iter()
-            .find(|l| l["type"] == "response" && l["id"] == id)
+            .find_map(|l| match l {
+                Event::Response(r) if r.id == Some(Value::from(id)) => Some(r),
+                _ => None,
+            })
             .unwrap_or_else(|| panic!("no response {id}: {run:?}"))
     };
-    assert_eq!(response(1)["data"]["pong"], true);
-    let commands = response(2)["data"]["commands"].as_array().unwrap();
-    assert!(
-        commands.iter().any(|c| c["name"] == "greeter"),
-        "{commands:?}"
-    );
-    assert_eq!(response(3)["success"], true);
+    assert_eq!(response(1).data, Some(Data::Pong { pong: true }));
+    let Some(Data::Commands { commands }) = &response(2).data else {
+        panic!("no commands: {run:?}");
+    };
+    assert!(commands.iter().any(|c| c.name == "greeter"), "{commands:?}");
+    assert!(response(3).success);
     assert!(
         lines
             .iter()
-            .any(|l| l["type"] == "ext_display" && l["text"] == "Hello, Ada!"),
+            .any(|l| matches!(l, Event::ExtDisplay { text, .. } if text == "Hello, Ada!")),
         "{run:?}"
     );
-    assert_eq!(response(4)["success"], true, "the prompt is taken");
-    let error = lines.iter().find(|l| l["type"] == "error").unwrap();
+    assert!(response(4).success, "the prompt is taken");
+    let message = lines
+        .iter()
+        .find_map(|l| match l {
+            Event::Error { message } => Some(message),
+            _ => None,
+        })
+        .unwrap();
+    names_the_way_out(message, "ANTHROPIC_API_KEY", "anthropic");
+    assert!(!response(5).success);
     names_the_way_out(
-        error["message"].as_str().unwrap(),
+        response(5).error.as_deref().unwrap(),
         "ANTHROPIC_API_KEY",
         "anthropic",
     );
-    assert_eq!(response(5)["success"], false);
-    names_the_way_out(
-        response(5)["error"].as_str().unwrap(),
-        "ANTHROPIC_API_KEY",
-        "anthropic",
-    );
-    let done = lines.iter().filter(|l| l["type"] == "done").count();
+    let done = lines.iter().filter(|l| matches!(l, Event::Done)).count();
     assert_eq!(done, 2, "each prompt ends with done: {run:?}");
 }
 

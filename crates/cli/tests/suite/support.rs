@@ -218,9 +218,21 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
         .collect()
 }
 
+pub use zot_extensions::zot_protocol::events::{Data, Event, Response};
 pub use zot_extensions::zot_protocol::schema::{
     EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
 };
+
+/// One `--json`/RPC line as the protocol's typed event; a line the type
+/// does not read fails the test (the schema and the type must agree).
+pub fn typed(line: &serde_json::Value) -> Event {
+    serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// [`events`], each read into the protocol's [`Event`].
+pub fn typed_events(run: &Run) -> Vec<Event> {
+    events(run).iter().map(typed).collect()
+}
 
 /// Checks `value` against the schema checked in as `schema/<file>`.
 pub fn check_schema(file: &str, value: &serde_json::Value) -> Result<(), String> {
