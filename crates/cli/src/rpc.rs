@@ -496,10 +496,20 @@ impl Server {
             Request::SetModel { model, save } => {
                 let mut agent = self.agent.lock().await;
                 let kind = agent.provider().kind();
-                let mut known = models::models(kind).peekable();
-                if known.peek().is_some() && !models::info(kind, &model).known() {
-                    return Err(format!("unknown model \"{model}\" for {}", kind.name()));
-                }
+                // A model outside the table (a newer one, a proxy's or a
+                // local server's) is taken: the provider answers whether it
+                // exists. The note says what zot cannot know about it.
+                let known = models::info(kind, &model).known();
+                let note = (!known).then(|| {
+                    format!(
+                        "\"{model}\" is not in zot's {} model table: it is sent as it is \
+                         (the provider says whether it exists), with a {} token context window \
+                         and {} token output limit assumed, and its calls are not priced",
+                        kind.name(),
+                        models::UNKNOWN_CONTEXT_WINDOW,
+                        models::UNKNOWN_MAX_OUTPUT
+                    )
+                });
                 let provider = Provider::new(agent.provider().config().clone());
                 agent.set_model(provider, model.clone());
                 self.remember(&agent);
@@ -513,7 +523,7 @@ impl Server {
                     crate::config::save_model(zot_home, &model)
                         .map_err(|e| format!("model switched but not saved: {e:#}"))?;
                 }
-                return Ok(None);
+                Data::ModelSet { model, known, note }
             }
             Request::GetModels => {
                 let agent = self.agent.lock().await;

@@ -542,6 +542,16 @@ impl Agent {
             {
                 Some(prompt) => self.prepared = Some(prompt),
                 None => {
+                    // Cancelled while the system prompt was prepared: the
+                    // prompt is kept and closed like any cancelled one, so
+                    // the session and the next request show it.
+                    let user = Message::new(Role::User, content);
+                    emit(AgentEvent::UserMessage {
+                        content: user.content.clone(),
+                        time: user.time.clone(),
+                    });
+                    self.push(user);
+                    self.close_interrupted("");
                     self.end_turn(events, StopReason::Aborted, None).await;
                     emit(AgentEvent::Done);
                     return Ok(());

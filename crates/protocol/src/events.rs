@@ -322,6 +322,15 @@ pub enum Data {
     },
     /// `set_title`.
     Titled { title: String },
+    /// `set_model`: the model now used; `known` says whether zot's model
+    /// table has it (else a served or custom model: `note` says what that
+    /// means for limits and prices).
+    ModelSet {
+        model: String,
+        known: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// `reload_extensions`.
     Reloaded {
         stopped: usize,

@@ -431,3 +431,78 @@ async fn without_a_key_the_typed_prompt_stays_and_the_error_is_whole() {
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_cut_by_a_cancel_keeps_its_own_text_before_the_closing_note() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::tool_call("b1", "bash", r#"{"command":"echo started; sleep 30"}"#),
+        anthropic::text("next answer"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    prompt(&mut rpc, "run it");
+    rpc.until(|v| {
+        v["type"] == "tool_progress" && v["text"].as_str().is_some_and(|t| t.contains("started"))
+    });
+    rpc.send(r#"{"type":"abort"}"#);
+    rpc.until(|v| v["type"] == "done");
+    answered(&mut rpc, "what now");
+    let sent = texts(&model.requests()[1].body);
+    // The command's own output and end, then the note that closes the prompt.
+    assert_eq!(sent.len(), 5, "{sent:?}");
+    assert!(
+        sent[2].contains("started") && sent[2].ends_with("[aborted]"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[3..], ["[interrupted by the user]", "what now"]);
+    assert_eq!(rpc.close(), 0);
+}
+
+/// An extension that prepares the system prompt only from its second
+/// request on: the first waits forever (after creating the file `ASKED`).
+const SLOW_PREPARATION: &str = r#"
+handshake(NAME)
+emit({"type":"subscribe","intercept":["before_agent_start"]})
+emit({"type":"ready"})
+asked = 0
+for msg in frames():
+    if msg["type"] == "event_intercept":
+        asked += 1
+        if asked == 1:
+            open(ASKED, "w").close()
+            continue
+        emit({"type":"event_intercept_response","id":msg["id"],"system_prompt":"prepared"})
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_while_the_system_prompt_is_prepared_keeps_the_prompt() {
+    let w = World::new();
+    let asked = w.scratch.join("asked");
+    let script = format!("ASKED = {:?}\n{SLOW_PREPARATION}", asked.to_str().unwrap());
+    let ext = w.py_ext("slow", &script);
+    let model = MockModel::start([anthropic::text("prepared answer")]).await;
+    let mut rpc = Rpc::start(
+        &w,
+        &model,
+        "anthropic",
+        &["--ext", ext.to_str().unwrap()],
+        None,
+    );
+    prompt(&mut rpc, "first try");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !asked.exists() {
+        assert!(std::time::Instant::now() < deadline, "never asked");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    rpc.send(r#"{"type":"abort"}"#);
+    let end = rpc.until(|v| v["type"] == "turn_end");
+    assert_eq!(end["stop"], "aborted");
+    rpc.until(|v| v["type"] == "done");
+    answered(&mut rpc, "second try");
+    assert_eq!(
+        texts(&model.requests()[0].body),
+        ["first try", "[interrupted by the user]", "second try"]
+    );
+    assert_eq!(rpc.close(), 0);
+}

@@ -212,10 +212,22 @@ async fn commands_events_and_malformed_lines() {
             .iter()
             .any(|m| m["id"] == "gpt-4.1")
     );
-    rpc.send(r#"{"type":"set_model","model":"no-such-model"}"#);
-    assert_eq!(rpc.response("set_model")["success"], false);
+    // A model outside the table (a proxy's, a newer one) is taken, with a note.
+    rpc.send(r#"{"type":"set_model","model":"served-model-x"}"#);
+    let set = rpc.response("set_model");
+    assert_eq!(set["success"], true, "{set}");
+    assert_eq!(set["data"]["known"], false, "{set}");
+    let note = set["data"]["note"].as_str().unwrap();
+    assert!(note.contains("not in zot's openai model table"), "{note}");
+    rpc.send(r#"{"type":"get_state"}"#);
+    assert_eq!(rpc.response("get_state")["data"]["model"], "served-model-x");
     rpc.send(r#"{"type":"set_model","model":"gpt-4.1-mini"}"#);
-    assert_eq!(rpc.response("set_model")["success"], true);
+    let set = rpc.response("set_model");
+    assert_eq!(
+        set["data"],
+        json!({"model": "gpt-4.1-mini", "known": true}),
+        "{set}"
+    );
     rpc.send(r#"{"type":"clear"}"#);
     rpc.response("clear");
     rpc.send(r#"{"type":"get_state"}"#);
