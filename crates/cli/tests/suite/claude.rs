@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zot_testkit::{MockModel, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{Event, Run, World, typed_events};
 use super::tui::Tmux;
 
 fn write(path: &Path, text: &str) {
@@ -187,8 +187,8 @@ async fn json_mode_runs_markdown_commands_and_extensions_win_their_names() {
 
     let run = zot(&w, &model, &["--json", "/git:commit tidy up"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
-    assert!(lines.iter().any(|e| e["type"] == "done"), "{lines:?}");
+    let lines = typed_events(&run);
+    assert!(lines.contains(&Event::Done), "{lines:?}");
     assert_eq!(prompt_of(&model, 0), "Commit with message: tidy up");
     assert_claude_md(&model, 0);
 
@@ -198,9 +198,13 @@ async fn json_mode_runs_markdown_commands_and_extensions_win_their_names() {
         &["--ext", ext.to_str().unwrap(), "--json", "/review 1"],
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
+    let lines = typed_events(&run);
     assert!(
-        lines.contains(&json!({"type":"ext_display","extension":"reviewer","command":"review","text":"EXTENSION REVIEW"})),
+        lines.contains(&Event::ExtDisplay {
+            extension: "reviewer".into(),
+            command: "review".into(),
+            text: "EXTENSION REVIEW".into()
+        }),
         "{lines:?}"
     );
     assert_eq!(
@@ -245,7 +249,7 @@ async fn rpc_lists_markdown_commands_and_prompts_with_them() {
     assert_eq!(help[0]["source"], "builtin");
 
     rpc.send(r#"{"type":"prompt","message":"/review 9 low"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.until_event(|e| *e == Event::Done);
     assert!(prompt_of(&model, 0).starts_with("Review PR #9 at priority low"));
     assert_claude_md(&model, 0);
     assert_eq!(rpc.close(), 0);
@@ -432,9 +436,14 @@ async fn aborting_stops_a_slow_command_expansion_in_print_and_rpc_modes() {
     assert!(eventually(Duration::from_secs(10), || shell_pid().is_some()).await);
     let pid = shell_pid().unwrap();
     rpc.send(r#"{"type":"abort"}"#);
-    let error = rpc.until(|v| v["type"] == "error");
-    assert_eq!(error["message"], "aborted");
-    rpc.until(|v| v["type"] == "done");
+    let error = rpc.until_event(|e| matches!(e, Event::Error { .. }));
+    assert_eq!(
+        error,
+        Event::Error {
+            message: "aborted".into()
+        }
+    );
+    rpc.until_event(|e| *e == Event::Done);
     assert!(eventually(Duration::from_secs(10), || !alive(&pid)).await);
     assert_eq!(rpc.close(), 0);
     assert!(model.requests().is_empty());

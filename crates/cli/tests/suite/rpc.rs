@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
-use super::support::{EVENT_SCHEMA, RPC_REQUEST_SCHEMA, World, check_schema, record_input};
+use super::support::{
+    EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, World, check_schema, record_input, typed,
+};
 
 /// An RPC client: every line zot prints is checked against the published
 /// event schema, every well-formed request against the request schema.
@@ -119,6 +121,21 @@ impl Rpc {
                 Err(e) => panic!("no matching rpc output: {e}"),
             }
         }
+    }
+
+    /// The next output line, read as the protocol's typed [`Event`], that
+    /// `pred` accepts, skipping others, within 10 s.
+    pub(super) fn until_event(&self, mut pred: impl FnMut(&Event) -> bool) -> Event {
+        let mut found = None;
+        self.until(|v| {
+            let event = typed(v);
+            let hit = pred(&event);
+            if hit {
+                found = Some(event);
+            }
+            hit
+        });
+        found.unwrap_or_else(|| unreachable!("until returns only once pred accepted a line"))
     }
 
     pub(super) fn response(&self, command: &str) -> Value {
