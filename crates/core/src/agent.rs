@@ -325,10 +325,11 @@ impl Agent {
         } else {
             SessionSource::Resume
         });
+        // From the whole path: a compaction may have summarised the call.
+        let plan = crate::tools::todo::plan_in(session.history());
         self.session = Some(session);
         self.session_started = false;
         self.reset_system_prompt();
-        let plan = crate::tools::todo::plan_in(&self.messages);
         self.announce_plan = !plan.is_empty();
         *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
     }
@@ -389,7 +390,7 @@ impl Agent {
         self.messages = session.messages().to_vec();
         self.stale_thinking_before = self.stale_thinking_before.min(self.messages.len());
         self.last_input = 0;
-        let plan = crate::tools::todo::plan_in(&self.messages);
+        let plan = crate::tools::todo::plan_in(session.history());
         *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
     }
 

@@ -356,6 +356,13 @@ impl Session {
         &self.messages
     }
 
+    /// Every message from the root to the leaf, those a compaction
+    /// summarised included (what the model no longer sees, such as the
+    /// `todo_write` call that set the plan).
+    pub fn history(&self) -> Vec<&Message> {
+        self.tree.history()
+    }
+
     /// What loading the file had to say: each line skipped for its size.
     pub fn warnings(&self) -> &[String] {
         &self.warnings

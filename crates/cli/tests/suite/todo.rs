@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events};
+use super::support::{Run, World, events, turns_filling_the_context};
 use super::tui::Tmux;
 
 const PLAN: &str = r#"{"items":[
@@ -93,6 +93,42 @@ async fn the_plan_is_a_json_event_refused_when_malformed_and_restored_on_resume(
     // Resumed: the plan comes back from the session before the next turn.
     let second = run(&w, &model, &["--json", "-c", "go on"]);
     assert_eq!(second.code, 0, "{second:?}");
+    let evs = events(&second);
+    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(&types[..2], ["user_message", "todo"], "{types:?}");
+    assert_eq!(evs[1]["items"], plan_json());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plan_comes_back_on_resume_after_a_compaction_summarised_its_call() {
+    let w = World::new();
+    let model = MockModel::start(
+        [anthropic::tool_call("plan", "todo_write", PLAN)]
+            .into_iter()
+            .chain(turns_filling_the_context())
+            .chain([
+                anthropic::text("SUMMARY"),
+                anthropic::text("finished"),
+                anthropic::text("still on it"),
+            ]),
+    )
+    .await;
+    let first = run(&w, &model, &["--json", "fix the bug"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(
+        events(&first)
+            .iter()
+            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        "{first:?}"
+    );
+
+    let second = run(&w, &model, &["--json", "-c", "go on"]);
+    assert_eq!(second.code, 0, "{second:?}");
+    // The model no longer sees the call that set the plan...
+    let last = model.requests().last().unwrap().body["messages"].to_string();
+    assert!(last.contains("SUMMARY"), "{last}");
+    assert!(!last.contains("\"todo_write\""), "{last}");
+    // ...but the plan is still the session's.
     let evs = events(&second);
     let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(&types[..2], ["user_message", "todo"], "{types:?}");

@@ -87,6 +87,17 @@ impl Tree {
         path
     }
 
+    /// Every message on the path, those a compaction summarised included.
+    pub(super) fn history(&self) -> Vec<&Message> {
+        self.path()
+            .into_iter()
+            .filter_map(|index| match &self.entries[index].kind {
+                EntryKind::Message(message) => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The conversation the model sees at the leaf: the path's messages
     /// with its compactions applied.
     pub(super) fn conversation(&self) -> Vec<Message> {

@@ -187,7 +187,8 @@ fn render(items: &[TodoItem]) -> String {
 
 /// The plan a conversation holds: the items of its last `todo_write` call
 /// that succeeded (a refused or failed call changed nothing).
-pub fn plan_in(messages: &[Message]) -> Vec<TodoItem> {
+pub fn plan_in<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<TodoItem> {
+    let messages: Vec<&Message> = messages.into_iter().collect();
     let failed: Vec<&str> = messages
         .iter()
         .flat_map(|m| &m.content)
