@@ -22,8 +22,14 @@ pub const CLAUDE_LOCAL_FILE: &str = "CLAUDE.local.md";
 /// an import…): five, as Claude Code documents for its own memory files.
 pub const MAX_IMPORT_DEPTH: usize = 5;
 
+/// The base prompt when neither `--system-prompt` nor `SYSTEM.md` gives one.
+/// Fixed text (no date, no tool list) so the cached prefix stays the same
+/// from run to run; it names the tools whose use the model should prefer.
 const DEFAULT: &str = "You are zot, a coding agent working in the user's terminal. \
 You can read, write and edit files and run shell commands with your tools. \
+Search with the grep, find and ls tools rather than shell commands: they honour .gitignore, \
+never change anything and run in parallel. Read a web page with web_fetch. \
+For work of several steps, keep a plan with todo_write and update it as steps are done. \
 Work step by step: look before you change things, keep changes small and correct, \
 and say briefly what you did. Paths are relative to the working directory unless absolute.";
 

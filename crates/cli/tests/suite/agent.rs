@@ -54,11 +54,16 @@ async fn print_mode_answers_and_sends_a_proper_request() {
     assert_eq!(request.header("x-api-key"), Some("test-key"));
     assert_eq!(request.body["model"], "claude-sonnet-5-5");
     assert_eq!(request.body["messages"][0]["content"][0]["text"], "say hi");
-    assert!(
-        request.body["system"].to_string().contains("You are zot"),
-        "{}",
-        request.body["system"]
-    );
+    let system = request.body["system"].to_string();
+    // The default prompt tells the model which tools to prefer.
+    for needle in [
+        "You are zot",
+        "grep, find and ls tools",
+        "web_fetch",
+        "todo_write",
+    ] {
+        assert!(system.contains(needle), "{needle} missing from {system}");
+    }
     assert_eq!(
         tool_names(&request.body, "anthropic"),
         [
