@@ -18,7 +18,7 @@ use zot_core::provider::Provider;
 use zot_core::session::{Session, index};
 use zot_extensions::ExtensionHost;
 use zot_extensions::zot_protocol::events::{
-    CommandEntry, CommandSource, Data, Event, ModelInfo, Response,
+    CommandEntry, CommandSource, Data, Event, ModelInfo, ModelPrice, Response,
 };
 use zot_extensions::zot_protocol::rpc::{Envelope, Image, Request};
 use zot_extensions::zot_protocol::ui::{BUILTIN_COMMANDS, CommandOrigin};
@@ -535,6 +535,12 @@ impl Server {
                         context_window: m.context_window,
                         max_output: m.max_output,
                         reasoning: m.reasoning(),
+                        price: m.price.as_ref().map(|p| ModelPrice {
+                            input: p.base.input,
+                            output: p.base.output,
+                            cache_write: p.base.cache_write_5m,
+                            cache_read: p.base.cache_read,
+                        }),
                     })
                     .collect();
                 Data::Models { models }

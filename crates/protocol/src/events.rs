@@ -347,6 +347,19 @@ pub struct ModelInfo {
     pub context_window: u32,
     pub max_output: u32,
     pub reasoning: bool,
+    /// List prices, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<ModelPrice>,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
+    /// A 5-minute cache write.
+    pub cache_write: f64,
+    pub cache_read: f64,
 }
 
 /// A slash command: built in, an extension's, or a Markdown command.

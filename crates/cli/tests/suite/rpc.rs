@@ -222,12 +222,17 @@ async fn commands_events_and_malformed_lines() {
         "hello from rpc"
     );
     rpc.send(r#"{"type":"get_models"}"#);
-    assert!(
-        rpc.response("get_models")["data"]["models"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["id"] == "gpt-4.1")
+    let listed = rpc.response("get_models")["data"]["models"].clone();
+    let gpt = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "gpt-4.1")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(gpt["provider"], "openai");
+    assert_eq!(
+        gpt["price"],
+        json!({"input": 2.0, "output": 8.0, "cache_write": 2.0, "cache_read": 0.5})
     );
     // A model outside the table (a proxy's, a newer one) is taken, with a note.
     rpc.send(r#"{"type":"set_model","model":"served-model-x"}"#);
