@@ -260,6 +260,25 @@ pub enum SessionsCommand {
         /// The session id, or a unique prefix of it.
         id: String,
     },
+    /// Write a session's current branch as a self-contained web page
+    /// (default) or as Markdown, to `<id>.html`/`<id>.md` here or to -o.
+    Export {
+        /// The session id, or a unique prefix of it.
+        id: String,
+        /// A web page: markdown rendered, code highlighted, tool calls and
+        /// thinking collapsed, safe to open (the default).
+        #[arg(long, conflicts_with = "md")]
+        html: bool,
+        /// Markdown for pasting into an issue.
+        #[arg(long)]
+        md: bool,
+        /// Where to write it (`-` for stdout).
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Take a session file in (validated; copied, never linked) among this
+    /// directory's sessions.
+    Import { file: PathBuf },
     /// Delete every session not changed for a while.
     Prune {
         /// How long unchanged: 30d, 12h, 2w, "1 month".

@@ -8,6 +8,8 @@ use std::time::SystemTime;
 use zot_core::session::index;
 use zot_core::session::outline;
 
+use zot_export::Format;
+
 use crate::args::SessionsCommand;
 use crate::context::Context;
 
@@ -79,6 +81,41 @@ pub fn run(ctx: &Context, command: &SessionsCommand) -> anyhow::Result<ExitCode>
             index::list(&ctx.zot_home, None)?;
             errln!("removed {} ({})", summary.id, summary.title);
         }
+        SessionsCommand::Export {
+            id,
+            html: _,
+            md,
+            output,
+        } => {
+            let format = if *md { Format::Markdown } else { Format::Html };
+            let summary = index::find(&ctx.zot_home, id)?;
+            let branch = index::read_branch(Path::new(&summary.path))?;
+            let text = format.render(&branch);
+            match output.as_deref() {
+                Some(path) if path == Path::new("-") => {
+                    use std::io::Write;
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                }
+                _ => {
+                    let path = output.clone().unwrap_or_else(|| {
+                        ctx.project
+                            .join(format!("{}.{}", summary.id, format.extension()))
+                    });
+                    write_whole(&path, text.as_bytes())?;
+                    errln!("exported {} to {}", summary.id, path.display());
+                }
+            }
+        }
+        SessionsCommand::Import { file } => {
+            let summary = index::import(&ctx.zot_home, &ctx.project, file)?;
+            errln!(
+                "imported {} ({}): zot --resume={} goes on with it",
+                summary.id,
+                summary.title,
+                summary.id
+            );
+        }
         SessionsCommand::Prune { older_than } => {
             let removed = index::prune(&ctx.zot_home, *older_than)?;
             for s in &removed {
@@ -105,4 +142,23 @@ pub fn outline_line(row: &zot_core::session::OutlineRow) -> String {
         row.id,
         row.text
     )
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it, so a
+/// failure never leaves half a file.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("cannot write {}", path.display()))
 }

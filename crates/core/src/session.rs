@@ -174,6 +174,8 @@ pub enum SessionError {
     UnknownEntry(String),
     #[error("entry {0} is not a prompt: a fork starts before one")]
     NotAPrompt(String),
+    #[error("cannot import {0}")]
+    BadImport(String),
     #[error("no session matches \"{0}\" (zot sessions list --all shows them)")]
     NotFound(String),
     #[error("\"{prefix}\" matches several sessions: {}", ids.join(", "))]

@@ -21,6 +21,10 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("fork", "a new branch before an earlier prompt"),
     ("jump", "scroll the transcript to an earlier prompt"),
     ("name", "name this session: /name TITLE"),
+    (
+        "export",
+        "this session as a web page here (/export md: Markdown)",
+    ),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),
     ("mcp", "MCP servers and their tools: /mcp off|on <server>"),

@@ -830,6 +830,7 @@ impl App {
             Builtin::Fork => self.ask_tree(PromptAction::Fork),
             Builtin::Jump => self.ask_tree(PromptAction::Jump),
             Builtin::Name => self.name_session(args),
+            Builtin::Export => self.export_session(args),
             Builtin::Skills => {
                 let text = if self.config.skills.is_empty() {
                     "no skills (add SKILL.md files under ./.zot/skills or $ZOT_HOME/skills)"

@@ -32,6 +32,7 @@ pub enum Builtin {
     Fork,
     Jump,
     Name,
+    Export,
     Skills,
     Hooks,
     Mcp,
@@ -44,7 +45,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 18] = [
+    const ALL: [Self; 19] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -54,6 +55,7 @@ impl Builtin {
         Self::Fork,
         Self::Jump,
         Self::Name,
+        Self::Export,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -77,6 +79,7 @@ impl Builtin {
             Self::Fork => "fork",
             Self::Jump => "jump",
             Self::Name => "name",
+            Self::Export => "export",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

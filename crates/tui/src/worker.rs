@@ -36,6 +36,9 @@ pub enum Work {
     /// A prompt picked in `/tree` (go on from its answer) or `/fork` (a new
     /// branch before it).
     Branch(PromptAction, String),
+    /// `/export`: writes the session's current branch in that format into
+    /// the directory.
+    Export(zot_export::Format, PathBuf),
     /// `/name`: names the session (empty: says its title).
     SetTitle(String),
     /// Deletes a session (never the running one) and its outputs under
@@ -309,6 +312,23 @@ async fn run(
                     let _ = events.send(WorkerEvent::Error(e.to_string()));
                 }
             }
+        }
+        Work::Export(format, dir) => {
+            let written = match agent.session() {
+                None => Err("this run keeps no session file".to_owned()),
+                Some(session) => index::read_branch(session.path())
+                    .map_err(|e| e.to_string())
+                    .and_then(|branch| {
+                        let path = dir.join(format!("{}.{}", session.id(), format.extension()));
+                        std::fs::write(&path, format.render(&branch))
+                            .map(|()| path)
+                            .map_err(|e| format!("cannot write the export: {e}"))
+                    }),
+            };
+            let _ = events.send(match written {
+                Ok(path) => WorkerEvent::Status(format!("exported to {}", path.display())),
+                Err(e) => WorkerEvent::Error(e),
+            });
         }
         Work::SetTitle(title) => {
             let title = title.trim();

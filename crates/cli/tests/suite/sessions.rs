@@ -508,3 +508,149 @@ async fn tree_fork_jump_and_name_in_the_tui() {
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
 }
+
+/// A session with a hostile prompt, a tool call whose output holds a key,
+/// a code block, and a second branch; returns its id.
+async fn exportable_session(w: &World) -> String {
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo $KEY"}"#),
+        anthropic::text("Here:\n\n```rust\nfn main() { println!(\"<b>hi</b>\"); }\n```\n\nSee [docs](https://example.com) and [bad](javascript:alert(1))."),
+        anthropic::text("first branch answer"),
+        anthropic::text("second branch answer"),
+    ])
+    .await;
+    let mut rpc = Rpc::start(w, &model, "anthropic", &["-c"], None);
+    answered(
+        &mut rpc,
+        "show </script><img src=x onerror=alert(1)> and my key sk-ant-api03-SECRETSECRETSECRET0123",
+    );
+    answered(&mut rpc, "first follow-up");
+    let tree = call(&mut rpc, json!({"type": "get_tree"}));
+    let follow = prompt_id(&tree, "first follow-up");
+    call(&mut rpc, json!({"type": "fork", "entry_id": follow}));
+    answered(&mut rpc, "second follow-up");
+    let id = tree["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(rpc.close(), 0);
+    id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exports_are_self_contained_escaped_and_masked() {
+    let w = World::new();
+    let id = exportable_session(&w).await;
+    let run = ok(w.zot(&["sessions", "export", &id[..10]]));
+    let page_path = w.project.join(format!("{id}.html"));
+    assert!(
+        run.stderr.contains(&page_path.display().to_string()),
+        "{run:?}"
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains("Content-Security-Policy"), "no policy");
+    assert!(page.contains("default-src 'none'"));
+    assert!(!page.contains("<script"), "a script in the page");
+    assert!(!page.contains("<img src=x"), "raw HTML rendered");
+    assert!(page.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(!page.contains("href=\"javascript"), "a javascript: link");
+    assert!(page.contains("<a href=\"https://example.com\">docs</a>"));
+    assert!(!page.contains("SECRETSECRET"), "the key travelled");
+    assert!(page.contains("sk-****"));
+    assert!(
+        page.contains("<details class=\"tool\"><summary>bash"),
+        "no collapsed tool call"
+    );
+    assert!(
+        page.contains("<span style=\"color:#"),
+        "code not highlighted"
+    );
+    assert!(page.contains("second follow-up") && page.contains("second branch answer"));
+    assert!(
+        !page.contains("first branch answer"),
+        "the other branch's answer shown"
+    );
+    assert!(page.contains("Other branches") && page.contains("first follow-up"));
+    assert!(page.contains("input ") && page.contains("$"));
+
+    let md = ok(w.zot(&["sessions", "export", &id, "--md", "-o", "-"]));
+    assert!(md.stdout.starts_with("# show </script>"), "{}", md.stdout);
+    assert!(md.stdout.contains("**Tool call:** `bash`"), "{}", md.stdout);
+    assert!(
+        md.stdout
+            .contains("```json\n{\n  \"command\": \"echo $KEY\"\n}\n```"),
+        "{}",
+        md.stdout
+    );
+    assert!(!md.stdout.contains("SECRETSECRET"), "{}", md.stdout);
+    let out = w.scratch.join("out.md");
+    ok(w.zot(&[
+        "sessions",
+        "export",
+        &id,
+        "--md",
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), md.stdout);
+    let missing = w.zot(&["sessions", "export", &id, "-o", "/nonexistent/dir/x.html"]);
+    assert_ne!(missing.code, 0);
+    assert!(missing.stderr.contains("cannot write"), "{missing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn import_takes_a_copy_of_a_valid_session_only() {
+    let w = World::new();
+    let id = exportable_session(&w).await;
+    let file = PathBuf::from(list(&w, &[])[0]["path"].as_str().unwrap());
+    let carried = w.scratch.join("carried.jsonl");
+    std::fs::copy(&file, &carried).unwrap();
+
+    let other = World::new();
+    let imported = ok(other.zot(&["sessions", "import", carried.to_str().unwrap()]));
+    assert!(
+        imported.stderr.contains(&format!("imported {id}")),
+        "{imported:?}"
+    );
+    let listed = list(&other, &[]);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], id.as_str());
+    let copy = PathBuf::from(listed[0]["path"].as_str().unwrap());
+    assert!(!copy.is_symlink());
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&carried).unwrap()
+    );
+    // It resumes like any session.
+    let model = MockModel::start([anthropic::text("welcome back")]).await;
+    ok(other
+        .against(
+            &model,
+            "anthropic",
+            &["-p", &format!("--resume={id}"), "more"],
+        )
+        .output()
+        .unwrap()
+        .into());
+    assert_eq!(
+        texts(&model.requests()[0].body).last().map(String::as_str),
+        Some("more")
+    );
+
+    let again = other.zot(&["sessions", "import", carried.to_str().unwrap()]);
+    assert_ne!(again.code, 0);
+    assert!(again.stderr.contains("already here"), "{again:?}");
+    let junk = other.scratch.join("junk.jsonl");
+    std::fs::write(&junk, "not a session\n").unwrap();
+    let refused = other.zot(&["sessions", "import", junk.to_str().unwrap()]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("not a zot session"), "{refused:?}");
+    let sneaky = other.scratch.join("sneaky.jsonl");
+    let text = std::fs::read_to_string(&carried).unwrap().replacen(
+        &format!("\"id\":\"{id}\""),
+        "\"id\":\"../../escape\"",
+        1,
+    );
+    std::fs::write(&sneaky, text).unwrap();
+    let refused = other.zot(&["sessions", "import", sneaky.to_str().unwrap()]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("not a plain name"), "{refused:?}");
+    assert_eq!(list(&other, &["--all"]).len(), 1);
+}

@@ -274,3 +274,113 @@ pub fn read_tree(
         loaded.tree.describe(),
     ))
 }
+
+/// One entry of a session's current branch, for an export.
+#[derive(Debug, Clone)]
+pub enum BranchItem {
+    Message(crate::message::Message),
+    /// A compaction's summary: the messages before it were summarised.
+    Compaction(String),
+    /// `provider/model`.
+    ModelChange(String),
+}
+
+/// A session's current branch read without changing the file (`zot
+/// sessions export`): every entry from the root to the leaf as written
+/// (compactions as notes, not applied), the prompts of other branches,
+/// and every call's usage added up.
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub meta: super::Meta,
+    pub title: String,
+    pub items: Vec<BranchItem>,
+    /// Prompts on no current path: the other branches.
+    pub others: Vec<super::OutlineRow>,
+    pub usage: crate::event::UsageReport,
+}
+
+pub fn read_branch(path: &Path) -> Result<Branch, SessionError> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let loaded = load(path, &file)?;
+    let tree = &loaded.tree;
+    let items = tree
+        .path()
+        .into_iter()
+        .filter_map(|index| match &tree.entry(index).kind {
+            EntryKind::Message(message) => Some(BranchItem::Message(message.clone())),
+            EntryKind::Compaction(c) => Some(BranchItem::Compaction(c.summary.clone())),
+            EntryKind::ModelChange { provider, model } => {
+                Some(BranchItem::ModelChange(format!("{provider}/{model}")))
+            }
+            EntryKind::Extension { .. } => None,
+        })
+        .collect();
+    let others = super::outline(&tree.describe(), tree.leaf_id())
+        .into_iter()
+        .filter(|row| !row.on_path)
+        .collect();
+    Ok(Branch {
+        title: title_of(loaded.title.as_deref(), tree),
+        meta: loaded.meta,
+        items,
+        others,
+        usage: loaded.usage,
+    })
+}
+
+/// Takes a session file in (`zot sessions import`): it must read as a
+/// session (a meta line, entries that parse) with an id that is a plain
+/// file name; it is copied, never linked, among `cwd`'s sessions, and
+/// refused when a session of that id is already there.
+pub fn import(zot_home: &Path, cwd: &Path, file: &Path) -> Result<SessionSummary, SessionError> {
+    let source = File::open(file).map_err(io_err(file))?;
+    let loaded = load(file, &source)?;
+    let id = &loaded.meta.id;
+    let plain = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    if !plain {
+        return Err(SessionError::BadImport(format!(
+            "{}: the session id {id:?} is not a plain name",
+            file.display()
+        )));
+    }
+    if !tree_has_messages(&loaded.tree) {
+        return Err(SessionError::BadImport(format!(
+            "{}: the session holds no messages",
+            file.display()
+        )));
+    }
+    if find(zot_home, id).is_ok_and(|s| s.id == *id) {
+        return Err(SessionError::BadImport(format!(
+            "a session {id} is already here (zot sessions show {id})"
+        )));
+    }
+    let dir = sessions_dir(zot_home, cwd);
+    private_dir(&dir).map_err(io_err(&dir))?;
+    let target = dir.join(format!("{id}.jsonl"));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut out = options.open(&target).map_err(io_err(&target))?;
+    let mut input = File::open(file).map_err(io_err(file))?;
+    if let Err(e) = std::io::copy(&mut input, &mut out).and_then(|_| out.sync_all()) {
+        let _ = std::fs::remove_file(&target);
+        return Err(SessionError::Io {
+            path: target,
+            error: e,
+        });
+    }
+    let modified = out.metadata().ok().and_then(|m| m.modified().ok());
+    summarize(&target, modified)
+}
+
+fn tree_has_messages(tree: &Tree) -> bool {
+    tree.has_messages()
+}

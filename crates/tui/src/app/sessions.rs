@@ -96,6 +96,28 @@ impl App {
         }
     }
 
+    /// `/export [md]`: the session's current branch as a page (or
+    /// Markdown) in the working directory.
+    pub(super) fn export_session(&mut self, args: &str) {
+        let format = match args.trim() {
+            "" | "html" => zot_export::Format::Html,
+            "md" | "markdown" => zot_export::Format::Markdown,
+            other => {
+                self.set_status(
+                    format!("/export: unknown format {other:?} (html or md)"),
+                    StatusKind::Error,
+                );
+                return;
+            }
+        };
+        if let Some(worker) = &self.worker {
+            worker.send(Work::Export(
+                format,
+                std::path::PathBuf::from(&self.config.cwd),
+            ));
+        }
+    }
+
     /// `/name [title]`.
     pub(super) fn name_session(&mut self, title: &str) {
         if let Some(worker) = &self.worker {
