@@ -25,6 +25,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "export",
         "this session as a web page here (/export md: Markdown)",
     ),
+    ("copy", "copy the last answer to the clipboard"),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),
     ("mcp", "MCP servers and their tools: /mcp off|on <server>"),

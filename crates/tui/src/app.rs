@@ -42,6 +42,10 @@ pub const STATUS_TTL: Duration = Duration::from_secs(5);
 pub const LIVE_OUTPUT_BYTES: usize = 4096;
 /// Rows the popup shows at most.
 pub const POPUP_ROWS: usize = 16;
+/// Most bytes `/copy` puts on the clipboard: terminals drop longer OSC 52
+/// writes (xterm's default limit is about 1 MB of base64; tmux's input
+/// buffer is smaller), so a longer answer is refused with a note.
+pub const MAX_COPY_BYTES: usize = 512 * 1024;
 
 /// Where a popup row's command comes from: the popup groups them so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -150,6 +154,9 @@ pub struct App {
     /// Extension widgets (lines above the footer), in insertion order.
     widgets: Vec<(String, Vec<String>)>,
     cost: f64,
+    /// Text `/copy` put aside for the terminal's clipboard (written by the
+    /// run loop, which owns the terminal).
+    clipboard: Option<String>,
     /// A `/model` the provider's list lacks: saved once it has answered.
     unsaved_model: Option<String>,
     /// The share of the session's prompt tokens read from the cache, once
@@ -198,6 +205,7 @@ impl App {
             statuses: Vec::new(),
             widgets: Vec::new(),
             cost: 0.0,
+            clipboard: None,
             unsaved_model: None,
             cache_share: None,
             quit: false,
@@ -348,6 +356,41 @@ impl App {
     /// What the session cost so far, in US dollars.
     pub fn cost(&self) -> f64 {
         self.cost
+    }
+
+    /// Text for the clipboard, once: the run loop writes it (OSC 52).
+    pub fn take_clipboard(&mut self) -> Option<String> {
+        self.clipboard.take()
+    }
+
+    /// `/copy`: the last answer, for the clipboard.
+    fn copy_last_answer(&mut self) {
+        let last = self
+            .transcript
+            .entries()
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Entry::Assistant(text) if !text.trim().is_empty() => Some(text.clone()),
+                _ => None,
+            });
+        match last {
+            None => self.set_status("/copy: no answer to copy yet", StatusKind::Error),
+            Some(text) if text.len() > MAX_COPY_BYTES => self.set_status(
+                format!(
+                    "/copy: the answer is {} bytes; the clipboard escape takes at most {MAX_COPY_BYTES}",
+                    text.len()
+                ),
+                StatusKind::Error,
+            ),
+            Some(text) => {
+                self.set_status(
+                    format!("copied the last answer ({} bytes)", text.len()),
+                    StatusKind::Info,
+                );
+                self.clipboard = Some(text);
+            }
+        }
     }
 
     /// The user asked to exit.
@@ -885,6 +928,7 @@ impl App {
                 }
             }
             Builtin::Sandbox => self.sandbox(args),
+            Builtin::Copy => self.copy_last_answer(),
             Builtin::Exit => self.quit = true,
         }
     }

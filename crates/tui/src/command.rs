@@ -33,6 +33,7 @@ pub enum Builtin {
     Jump,
     Name,
     Export,
+    Copy,
     Skills,
     Hooks,
     Mcp,
@@ -45,7 +46,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 19] = [
+    const ALL: [Self; 20] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -56,6 +57,7 @@ impl Builtin {
         Self::Jump,
         Self::Name,
         Self::Export,
+        Self::Copy,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -80,6 +82,7 @@ impl Builtin {
             Self::Jump => "jump",
             Self::Name => "name",
             Self::Export => "export",
+            Self::Copy => "copy",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

@@ -83,6 +83,15 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         if app.should_quit() {
             break Ok(());
         }
+        if let Some(text) = app.take_clipboard() {
+            // OSC 52: the terminal (also over ssh, and tmux) sets its clipboard.
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            let mut out = std::io::stdout();
+            let _ =
+                std::io::Write::write_all(&mut out, format!("\x1b]52;c;{encoded}\x07").as_bytes());
+            let _ = std::io::Write::flush(&mut out);
+        }
         tokio::select! {
             event = input.next() => match event {
                 Some(Ok(Event::Key(key))) => app.on_key(key),

@@ -272,3 +272,29 @@ async fn approvals_show_the_command_or_the_diff_and_a_refusal_stops_the_turn() {
     );
     exit(&tmux);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("the **answer** to copy")]).await;
+    let tmux = Tmux::against(&w, "copy-osc52", &model, &[]);
+    // tmux takes a program's OSC 52 into its paste buffer when asked to.
+    tmux.command(&["set-option", "-s", "set-clipboard", "on"]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("/copy");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("no answer to copy yet");
+    tmux.type_text("say it");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("to copy");
+    tmux.type_text("/copy");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("copied the last answer");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while tmux.command(&["list-buffers"]).is_empty() {
+        assert!(Instant::now() < deadline, "nothing reached the clipboard");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(tmux.command(&["show-buffer"]), "the **answer** to copy");
+    exit(&tmux);
+}
