@@ -147,22 +147,14 @@ async fn a_nimlet_tool_with_side_effects_events_and_a_persisted_entry() {
         "{names:?}"
     );
     // The entry is in the session file, and never in a request to the model.
-    let dir = std::fs::read_dir(w.home.join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let file = std::fs::read_dir(dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let text = std::fs::read_to_string(file).unwrap();
+    let files = super::conversation::session_files(&w);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let lines = super::conversation::session_lines(&files[0]);
     assert!(
-        text.contains(r#"{"type":"extension","extension":"notes","data":{"saved":"cache bug"}}"#),
-        "{text}"
+        lines.iter().any(|l| l["type"] == "extension"
+            && l["extension"] == "notes"
+            && l["data"] == json!({"saved": "cache bug"})),
+        "{lines:?}"
     );
     assert!(!requests[1].body.to_string().contains("\"saved\":"));
 }
