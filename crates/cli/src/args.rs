@@ -12,6 +12,11 @@ use clap::{Args, Parser, Subcommand};
     after_help = "`zot rpc [OPTIONS]` serves the agent over JSON lines on stdin/stdout (same as --mode rpc)."
 )]
 pub struct Cli {
+    /// Run as if started in DIR: its project, trust, sessions and context
+    /// files (relative paths in other options are read from there too).
+    #[arg(short = 'C', long = "cwd", value_name = "DIR", global = true)]
+    pub cwd: Option<PathBuf>,
+
     /// Load an extension directory for this run only (repeatable); wins over an
     /// installed extension of the same name.
     #[arg(short = 'e', long = "ext", value_name = "DIR", global = true)]

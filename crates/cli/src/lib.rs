@@ -40,6 +40,12 @@ use crate::args::{Cli, Command, Mode};
 
 /// Runs what the parsed arguments ask for.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Before anything reads the working directory (project, trust,
+    // sessions, context files): `--cwd` is as if zot started there.
+    if let Some(dir) = &cli.cwd {
+        std::env::set_current_dir(dir)
+            .with_context(|| format!("--cwd {}: cannot change to it", dir.display()))?;
+    }
     if let Some(zot_home) = zot_extensions::default_zot_home() {
         logging::init(&zot_home);
     }

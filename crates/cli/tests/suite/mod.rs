@@ -29,6 +29,7 @@ mod rpc;
 mod scaffold;
 mod search_tools;
 mod sessions;
+mod start;
 mod stops;
 mod terminal;
 mod todo;
