@@ -20,7 +20,7 @@ use crate::mask::mask_secrets;
 
 /// The policy the page declares: no network, no script, no frames or
 /// forms; inline styles and data-URL images only.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 /// The most of one tool result a page shows (a page of several megabytes
 /// of build log helps no reader; the session file keeps it whole).

@@ -654,3 +654,76 @@ async fn import_takes_a_copy_of_a_valid_session_only() {
     assert!(refused.stderr.contains("not a plain name"), "{refused:?}");
     assert_eq!(list(&other, &["--all"]).len(), 1);
 }
+
+/// Runs headless Chromium (Debian's `chromium`) with `args` on `page`.
+fn chromium(args: &[&str], page: &Path) -> Run {
+    std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("Debian's chromium is needed for the export test (apt-get install chromium)")
+        .into()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_exported_page_opens_cleanly_in_headless_chromium() {
+    let w = World::new();
+    let id = exportable_session(&w).await;
+    let page = w.scratch.join("page.html");
+    ok(w.zot(&["sessions", "export", &id, "-o", page.to_str().unwrap()]));
+
+    let dom = chromium(&["--dump-dom"], &page);
+    assert!(dom.stdout.contains("second follow-up"), "{dom:?}");
+    // The hostile prompt is text: no element came of it.
+    assert!(
+        dom.stdout
+            .contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
+        "{dom:?}"
+    );
+    assert!(!dom.stdout.contains("<img src=\"x\""), "{dom:?}");
+    assert!(!dom.stdout.contains("href=\"javascript"), "{dom:?}");
+    assert!(dom.stdout.contains("<details class=\"tool\">"), "{dom:?}");
+    // No console message, no refused load or script.
+    for line in dom.stderr.lines() {
+        assert!(
+            !line.contains("CONSOLE") && !line.contains("Refused to"),
+            "{}",
+            dom.stderr
+        );
+    }
+
+    // A screenshot with something on it: far from a blank page's.
+    let shot = w.scratch.join("page.png");
+    chromium(
+        &[
+            "--window-size=800,1200",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &page,
+    );
+    let blank_page = w.scratch.join("blank.html");
+    std::fs::write(&blank_page, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let blank = w.scratch.join("blank.png");
+    chromium(
+        &[
+            "--window-size=800,1200",
+            &format!("--screenshot={}", blank.display()),
+        ],
+        &blank_page,
+    );
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    assert!(size(&blank) > 0, "no screenshot taken");
+    assert!(
+        size(&shot) > 4 * size(&blank),
+        "the page looks blank: {} bytes against {} for a blank page",
+        size(&shot),
+        size(&blank)
+    );
+}
