@@ -104,7 +104,8 @@ impl Extensions for Bridge {
     }
 }
 
-pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
+/// `prompt`: the words of `zot "prompt"`, sent once the TUI is up.
+pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!("the interactive TUI needs a terminal; use -p (print), --json, or `zot rpc`");
@@ -211,6 +212,7 @@ pub fn run(args: &AgentArgs, ctx: &Context) -> anyhow::Result<ExitCode> {
             theme,
             warnings,
             model_override: ctx.settings.model_override().map(|s| s.describe()),
+            prompt: (!prompt.is_empty()).then(|| prompt.join(" ")),
         };
         let host_updates = loaded.host_events;
         let host = loaded.host.clone();

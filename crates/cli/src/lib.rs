@@ -157,7 +157,7 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     match mode {
         Mode::Print | Mode::Json => oneshot::run(&args, &cli.prompt, &ctx, mode),
         Mode::Rpc => rpc::run(&args, &ctx),
-        Mode::Interactive => interactive::run(&args, &ctx),
+        Mode::Interactive => interactive::run(&args, &cli.prompt, &ctx),
     }
 }
 

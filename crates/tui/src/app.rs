@@ -91,6 +91,8 @@ pub struct AppConfig {
     /// Who overrides a model saved with `/model` (`env ZOT_MODEL`,
     /// `project <file>`), for the status line.
     pub model_override: Option<String>,
+    /// A prompt to send once the TUI is up (`zot "prompt"`).
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

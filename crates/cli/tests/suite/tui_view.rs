@@ -298,3 +298,14 @@ async fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
     assert_eq!(tmux.command(&["show-buffer"]), "the **answer** to copy");
     exit(&tmux);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_on_the_command_line_opens_the_tui_and_sends_it() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("answered at start")]).await;
+    let tmux = Tmux::against(&w, "positional", &model, &["explain", "this repo"]);
+    let screen = tmux.wait_for("answered at start");
+    assert!(screen.contains("› explain this repo"), "{screen}");
+    assert_eq!(texts(&model.requests()[0].body), ["explain this repo"]);
+    exit(&tmux);
+}
