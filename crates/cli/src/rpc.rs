@@ -450,9 +450,9 @@ impl Server {
                 let sessions = index::list(zot_home, cwd).map_err(|e| e.to_string())?;
                 Data::Sessions { sessions }
             }
-            Request::SwitchSession { id } => {
+            Request::SwitchSession { session_id } => {
                 let zot_home = self.zot_home.as_deref().ok_or("no $ZOT_HOME")?;
-                let found = index::find(zot_home, &id).map_err(|e| e.to_string())?;
+                let found = index::find(zot_home, &session_id).map_err(|e| e.to_string())?;
                 let session =
                     Session::open(std::path::Path::new(&found.path)).map_err(|e| e.to_string())?;
                 for warning in session.warnings() {

@@ -53,9 +53,10 @@ pub enum Request {
         all: bool,
     },
     /// Goes on with another session, by id or a unique prefix of it;
-    /// extensions get the new session id.
+    /// extensions get the new session id. (`session_id`: `id` is the
+    /// request's own.)
     SwitchSession {
-        id: String,
+        session_id: String,
     },
     /// The current session's entries and its leaf.
     GetTree,

@@ -727,3 +727,45 @@ async fn the_exported_page_opens_cleanly_in_headless_chromium() {
         size(&blank)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_switches_to_another_session_by_a_prefix_of_its_id() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("older answer"),
+        anthropic::text("newer answer"),
+        anthropic::text("switched answer"),
+    ])
+    .await;
+    ok(w.against(&model, "anthropic", &["-p", "older"])
+        .output()
+        .unwrap()
+        .into());
+    ok(w.against(&model, "anthropic", &["-p", "newer"])
+        .output()
+        .unwrap()
+        .into());
+    let older = list(&w, &[])
+        .into_iter()
+        .find(|s| s["title"] == "older")
+        .unwrap();
+    let id = older["id"].as_str().unwrap();
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    let listed = call(&mut rpc, json!({"type": "list_sessions", "all": true}));
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2);
+    let switched = call(
+        &mut rpc,
+        json!({"type": "switch_session", "session_id": &id[..id.len() - 3]}),
+    );
+    assert_eq!(switched["session_id"], id);
+    assert_eq!(switched["message_count"], 2);
+    answered(&mut rpc, "again");
+    assert_eq!(
+        texts(&model.requests()[2].body),
+        ["older", "older answer", "again"]
+    );
+    rpc.send(r#"{"type":"switch_session","session_id":"zzz"}"#);
+    let refused = rpc.response("switch_session");
+    assert_eq!(refused["success"], false);
+    assert_eq!(rpc.close(), 0);
+}
