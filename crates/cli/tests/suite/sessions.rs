@@ -699,6 +699,29 @@ async fn the_exported_page_opens_cleanly_in_headless_chromium() {
         );
     }
 
+    // A collapsed tool call opens on a click. The page runs no script, so
+    // a copy gets one clicking its first tool call's summary (with the
+    // policy that would refuse that script left out).
+    let html = std::fs::read_to_string(&page).unwrap();
+    let start = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let end = start + html[start..].find('>').unwrap() + 1;
+    let clicked = html[..start].to_owned()
+        + &html[end..].replace(
+            "</body>",
+            "<script>const d = document.querySelector('details.tool'); \
+             const was = d.open; d.querySelector('summary').click(); \
+             document.body.dataset.clicked = was + '-' + d.open;</script></body>",
+        );
+    let probe = w.scratch.join("probe.html");
+    std::fs::write(&probe, clicked).unwrap();
+    let dom = chromium(&["--dump-dom"], &probe);
+    assert!(
+        dom.stdout.contains("data-clicked=\"false-true\""),
+        "{dom:?}"
+    );
+
     // A screenshot with something on it: far from a blank page's.
     let shot = w.scratch.join("page.png");
     chromium(
