@@ -84,6 +84,10 @@ pub struct AgentArgs {
     /// Extended thinking: low, medium or high.
     #[arg(long, value_parser = ["low", "medium", "high"], ignore_case = true)]
     pub reasoning: Option<String>,
+    /// Attach an image (png, jpeg, gif or webp, up to 5 MiB) to the prompt
+    /// (repeatable; print, JSON and the TUI's start-up prompt).
+    #[arg(short = 'i', long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
     /// List the models (the same as `zot models`) and exit.
     #[arg(long)]
     pub list_models: bool,

@@ -114,34 +114,50 @@ pub fn run(
     ctx: &Context,
     mode: Mode,
 ) -> anyhow::Result<ExitCode> {
+    // Images first: a bad one is refused before stdin is waited on.
+    let images = args
+        .images
+        .iter()
+        .map(|path| zot_core::image::load(path))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut prompt = prompt_words.join(" ");
     if prompt.trim().is_empty() {
         std::io::stdin().read_to_string(&mut prompt)?;
     }
-    if prompt.trim().is_empty() {
+    if prompt.trim().is_empty() && images.is_empty() {
         anyhow::bail!("no prompt: pass one as arguments or on stdin");
     }
     let runtime = crate::prompt_runtime()?;
     runtime.block_on(async {
         let running = run::start(args, ctx, mode).await?;
         let (lines, writer) = spawn_writer();
-        let code = run_prompt_mode(running, &prompt, mode, lines).await;
+        let prompt = Prompt {
+            text: &prompt,
+            images,
+        };
+        let code = run_prompt_mode(running, prompt, mode, lines).await;
         let _ = writer.await;
         code
     })
 }
 
+/// One prompt: its text (slash commands expand) and the images attached.
+pub struct Prompt<'a> {
+    pub text: &'a str,
+    pub images: Vec<Block>,
+}
+
 /// Runs one prompt in print or JSON `mode`; JSON lines go to `lines`.
 pub async fn run_prompt_mode(
     running: Running,
-    prompt: &str,
+    prompt: Prompt<'_>,
     mode: Mode,
     lines: mpsc::UnboundedSender<Event>,
 ) -> anyhow::Result<ExitCode> {
     drive(running, prompt, &Out { mode, lines }).await
 }
 
-async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<ExitCode> {
+async fn drive(running: Running, prompt: Prompt<'_>, out: &Out) -> anyhow::Result<ExitCode> {
     let Running {
         mut agent,
         host,
@@ -198,19 +214,19 @@ async fn drive(running: Running, prompt: &str, out: &Out) -> anyhow::Result<Exit
 async fn run_prompt(
     agent: &mut zot_core::Agent,
     commands: &Commands,
-    prompt: &str,
+    prompt: Prompt<'_>,
     out: &Out,
     cancel: &CancellationToken,
     missing_credentials: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     // Expanding a Markdown command may run shell commands: Ctrl+C stops them.
     let resolved = tokio::select! {
-        resolved = slash::resolve(commands, prompt) => resolved,
+        resolved = slash::resolve(commands, prompt.text) => resolved,
         () = cancel.cancelled() => Err("aborted".to_owned()),
     };
     let text = match resolved {
         Err(e) => return fail(out, &e),
-        Ok(Resolved::Unchanged) => prompt.to_owned(),
+        Ok(Resolved::Unchanged) => prompt.text.to_owned(),
         Ok(Resolved::Prompt(p)) => p,
         Ok(Resolved::Done) => return Ok(ExitCode::SUCCESS),
         Ok(Resolved::Display {
@@ -285,9 +301,13 @@ async fn run_prompt(
         }
         (answer, failure, blocked)
     });
-    let result = agent
-        .prompt(vec![Block::Text { text }], &events, cancel)
-        .await;
+    // An image alone is a prompt: no empty text block beside it.
+    let content = (!text.trim().is_empty())
+        .then_some(Block::Text { text })
+        .into_iter()
+        .chain(prompt.images)
+        .collect();
+    let result = agent.prompt(content, &events, cancel).await;
     drop(events);
     let (answer, failure, blocked) = collector.await.unwrap_or((None, None, None));
     if let Some(session) = agent.session().and_then(|s| s.failure()) {
@@ -349,9 +369,17 @@ mod tests {
     async fn json_run(model: &MockModel, prompt: &str) -> (ExitCode, Vec<Event>) {
         let s = setup(model, Mode::Json).await;
         let (lines, rx) = mpsc::unbounded_channel();
-        let code = super::run_prompt_mode(s.running, prompt, Mode::Json, lines)
-            .await
-            .unwrap();
+        let code = super::run_prompt_mode(
+            s.running,
+            super::Prompt {
+                text: prompt,
+                images: Vec::new(),
+            },
+            Mode::Json,
+            lines,
+        )
+        .await
+        .unwrap();
         (code, drain(rx).await)
     }
 

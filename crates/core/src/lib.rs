@@ -6,6 +6,7 @@ pub mod agent;
 pub mod event;
 pub mod file_refs;
 pub mod hooks;
+pub mod image;
 pub mod markdown_commands;
 pub mod message;
 pub mod models;

@@ -11,6 +11,7 @@ mod ext_hardening;
 mod first_run;
 mod hooks;
 mod hot_text;
+mod images;
 mod install;
 mod list;
 mod logs;

@@ -26,9 +26,8 @@ pub const MAX_READ_LINES: usize = 2000;
 /// usual sign of a binary file that would only be noise as text.
 pub const BINARY_SNIFF_BYTES: usize = 8192;
 
-/// Largest image returned; provider APIs reject bigger ones (Anthropic at
-/// 5 MB), and base64 makes the request a third larger still.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// Largest image returned: the cap on images the user attaches.
+pub use crate::image::MAX_IMAGE_BYTES;
 
 pub struct ReadTool;
 
