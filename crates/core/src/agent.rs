@@ -1520,6 +1520,37 @@ impl Agent {
             .flatten()
     }
 
+    /// `!command` typed by the user: runs it under the bash tool's rules
+    /// (its sandbox, timeout, output cap, stdin closed, a process group of
+    /// its own), without asking (the user typed it) and without the tool
+    /// hooks (no model made the call). The front ends see it as a `bash`
+    /// call with its live output; the result is capped as the model's are.
+    pub async fn run_shell(
+        &self,
+        id: &str,
+        command: &str,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let args = serde_json::json!({ "command": command });
+        let _ = events.send(AgentEvent::ToolCall {
+            id: id.to_owned(),
+            name: "bash".to_owned(),
+            args: args.clone(),
+        });
+        let bash: Arc<dyn Tool> = Arc::new(crate::tools::bash::BashTool);
+        let output = self
+            .call_tool(id, Some(&bash), "bash", args, events, cancel)
+            .await;
+        let output = cap_output(output, "bash", self.tool_output_dir()).await;
+        let _ = events.send(AgentEvent::ToolResult {
+            id: id.to_owned(),
+            is_error: output.is_error,
+            content: output.content.clone(),
+        });
+        output
+    }
+
     /// Runs an allowed tool call, then the `tool_result` intercept.
     async fn run_tool(
         &self,
@@ -1536,7 +1567,23 @@ impl Agent {
             "tool call"
         );
         let ran_with = args.clone();
-        let builtin = self.builtin_tool(name);
+        let output = self
+            .call_tool(id, self.builtin_tool(name), name, args, events, cancel)
+            .await;
+        self.hooks.tool_result(id, name, &ran_with, output).await
+    }
+
+    /// Runs a tool call (a built-in one when `builtin` is given, else an
+    /// extension's), its progress forwarded as events.
+    async fn call_tool(
+        &self,
+        id: &str,
+        builtin: Option<&Arc<dyn Tool>>,
+        name: &str,
+        args: Value,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
         let (progress, mut reader) = progress_channel();
         let call = async move {
             match builtin {
@@ -1583,7 +1630,7 @@ impl Agent {
             }
         };
         let (output, ()) = tokio::join!(call, forward);
-        self.hooks.tool_result(id, name, &ran_with, output).await
+        output
     }
 }
 

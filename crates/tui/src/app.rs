@@ -138,6 +138,8 @@ pub struct App {
     status: Option<Status>,
     /// Prompts typed while the agent works, sent in order when it is idle.
     queue: VecDeque<String>,
+    /// `!command`s run so far (each one's call id).
+    shells: u64,
     /// A prompt held back while extensions start in the background, and
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
@@ -196,6 +198,7 @@ impl App {
             transcript: Transcript::default(),
             status: None,
             queue: VecDeque::new(),
+            shells: 0,
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
@@ -522,9 +525,14 @@ impl App {
             KeyCode::Enter if shift || alt => self.editor.newline(),
             KeyCode::Char('j') if ctrl => self.editor.newline(),
             KeyCode::Enter => {
+                // A typed `!` runs a command; a pasted one is text.
+                let typed = !self.editor.lead_pasted();
                 let text = self.editor.take();
                 self.modal.select_popup(0);
-                self.submit(&text);
+                match text.strip_prefix('!') {
+                    Some(command) if typed => self.shell(command),
+                    _ => self.submit(&text),
+                }
             }
             KeyCode::Esc => self.escape(),
             KeyCode::Backspace if alt => self.editor.delete_word(),
@@ -751,6 +759,27 @@ impl App {
             );
         }
         self.prompt(text.to_owned());
+    }
+
+    /// `!command`: the worker runs it under the bash tool's rules and shows
+    /// it as a bash call; command and output go with the next prompt.
+    fn shell(&mut self, command: &str) {
+        let command = command.trim();
+        if command.is_empty() {
+            return self.set_status(
+                "type a command after ! to run it (its output goes with your next prompt)",
+                StatusKind::Error,
+            );
+        }
+        let Some(worker) = &self.worker else {
+            return self.push_error_once("no agent to run the command".into());
+        };
+        self.shells += 1;
+        worker.send(Work::Shell {
+            id: format!("shell-{}", self.shells),
+            command: command.to_owned(),
+        });
+        self.busy = true;
     }
 
     /// `/model <id>` is remembered in the user config; the status line
@@ -997,7 +1026,7 @@ impl App {
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
              Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
-             Ctrl+X show a folded paste whole",
+             Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt)",
         );
         text
     }

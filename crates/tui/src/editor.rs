@@ -21,6 +21,9 @@ pub struct Editor {
     draft: String,
     /// Folded pastes: the marker standing in the text, and what it stands for.
     pastes: Vec<(String, String)>,
+    /// The text's first character came from a paste (a pasted `!…` is
+    /// text, never a shell command).
+    lead_pasted: bool,
 }
 
 impl Editor {
@@ -57,6 +60,17 @@ impl Editor {
 
     /// Inserts a paste: a long one as a `[pasted N lines]` marker.
     pub fn paste(&mut self, text: &str) {
+        let at_start = (self.row, self.col) == (0, 0);
+        self.paste_at_cursor(text);
+        self.lead_pasted |= at_start && !text.is_empty();
+    }
+
+    /// Whether the text's first character was pasted rather than typed.
+    pub fn lead_pasted(&self) -> bool {
+        self.lead_pasted
+    }
+
+    fn paste_at_cursor(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         let lines = text.lines().count();
         if lines <= PASTE_FOLD_LINES {
@@ -74,9 +88,10 @@ impl Editor {
 
     /// Shows every folded paste whole in the editor.
     pub fn expand_pastes(&mut self) {
-        let text = self.full_text();
+        let (text, lead_pasted) = (self.full_text(), self.lead_pasted);
         self.pastes.clear();
         self.set_text(&text);
+        self.lead_pasted = lead_pasted;
     }
 
     /// The lines as rows of at most `width` columns (broken after the last
@@ -151,12 +166,14 @@ impl Editor {
         }
         self.row = self.lines.len() - 1;
         self.col = self.line_len(self.row);
+        self.lead_pasted = false;
     }
 
     pub fn clear(&mut self) {
         self.lines = vec![String::new()];
         self.row = 0;
         self.col = 0;
+        self.lead_pasted = false;
         self.browsing = None;
         self.pastes.clear();
     }
@@ -184,6 +201,9 @@ impl Editor {
     pub fn insert_char(&mut self, c: char) {
         if c == '\n' {
             return self.newline();
+        }
+        if (self.row, self.col) == (0, 0) {
+            self.lead_pasted = false;
         }
         let at = self.byte_at(self.row, self.col);
         self.lines[self.row].insert(at, c);
@@ -351,6 +371,30 @@ impl Editor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_editor_knows_whether_its_first_character_was_pasted() {
+        let mut e = Editor::new();
+        e.insert_str("!ls");
+        assert!(!e.lead_pasted());
+        e.clear();
+        e.paste("!rm -rf x");
+        assert!(e.lead_pasted());
+        e.expand_pastes();
+        assert!(e.lead_pasted(), "showing pastes whole keeps it");
+        e.home();
+        e.insert_char('!');
+        assert!(!e.lead_pasted(), "a character typed before the paste leads");
+        e.take();
+        assert!(!e.lead_pasted());
+        e.insert_str("say ");
+        e.paste("!not first");
+        assert!(!e.lead_pasted());
+        let long: String = (0..12).map(|n| format!("!{n}\n")).collect();
+        e.clear();
+        e.paste(&long);
+        assert!(e.lead_pasted() && e.has_folded_paste());
+    }
 
     #[test]
     fn typing_newlines_backspace_join() {

@@ -21,6 +21,12 @@ use zot_core::tool::BoxFuture;
 #[derive(Debug)]
 pub enum Work {
     Prompt(String),
+    /// `!command`: runs it under the bash tool's rules; the command and its
+    /// output go with the next prompt.
+    Shell {
+        id: String,
+        command: String,
+    },
     Compact,
     Clear,
     SetModel(String),
@@ -183,6 +189,8 @@ pub fn spawn(
         confirm: Arc::clone(&confirm),
     };
     let mut agent = agent;
+    // `!command` outputs waiting for the next prompt.
+    let mut shell_context: Vec<Block> = Vec::new();
     if let Some(agent) = &mut agent {
         agent.set_confirm(Arc::new(TuiConfirm {
             state: confirm,
@@ -197,7 +205,7 @@ pub fn spawn(
                 None => {
                     let _ = events.send(WorkerEvent::Error(missing.clone()));
                 }
-                Some(agent) => run(agent, work, &events, &token).await,
+                Some(agent) => run(agent, work, &mut shell_context, &events, &token).await,
             }
             let _ = events.send(WorkerEvent::Idle);
         }
@@ -208,11 +216,16 @@ pub fn spawn(
 async fn run(
     agent: &mut Agent,
     work: Work,
+    shell_context: &mut Vec<Block>,
     events: &mpsc::UnboundedSender<WorkerEvent>,
     cancel: &CancellationToken,
 ) {
+    if matches!(work, Work::Clear | Work::OpenSession(_) | Work::Branch(..)) {
+        // Context for a conversation that is no longer the one going on.
+        shell_context.clear();
+    }
     match work {
-        Work::Prompt(text) => {
+        Work::Shell { id, command } => {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let forward = async {
                 while let Some(event) = rx.recv().await {
@@ -220,7 +233,26 @@ async fn run(
                 }
             };
             let run = async {
-                let result = agent.prompt(vec![Block::Text { text }], &tx, cancel).await;
+                let output = agent.run_shell(&id, &command, &tx, cancel).await;
+                drop(tx);
+                output
+            };
+            let (output, ()) = tokio::join!(run, forward);
+            shell_context.push(Block::Text {
+                text: shell_text(&command, &output),
+            });
+        }
+        Work::Prompt(text) => {
+            let mut content = std::mem::take(shell_context);
+            content.push(Block::Text { text });
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let forward = async {
+                while let Some(event) = rx.recv().await {
+                    let _ = events.send(WorkerEvent::Agent(event));
+                }
+            };
+            let run = async {
+                let result = agent.prompt(content, &tx, cancel).await;
                 drop(tx);
                 result
             };
@@ -363,6 +395,22 @@ async fn run(
             let _ = events.send(WorkerEvent::Sessions(all));
         }
     }
+}
+
+/// What the model reads of a `!command` the user ran, before the next prompt.
+fn shell_text(command: &str, output: &zot_core::tool::ToolOutput) -> String {
+    let text: Vec<&str> = output
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    format!(
+        "The user ran `{command}` in a shell for you to see:\n\n{}",
+        text.join("\n")
+    )
 }
 
 /// `/compact`: the agent's events (its `compact_done`) reach the app like a prompt's.

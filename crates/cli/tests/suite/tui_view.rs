@@ -309,3 +309,49 @@ async fn a_prompt_on_the_command_line_opens_the_tui_and_sends_it() {
     assert_eq!(texts(&model.requests()[0].body), ["explain this repo"]);
     exit(&tmux);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_typed_bang_runs_a_command_whose_output_goes_with_the_next_prompt() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("seen it"), anthropic::text("just text")]).await;
+    let tmux = Tmux::against(&w, "bang", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    // Run in the project, stdin closed; the output shows as a bash call.
+    tmux.type_text("!echo shell-out-$((6*7)) in $(basename \"$PWD\"); cat; echo stdin-closed");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("stdin-closed");
+    let screen = tmux.wait_for("shell-out-42");
+    assert!(
+        model.requests().is_empty(),
+        "no model call for a command:\n{screen}"
+    );
+    tmux.type_text("what now");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("seen it");
+    let project = w.project.file_name().unwrap().to_str().unwrap();
+    let sent = texts(&model.requests()[0].body);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let (shell, prompt) = sent[0].rsplit_once('|').unwrap();
+    assert_eq!(prompt, "what now");
+    assert!(shell.contains("echo shell-out-$((6*7))"), "{shell}");
+    assert!(
+        shell.contains(&format!("shell-out-42 in {project}")),
+        "{shell}"
+    );
+    assert!(shell.contains("[exit 0]"), "{shell}");
+
+    // A pasted `!…` is text for the model, never run; the command went
+    // with one prompt only.
+    let file = w.scratch.join("paste.txt");
+    std::fs::write(&file, "!echo never-$((1+1))").unwrap();
+    tmux.command(&["load-buffer", "-b", "p", file.to_str().unwrap()]);
+    tmux.command(&["paste-buffer", "-p", "-b", "p"]);
+    tmux.wait_for("!echo never-");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("just text");
+    assert!(!screen.contains("never-2"), "{screen}");
+    let sent = texts(&model.requests()[1].body);
+    assert_eq!(sent.last().unwrap(), "!echo never-$((1+1))");
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    exit(&tmux);
+}
