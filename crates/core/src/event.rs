@@ -15,6 +15,10 @@ use crate::provider::{StopReason, Usage};
 pub struct UsageReport {
     pub input: u64,
     pub output: u64,
+    /// The part of `output` spent reasoning; session files written before
+    /// it was recorded lack it.
+    #[serde(default)]
+    pub reasoning: u64,
     pub cache_read: u64,
     pub cache_write: u64,
     /// USD at list prices, when the model's prices are known (else 0).
@@ -28,6 +32,7 @@ impl UsageReport {
         Self {
             input: u.input,
             output: u.output,
+            reasoning: u.reasoning,
             cache_read: u.cache_read,
             cache_write: u.cache_write,
             cost_usd,
@@ -45,6 +50,7 @@ impl std::ops::AddAssign for UsageReport {
     fn add_assign(&mut self, other: Self) {
         self.input += other.input;
         self.output += other.output;
+        self.reasoning += other.reasoning;
         self.cache_read += other.cache_read;
         self.cache_write += other.cache_write;
         self.cost_usd += other.cost_usd;
@@ -168,6 +174,7 @@ impl From<UsageReport> for wire::Usage {
         Self {
             input: u.input,
             output: u.output,
+            reasoning: u.reasoning,
             cache_read: u.cache_read,
             cache_write: u.cache_write,
             cost_usd: u.cost_usd,

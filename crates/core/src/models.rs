@@ -424,6 +424,8 @@ mod tests {
         let usage = Usage {
             input: 1_000_000,
             output: 100_000,
+            // Part of `output`: priced with it, not again.
+            reasoning: 40_000,
             cache_read: 1_000_000,
             cache_write: 2_000_000,
             cache_write_1h: 1_000_000,

@@ -425,7 +425,7 @@ impl Session {
     }
 
     /// Records one model call's usage as
-    /// `{"type":"usage","model":…,"usage":{input,output,cache_read,cache_write,cost_usd}}`.
+    /// `{"type":"usage","model":…,"usage":{input,output,reasoning,cache_read,cache_write,cost_usd}}`.
     pub fn append_usage(&mut self, model: &str, usage: UsageReport) {
         self.usage += usage;
         self.write(&Record::plain(Line::Usage {

@@ -46,6 +46,10 @@ impl StopReason {
 pub struct Usage {
     pub input: u64,
     pub output: u64,
+    /// The part of `output` the model spent reasoning (OpenAI reports it;
+    /// 0 where the provider does not). Priced as output, counted in it.
+    #[serde(default)]
+    pub reasoning: u64,
     pub cache_read: u64,
     pub cache_write: u64,
     /// USD at list prices, when the model's prices are known (else 0).

@@ -32,6 +32,7 @@ pub struct Script {
     prompt_tokens: u64,
     completion_tokens: u64,
     cached_tokens: u64,
+    reasoning_tokens: u64,
     finish_reason: Option<String>,
     pieces: usize,
 }
@@ -50,6 +51,7 @@ impl Script {
             prompt_tokens: 10,
             completion_tokens: 5,
             cached_tokens: 0,
+            reasoning_tokens: 0,
             finish_reason: None,
             pieces: PIECES,
         }
@@ -105,6 +107,13 @@ impl Script {
         self.prompt_tokens = prompt;
         self.completion_tokens = completion;
         self.cached_tokens = cached;
+        self
+    }
+
+    /// The part of `completion_tokens` spent reasoning, reported as
+    /// `completion_tokens_details.reasoning_tokens` (as OpenAI's o-series do).
+    pub fn reasoning_tokens(mut self, n: u64) -> Self {
+        self.reasoning_tokens = n;
         self
     }
 
@@ -191,6 +200,7 @@ impl Script {
                     "completion_tokens": self.completion_tokens,
                     "total_tokens": self.prompt_tokens + self.completion_tokens,
                     "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+                    "completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
                 },
             }));
             usage.needs_include_usage = true;

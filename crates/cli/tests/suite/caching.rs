@@ -7,30 +7,10 @@ use zot_testkit::anthropic::cache_marks as marks_of;
 use zot_testkit::{MockModel, anthropic, openai};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{Run, World, events, session_lines};
 
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
     w.against(model, provider, args).output().unwrap().into()
-}
-
-/// The one session file of the world.
-fn session_lines(w: &World) -> Vec<Value> {
-    let sessions = w.home.join("sessions");
-    let dir = std::fs::read_dir(sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    std::fs::read_to_string(file.path())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

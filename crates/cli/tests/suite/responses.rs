@@ -8,7 +8,7 @@ use zot_testkit::responses::{self, Script};
 use zot_testkit::{MockModel, openai};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{Run, World, events, session_lines};
 
 /// `zot args` against `model` as OpenAI speaking the Responses API.
 fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
@@ -119,7 +119,7 @@ async fn reasoning_survives_a_chain_of_tool_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn summaries_stream_as_thinking_and_usage_is_priced_with_cached_tokens() {
+async fn summaries_stream_as_thinking_and_usage_counts_cached_and_reasoning_tokens() {
     let w = World::new();
     let model = MockModel::start([Script::new()
         .reasoning_parts(&["First part.", "Second part."], Some("enc"))
@@ -146,12 +146,60 @@ async fn summaries_stream_as_thinking_and_usage_is_priced_with_cached_tokens() {
     assert_eq!(usage["input"], 400);
     assert_eq!(usage["cache_read"], 600);
     assert_eq!(usage["output"], 200);
+    assert_eq!(usage["reasoning"], 50);
     // gpt-6.2-sol: $2 in, $0.10 a cached token, $10 out (reasoning included).
     let cost = (400.0 * 2.0 + 600.0 * 0.10 + 200.0 * 10.0) / 1e6;
     assert!(
         (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-12,
         "{usage}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reasoning_tokens_are_kept_in_the_session_file_and_rpc_state_on_both_wires() {
+    let w = World::new();
+    let model = MockModel::start([
+        Script::new()
+            .reasoning("Think.", "enc")
+            .text("One.")
+            .usage(100, 80, 0, 60)
+            .build(),
+        openai::Script::new()
+            .text("Two.")
+            .usage(100, 30, 0)
+            .reasoning_tokens(20)
+            .build(),
+    ])
+    .await;
+    let run = zot(&w, &model, &["--json", "one"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let usage = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap();
+    assert_eq!(
+        (&usage["output"], &usage["reasoning"]),
+        (&json!(80), &json!(60))
+    );
+    // Chat completions report theirs as `completion_tokens_details`; the
+    // resumed session adds them to what its file already holds.
+    let mut rpc = Rpc::start(&w, &model, "openai", &["-c"], None);
+    rpc.send(r#"{"type":"prompt","message":"two"}"#);
+    let usage = rpc.until(|v| v["type"] == "usage");
+    assert_eq!(usage["reasoning"], 20, "{usage}");
+    assert_eq!(usage["cumulative"]["reasoning"], 80, "{usage}");
+    rpc.until(|v| v["type"] == "done");
+    rpc.send(r#"{"type":"get_state"}"#);
+    let state = rpc.response("get_state");
+    assert_eq!(state["data"]["usage"]["reasoning"], 80, "{state}");
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(model.requests()[1].path, "/v1/chat/completions");
+    let recorded: Vec<u64> = session_lines(&w)
+        .iter()
+        .filter(|l| l["type"] == "usage")
+        .map(|l| l["usage"]["reasoning"].as_u64().unwrap())
+        .collect();
+    assert_eq!(recorded, [60, 20]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -203,6 +203,26 @@ pub fn record_input(log: &Path, fields: &str) -> String {
     )
 }
 
+/// The one session file of the world, as JSON lines.
+pub fn session_lines(w: &World) -> Vec<serde_json::Value> {
+    let sessions = w.home.join("sessions");
+    let dir = std::fs::read_dir(sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    std::fs::read_to_string(file.path())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The JSON lines `run` wrote to stdout (`--json` mode), each checked
 /// against the published event schema.
 pub fn events(run: &Run) -> Vec<serde_json::Value> {

@@ -167,6 +167,8 @@ pub use zot_protocol::events::StopReason;
 pub struct Usage {
     pub input: u64,
     pub output: u64,
+    /// The part of `output` spent reasoning (already counted in `output`).
+    pub reasoning: u64,
     pub cache_read: u64,
     /// Tokens written to the cache, of every lifetime.
     pub cache_write: u64,

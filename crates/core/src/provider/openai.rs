@@ -465,6 +465,7 @@ impl StreamState {
             self.usage.input = field("/prompt_tokens").saturating_sub(cached);
             self.usage.cache_read = cached;
             self.usage.output = field("/completion_tokens");
+            self.usage.reasoning = field("/completion_tokens_details/reasoning_tokens");
         }
         let Some(choice) = chunk.pointer("/choices/0") else {
             return Ok(());

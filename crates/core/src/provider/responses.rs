@@ -565,7 +565,7 @@ impl StreamState {
     }
 
     /// `input_tokens` includes the cached ones, `output_tokens` the
-    /// reasoning ones (priced as output).
+    /// reasoning ones (priced as output, and reported apart as well).
     fn read_usage(&mut self, response: &Value) {
         let Some(usage) = response.get("usage").filter(|u| u.is_object()) else {
             return;
@@ -575,6 +575,7 @@ impl StreamState {
         self.usage.input = field("/input_tokens").saturating_sub(cached);
         self.usage.cache_read = cached;
         self.usage.output = field("/output_tokens");
+        self.usage.reasoning = field("/output_tokens_details/reasoning_tokens");
     }
 
     /// The error for a failed response: a full context window is what the

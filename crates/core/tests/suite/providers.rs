@@ -352,6 +352,7 @@ mod anthropic {
             Usage {
                 input: 10,
                 output: 5,
+                reasoning: 0,
                 cache_read: 0,
                 cache_write: 0,
                 cache_write_1h: 0,
@@ -444,6 +445,7 @@ mod anthropic {
             Usage {
                 input: 100,
                 output: 42,
+                reasoning: 0,
                 cache_read: 30,
                 cache_write: 7,
                 cache_write_1h: 0,
@@ -649,6 +651,7 @@ mod openai {
             Usage {
                 input: 10,
                 output: 5,
+                reasoning: 0,
                 cache_read: 0,
                 cache_write: 0,
                 cache_write_1h: 0,
@@ -779,13 +782,19 @@ mod openai {
 
     #[tokio::test]
     async fn reports_usage_net_of_cached_tokens() {
-        let mock = MockModel::start([Script::new().text("ok").usage(100, 20, 30).build()]).await;
+        let mock = MockModel::start([Script::new()
+            .text("ok")
+            .usage(100, 20, 30)
+            .reasoning_tokens(8)
+            .build()])
+        .await;
         let (result, _) = run(&openai(&mock), &request(vec![Message::user("hi")])).await;
         assert_eq!(
             result.unwrap().usage,
             Usage {
                 input: 70,
                 output: 20,
+                reasoning: 8,
                 cache_read: 30,
                 cache_write: 0,
                 cache_write_1h: 0,
