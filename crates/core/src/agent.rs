@@ -45,6 +45,10 @@ pub const AUTO_COMPACT_RATIO: f64 = 0.85;
 /// `max_tokens` of the summarising call.
 pub const COMPACT_MAX_TOKENS: u32 = 4096;
 
+/// Before a `/btw` question: the model answers it from what it knows, as an aside.
+const SIDE_QUESTION: &str = "A side question, answered from the conversation so far without \
+     calling tools; it will not stay in the conversation:\n\n";
+
 const COMPACT_SYSTEM: &str = "You summarise a coding session so it can continue with less context. \
 Keep every fact the next steps need: goals, constraints, files and functions touched, decisions and \
 why, what is done, what is left, errors seen. Be concise; use the headings Goal, Constraints, \
@@ -487,6 +491,72 @@ impl Agent {
         Ok(())
     }
 
+    /// Prepares the system prompt unless it is; false when cancelled meanwhile.
+    async fn prepare_system_prompt(&mut self, cancel: &CancellationToken) -> bool {
+        if self.prepared.is_none() {
+            let mut base = self.base_prompt.subscribe();
+            self.prepared = self
+                .hooks
+                .system_prompt(&self.session_id, &mut base, cancel)
+                .await;
+        }
+        self.prepared.is_some()
+    }
+
+    /// `/btw QUESTION`: the model answers a side question with the
+    /// conversation as context, in a request that begins as the next turn's
+    /// would (same system prompt, tools and messages, so the cached prefix
+    /// serves it). Its usage is counted; neither question nor answer joins
+    /// the conversation or the session's messages.
+    pub async fn side_question(
+        &mut self,
+        question: &str,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        if !self.prepare_system_prompt(cancel).await {
+            return Err(AgentError::Provider(ProviderError::Cancelled));
+        }
+        let tools = self.tool_specs();
+        let mut messages = self.messages.clone();
+        messages.push(Message::user(format!("{SIDE_QUESTION}{question}")));
+        let request = Request {
+            model: &self.config.model,
+            system: self.prepared.as_deref().unwrap_or_default(),
+            messages: &messages,
+            tools: &tools,
+            max_tokens: self.config.max_tokens,
+            reasoning: self.config.reasoning,
+            cache: self.config.cache,
+            cache_key: Some(&self.session_id),
+            drop_thinking_before: self.stale_thinking_before,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let completion = self.provider.complete(&request, &tx, cancel).await?;
+        let served = self.served(completion.usage);
+        self.count_usage(served, events);
+        let answer = completion.message.text();
+        Ok(if answer.trim().is_empty() {
+            "(the model gave no answer in text)".to_owned()
+        } else {
+            answer
+        })
+    }
+
+    /// Adds a call's usage to the running cost, the session's record and the front ends'.
+    fn count_usage(&mut self, served: Served, events: &mpsc::UnboundedSender<AgentEvent>) {
+        let price = crate::models::price(self.provider.kind(), &served.model);
+        let usage = UsageReport::priced(served.usage, price);
+        self.usage += usage;
+        if let Some(session) = &mut self.session {
+            session.append_usage(&served.model, usage);
+        }
+        let _ = events.send(AgentEvent::Usage {
+            usage,
+            cumulative: self.usage,
+        });
+    }
+
     /// The tools the model sees now: allowed built-ins, then allowed
     /// extension tools whose names no built-in takes.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
@@ -534,30 +604,20 @@ impl Agent {
                 content.splice(0..0, blocks);
             }
         }
-        if self.prepared.is_none() {
-            let mut base = self.base_prompt.subscribe();
-            match self
-                .hooks
-                .system_prompt(&self.session_id, &mut base, cancel)
-                .await
-            {
-                Some(prompt) => self.prepared = Some(prompt),
-                None => {
-                    // Cancelled while the system prompt was prepared: the
-                    // prompt is kept and closed like any cancelled one, so
-                    // the session and the next request show it.
-                    let user = Message::new(Role::User, content);
-                    emit(AgentEvent::UserMessage {
-                        content: user.content.clone(),
-                        time: user.time.clone(),
-                    });
-                    self.push(user);
-                    self.close_interrupted("");
-                    self.end_turn(events, StopReason::Aborted, None).await;
-                    emit(AgentEvent::Done);
-                    return Ok(());
-                }
-            }
+        if !self.prepare_system_prompt(cancel).await {
+            // Cancelled while the system prompt was prepared: the prompt is
+            // kept and closed like any cancelled one, so the session and
+            // the next request show it.
+            let user = Message::new(Role::User, content);
+            emit(AgentEvent::UserMessage {
+                content: user.content.clone(),
+                time: user.time.clone(),
+            });
+            self.push(user);
+            self.close_interrupted("");
+            self.end_turn(events, StopReason::Aborted, None).await;
+            emit(AgentEvent::Done);
+            return Ok(());
         }
         let user = Message::new(Role::User, content);
         emit(AgentEvent::UserMessage {
@@ -855,16 +915,7 @@ impl Agent {
             }
             _ => match self.summarise(keep_tail, extra.as_deref(), cancel).await {
                 Ok((summary, split, served)) => {
-                    let price = crate::models::price(self.provider.kind(), &served.model);
-                    let usage = UsageReport::priced(served.usage, price);
-                    self.usage += usage;
-                    if let Some(session) = &mut self.session {
-                        session.append_usage(&served.model, usage);
-                    }
-                    let _ = events.send(AgentEvent::Usage {
-                        usage,
-                        cumulative: self.usage,
-                    });
+                    self.count_usage(served.clone(), events);
                     self.replace_with_summary(Compaction {
                         summary: summary.clone(),
                         first_kept: split,

@@ -700,6 +700,8 @@ impl App {
         match panel.key(key) {
             PanelStep::Stay => {}
             PanelStep::Close => self.close_panel(true),
+            // The TUI's own panel (`/btw`) has no owner to tell.
+            PanelStep::Send(..) if panel.extension.is_empty() => {}
             PanelStep::Send(name, text) => {
                 self.ext.panel_key(&panel.extension, &panel.id, name, text);
             }
@@ -709,6 +711,7 @@ impl App {
     fn close_panel(&mut self, tell_owner: bool) {
         if let Some(panel) = self.modal.take_panel()
             && tell_owner
+            && !panel.extension.is_empty()
         {
             self.ext.panel_close(&panel.extension, &panel.id);
         }
@@ -780,6 +783,20 @@ impl App {
             command: command.to_owned(),
         });
         self.busy = true;
+    }
+
+    /// `/btw QUESTION`: the worker asks it apart from the conversation; the
+    /// answer opens in a panel.
+    fn side_question(&mut self, question: &str) {
+        if question.is_empty() {
+            return self.set_status("/btw QUESTION asks a side question", StatusKind::Error);
+        }
+        let Some(worker) = &self.worker else {
+            return self.push_error_once("no agent to ask".into());
+        };
+        worker.send(Work::SideQuestion(question.to_owned()));
+        self.busy = true;
+        self.set_status("asking aside (Esc closes the answer)", StatusKind::Info);
     }
 
     /// `/model <id>` is remembered in the user config; the status line
@@ -960,6 +977,7 @@ impl App {
             }
             Builtin::Sandbox => self.sandbox(args),
             Builtin::Copy => self.copy_last_answer(),
+            Builtin::Btw => self.side_question(args),
             Builtin::Exit => self.quit = true,
         }
     }
@@ -1223,6 +1241,17 @@ impl App {
             WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
             WorkerEvent::EditorText(text) => self.editor.set_text(&text),
             WorkerEvent::Sessions(all) => self.open_sessions(all),
+            WorkerEvent::SideAnswer { question, answer } => {
+                self.close_panel(true);
+                self.modal.put_panel(Panel {
+                    extension: String::new(),
+                    id: "btw".to_owned(),
+                    title: format!("btw: {}", zot_core::agent::preview(&question.into())),
+                    lines: answer.lines().map(str::to_owned).collect(),
+                    footer: "Esc closes · not kept in the conversation".to_owned(),
+                    scroll: 0,
+                });
+            }
         }
     }
 

@@ -27,6 +27,8 @@ pub enum Work {
         id: String,
         command: String,
     },
+    /// `/btw QUESTION`: answered apart; the conversation stays as it is.
+    SideQuestion(String),
     Compact,
     Clear,
     SetModel(String),
@@ -71,6 +73,11 @@ pub enum WorkerEvent {
     Tree(PromptAction, Vec<OutlineRow>),
     /// Text for the editor (a forked prompt's, to edit and send again).
     EditorText(String),
+    /// The answer to a `/btw` question.
+    SideAnswer {
+        question: String,
+        answer: String,
+    },
     /// The session picker is to open again: every directory's (`true`) or this one's.
     Sessions(bool),
 }
@@ -240,6 +247,19 @@ async fn run(
             let (output, ()) = tokio::join!(run, forward);
             shell_context.push(Block::Text {
                 text: shell_text(&command, &output),
+            });
+        }
+        Work::SideQuestion(question) => {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let answer = agent.side_question(&question, &tx, cancel).await;
+            drop(tx);
+            // Its usage, counted like any call's.
+            while let Some(event) = rx.recv().await {
+                let _ = events.send(WorkerEvent::Agent(event));
+            }
+            let _ = events.send(match answer {
+                Ok(answer) => WorkerEvent::SideAnswer { question, answer },
+                Err(e) => WorkerEvent::Error(format!("/btw: {e}")),
             });
         }
         Work::Prompt(text) => {
