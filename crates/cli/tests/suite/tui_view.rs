@@ -287,6 +287,7 @@ async fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
     tmux.type_text("say it");
     tmux.keys(&["Enter"]);
     tmux.wait_for("to copy");
+    tmux.wait_idle();
     tmux.type_text("/copy");
     tmux.keys(&["Enter"]);
     tmux.wait_for("copied the last answer");
@@ -373,6 +374,7 @@ async fn a_side_question_is_answered_apart_and_leaves_the_conversation_as_it_was
     tmux.type_text("hello");
     tmux.keys(&["Enter"]);
     tmux.wait_for("first answer");
+    tmux.wait_idle();
 
     tmux.type_text("/btw what is 2+2?");
     tmux.keys(&["Enter"]);
