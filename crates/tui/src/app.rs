@@ -32,6 +32,7 @@ use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
+mod images;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -93,6 +94,9 @@ pub struct AppConfig {
     pub model_override: Option<String>,
     /// A prompt to send once the TUI is up (`zot "prompt"`).
     pub prompt: Option<String>,
+    /// Images to attach at start-up (`zot -i FILE`): with the start-up
+    /// prompt, else as chips in the editor.
+    pub images: Vec<Block>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +144,8 @@ pub struct App {
     queue: VecDeque<String>,
     /// `!command`s run so far (each one's call id).
     shells: u64,
+    /// Images attached (pasted paths, `-i`): `[image N]` is the Nth.
+    images: Vec<Block>,
     /// A prompt held back while extensions start in the background, and
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
@@ -199,6 +205,7 @@ impl App {
             status: None,
             queue: VecDeque::new(),
             shells: 0,
+            images: Vec::new(),
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
@@ -593,7 +600,7 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if matches!(self.modal, Modal::Editor { .. }) {
+        if matches!(self.modal, Modal::Editor { .. }) && !self.paste_image(text) {
             self.editor.paste(text);
         }
     }
@@ -859,7 +866,8 @@ impl App {
 
     fn send_prompt(&mut self, text: String) {
         if let Some(worker) = &self.worker {
-            worker.send(Work::Prompt(text));
+            let images = self.images_in(&text);
+            worker.send(Work::Prompt { text, images });
             self.busy = true;
         }
     }

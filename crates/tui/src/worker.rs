@@ -20,7 +20,11 @@ use zot_core::tool::BoxFuture;
 /// Work for the agent.
 #[derive(Debug)]
 pub enum Work {
-    Prompt(String),
+    /// A prompt's text and the images attached to it.
+    Prompt {
+        text: String,
+        images: Vec<Block>,
+    },
     /// `!command`: runs it under the bash tool's rules; the command and its
     /// output go with the next prompt.
     Shell {
@@ -262,9 +266,10 @@ async fn run(
                 Err(e) => WorkerEvent::Error(format!("/btw: {e}")),
             });
         }
-        Work::Prompt(text) => {
+        Work::Prompt { text, images } => {
             let mut content = std::mem::take(shell_context);
             content.push(Block::Text { text });
+            content.extend(images);
             let (tx, mut rx) = mpsc::unbounded_channel();
             let forward = async {
                 while let Some(event) = rx.recv().await {
