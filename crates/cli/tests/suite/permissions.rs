@@ -415,6 +415,25 @@ fn the_policy_narrows_an_unrestricted_project_extension() {
     assert!(dir.is_dir());
 }
 
+/// Sets `"enforce": "best-effort"` in the policy.
+fn best_effort(w: &World) {
+    std::fs::write(
+        w.home.join("permissions.json"),
+        r#"{"enforce": "best-effort"}"#,
+    )
+    .unwrap();
+}
+
+/// `zot ext permissions <name> --json` with the variable `env` set.
+fn shown_permissions(w: &World, name: &str, env: (&str, &str)) -> Value {
+    let shown = w
+        .cmd(&["ext", "permissions", name, "--json"])
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&shown.stdout).unwrap()
+}
+
 #[test]
 fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_unenforced() {
     let w = World::new();
@@ -446,12 +465,7 @@ fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_
     assert!(error.contains("best-effort"), "{error}");
     // It never ran.
     assert!(!w.log("weak").contains("PROBE"), "{}", w.log("weak"));
-    let shown = w
-        .cmd(&["ext", "permissions", "weak", "--json"])
-        .env(hide[0].0, hide[0].1)
-        .output()
-        .unwrap();
-    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = shown_permissions(&w, "weak", hide[0]);
     assert_eq!(
         shown["unenforced"],
         json!([
@@ -461,11 +475,7 @@ fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_
     );
     assert_eq!(shown["kernel"]["landlock_abi"], 3);
 
-    std::fs::write(
-        w.home.join("permissions.json"),
-        r#"{"enforce": "best-effort"}"#,
-    )
-    .unwrap();
+    best_effort(&w);
     let (run, doc) = doctor(&w, &hide);
     assert_eq!(run.code, 0, "{run:?}");
     let weak = entry(&doc, "weak");
@@ -539,6 +549,45 @@ fn install_prints_the_requests_and_bad_scopes_name_the_field() {
         run.stderr.contains("permissions.json: \"enforce\" must be"),
         "{run:?}"
     );
+}
+
+#[test]
+fn without_read_only_mounts_strict_refuses_and_best_effort_names_the_gap() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let data = w.home.join("data/user/nomounts");
+    probe_ext(
+        &w,
+        &w.global(),
+        "nomounts",
+        "py",
+        json!({"write": ["tmp"], "net": "none"}),
+        (1, 1),
+        &data,
+    );
+    let hide = [("ZOT_SANDBOX_PRETEND_MISSING", "mountns")];
+    let gap = "read-only file metadata outside the writable paths (a mount namespace)";
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = entry(&doc, "nomounts")["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains(gap), "{doc:#}");
+    assert!(
+        !w.log("nomounts").contains("PROBE"),
+        "{}",
+        w.log("nomounts")
+    );
+
+    best_effort(&w);
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(entry(&doc, "nomounts")["state"], "ready", "{doc:#}");
+    let shown = shown_permissions(&w, "nomounts", hide[0]);
+    assert_eq!(shown["unenforced"], json!([gap]));
+    assert_eq!(shown["kernel"]["read_only_mounts"], false);
+    // The rest of the scope still holds.
+    expect(&w, "nomounts", &[("ssh", "denied"), ("outside", "denied")]);
 }
 
 #[test]
