@@ -40,6 +40,7 @@ impl Sampler for ModelSampler {
                 cache: zot_core::provider::CacheTtl::Off,
                 cache_key: None,
                 drop_thinking_before: 0,
+                history: None,
             };
             let (events, _) = tokio::sync::mpsc::unbounded_channel();
             let completion = self

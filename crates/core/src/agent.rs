@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::conversation::Conversation;
 use crate::event::{AgentEvent, UsageReport};
 use crate::hooks::{
     CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, Permission, PermissionGate,
@@ -25,7 +26,7 @@ use crate::provider::{
     CacheTtl, Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
-use crate::session::{Compaction, Served, Session, SessionError, summary_message};
+use crate::session::{Compaction, Served, Session, SessionError, cap_transcript, summary_message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
 
@@ -237,7 +238,7 @@ pub struct Agent {
     base_prompt: watch::Sender<String>,
     /// The base prompt after the before_agent_start chain; `None` until prepared.
     prepared: Option<String>,
-    messages: Vec<Message>,
+    messages: Conversation,
     usage: UsageReport,
     /// Input tokens of the last call, for auto-compaction.
     last_input: u64,
@@ -287,7 +288,7 @@ impl Agent {
             confirm: None,
             base_prompt: watch::channel(base_prompt).0,
             prepared: None,
-            messages: Vec::new(),
+            messages: Conversation::new(),
             usage: UsageReport::default(),
             last_input: 0,
             session_id: local_session_id(),
@@ -321,7 +322,7 @@ impl Agent {
     /// Persists the conversation from now on (and adopts its id and messages).
     pub fn set_session(&mut self, session: Session) {
         self.session_id = session.id().to_owned();
-        self.messages = session.messages().to_vec();
+        self.messages.replace(session.messages().to_vec());
         self.usage = session.usage();
         self.hooks.session_file(Some(session.path()));
         self.session_source = Some(if self.messages.is_empty() {
@@ -391,7 +392,7 @@ impl Agent {
         let Some(session) = &self.session else {
             return;
         };
-        self.messages = session.messages().to_vec();
+        self.messages.replace(session.messages().to_vec());
         self.stale_thinking_before = self.stale_thinking_before.min(self.messages.len());
         self.last_input = 0;
         let plan = crate::tools::todo::plan_in(session.history());
@@ -518,7 +519,7 @@ impl Agent {
             return Err(AgentError::Provider(ProviderError::Cancelled));
         }
         let tools = self.tool_specs();
-        let mut messages = self.messages.clone();
+        let mut messages = self.messages.to_vec();
         messages.push(Message::user(format!("{SIDE_QUESTION}{question}")));
         let request = Request {
             model: &self.config.model,
@@ -530,6 +531,7 @@ impl Agent {
             cache: self.config.cache,
             cache_key: Some(&self.session_id),
             drop_thinking_before: self.stale_thinking_before,
+            history: None,
         };
         let (tx, _rx) = mpsc::unbounded_channel();
         let completion = self.provider.complete(&request, &tx, cancel).await?;
@@ -872,7 +874,7 @@ impl Agent {
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        let entries = serde_json::to_value(&self.messages).unwrap_or_default();
+        let entries = serde_json::to_value(&self.messages[..]).unwrap_or_default();
         // The model's own count from the last request (what auto-compaction
         // goes by); before any request, about four characters a token.
         let tokens_before = match self.last_input {
@@ -952,8 +954,8 @@ impl Agent {
     /// the session too.
     fn replace_with_summary(&mut self, compaction: Compaction) {
         let mut compacted = vec![summary_message(&compaction.summary)];
-        compacted.extend(self.messages.drain(compaction.first_kept..));
-        self.messages = compacted;
+        compacted.extend(self.messages.take().drain(compaction.first_kept..));
+        self.messages.replace(compacted);
         // The summary took the place of the messages before `first_kept`.
         if self.stale_thinking_before > 0 {
             self.stale_thinking_before =
@@ -1049,6 +1051,7 @@ impl Agent {
             cache: crate::provider::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         };
         let (tx, _rx) = mpsc::unbounded_channel();
         let completion = self.provider.complete(&request, &tx, cancel).await?;
@@ -1154,6 +1157,7 @@ impl Agent {
             cache: self.config.cache,
             cache_key: Some(&self.session_id),
             drop_thinking_before: self.stale_thinking_before,
+            history: Some(self.messages.id()),
         };
         tracing::debug!(
             provider = self.provider.kind().name(),
@@ -1855,41 +1859,4 @@ fn cut_note(message: &mut Message, max_tokens: u32) -> String {
         ));
     }
     note
-}
-
-/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
-/// its end (the latest work), with a marker where the middle was left out.
-fn cap_transcript(transcript: String, max_chars: usize) -> String {
-    if transcript.len() <= max_chars {
-        return transcript;
-    }
-    let floor = |at: usize| {
-        (0..=at)
-            .rev()
-            .find(|i| transcript.is_char_boundary(*i))
-            .unwrap_or(0)
-    };
-    let head = floor(max_chars / 4);
-    let tail = floor(transcript.len() - (max_chars - head));
-    let left_out = tail - head;
-    format!(
-        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
-        &transcript[..head],
-        &transcript[tail..]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_capped_transcript_keeps_its_start_and_end() {
-        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
-        let capped = cap_transcript(transcript.clone(), 1000);
-        assert!(capped.len() < 1100, "{}", capped.len());
-        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
-        assert!(capped.contains("bytes of the conversation left out"));
-        assert_eq!(cap_transcript("short".into(), 1000), "short");
-    }
 }

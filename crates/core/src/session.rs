@@ -55,6 +55,28 @@ pub fn summary_message(summary: &str) -> Message {
     Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))
 }
 
+/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
+/// its end (the latest work), with a marker where the middle was left out.
+pub(crate) fn cap_transcript(transcript: String, max_chars: usize) -> String {
+    if transcript.len() <= max_chars {
+        return transcript;
+    }
+    let floor = |at: usize| {
+        (0..=at)
+            .rev()
+            .find(|i| transcript.is_char_boundary(*i))
+            .unwrap_or(0)
+    };
+    let head = floor(max_chars / 4);
+    let tail = floor(transcript.len() - (max_chars - head));
+    let left_out = tail - head;
+    format!(
+        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
+        &transcript[..head],
+        &transcript[tail..]
+    )
+}
+
 /// Who produced an assistant message: the provider and model that served
 /// the call, and its token counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -957,4 +979,19 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
         builder.mode(0o700);
     }
     builder.create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capped_transcript_keeps_its_start_and_end() {
+        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
+        let capped = cap_transcript(transcript.clone(), 1000);
+        assert!(capped.len() < 1100, "{}", capped.len());
+        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
+        assert!(capped.contains("bytes of the conversation left out"));
+        assert_eq!(cap_transcript("short".into(), 1000), "short");
+    }
 }

@@ -9,11 +9,12 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::body::{self, BodyCache, Cut, List};
 use super::{
     CacheTtl, Completion, End, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request,
     StopReason, StreamEvent, Usage, parse_args,
 };
-use super::{retry, sse};
+use super::{Wire, retry, sse};
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
 
@@ -44,11 +45,11 @@ fn thinking_budget(reasoning: Reasoning) -> u32 {
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    request: &Request<'_>,
+    body: Vec<u8>,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
-    let body = bytes::Bytes::from(request_body(request));
+    let body = bytes::Bytes::from(body);
     let response = retry::send(PROVIDER, &url, || {
         http.post(&url)
             .header("x-api-key", &config.api_key)
@@ -90,8 +91,9 @@ fn stream_error(message: String) -> ProviderError {
 }
 
 /// The JSON body of a streaming Messages API call, serialised straight
-/// from the conversation (no intermediate `Value` tree).
-pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
+/// from the conversation (no intermediate `Value` tree); the settled turns
+/// of a history come from `cache`.
+pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> Vec<u8> {
     let mut max_tokens = request.max_tokens;
     let model = models::info(ProviderKind::Anthropic, request.model);
     let (thinking, output_config) = match (request.reasoning, model.thinking) {
@@ -129,7 +131,8 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
             ttl: Some("1h"),
         }),
     };
-    let mut messages = wire_messages(request.messages, request.drop_thinking_before);
+    let from = cache.resume(Wire::Messages, request);
+    let (mut messages, cuts) = wire_messages(request.messages, from, request.drop_thinking_before);
     let mut tools: Vec<WireTool<'_>> = request
         .tools
         .iter()
@@ -157,23 +160,36 @@ pub(crate) fn request_body(request: &Request<'_>) -> Vec<u8> {
         }
         mark_messages(&mut messages, mark);
     }
-    let body = Body {
+    let head = Head {
         model: request.model,
         thinking,
         output_config,
         max_tokens,
         system,
-        messages,
+    };
+    let tail = Tail {
         tools,
         stream: true,
     };
-    super::body_json(&body)
+    let list = List {
+        lead: &[],
+        items: &messages,
+        cuts: &cuts,
+        open: MARKED_TURNS,
+    };
+    body::request(cache, request, &head, "messages", list, &tail)
 }
+
+/// The newest turns, which may carry cache marks that move with the next
+/// request ([`mark_messages`]): they are always serialised afresh.
+const MARKED_TURNS: usize = 3;
 
 /// Marks the newest message's last block, and, when the newest exchange
 /// holds more blocks than the API looks back over, the block where the
 /// previous request's mark was, so that entry is still read. With the
-/// tools and the system prompt that is at most the API's four marks.
+/// tools and the system prompt that is at most the API's four marks. Only
+/// the last [`MARKED_TURNS`] turns are looked at, so `turns` may be just
+/// the newest of a conversation's.
 fn mark_messages(turns: &mut [Turn<'_>], mark: CacheControl) {
     let Some(last) = turns.len().checked_sub(1) else {
         return;
@@ -188,9 +204,10 @@ fn mark_messages(turns: &mut [Turn<'_>], mark: CacheControl) {
     }
 }
 
-/// The request body on the wire, field for field.
+/// The fields of the request body before the conversation, in the API's
+/// order ([`body::request`] writes the conversation after them).
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<WireThinking>,
@@ -199,7 +216,11 @@ struct Body<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<System<'a>>,
-    messages: Vec<Turn<'a>>,
+}
+
+/// The fields after the conversation.
+#[derive(Serialize)]
+struct Tail<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
@@ -353,11 +374,17 @@ enum Input<'a> {
     Empty {},
 }
 
-/// The conversation as the API wants it: strictly alternating user and
-/// assistant turns, tool results inside user turns ahead of anything else.
-fn wire_messages(messages: &[Message], drop_thinking_before: usize) -> Vec<Turn<'_>> {
+/// The conversation from message `from` on as the API wants it: strictly
+/// alternating user and assistant turns, tool results inside user turns
+/// ahead of anything else. It may be cut where a turn starts.
+fn wire_messages(
+    messages: &[Message],
+    from: usize,
+    drop_thinking_before: usize,
+) -> (Vec<Turn<'_>>, Vec<Cut>) {
     let mut turns: Vec<Turn<'_>> = Vec::new();
-    for (index, message) in messages.iter().enumerate() {
+    let mut cuts = Vec::new();
+    for (index, message) in messages.iter().enumerate().skip(from) {
         let stale = index < drop_thinking_before;
         let role = match message.role {
             Role::Assistant => "assistant",
@@ -382,11 +409,17 @@ fn wire_messages(messages: &[Message], drop_thinking_before: usize) -> Vec<Turn<
         }
         match turns.last_mut() {
             Some(last) if last.role == role => last.content.extend(blocks),
-            _ => turns.push(Turn {
-                role,
-                content: blocks.collect(),
-                mark: None,
-            }),
+            _ => {
+                cuts.push(Cut {
+                    source: index,
+                    items: turns.len(),
+                });
+                turns.push(Turn {
+                    role,
+                    content: blocks.collect(),
+                    mark: None,
+                });
+            }
         }
     }
     for turn in &mut turns {
@@ -396,7 +429,7 @@ fn wire_messages(messages: &[Message], drop_thinking_before: usize) -> Vec<Turn<
                 .sort_by_key(|block| !matches!(block, WireBlock::ToolResult { .. }));
         }
     }
-    turns
+    (turns, cuts)
 }
 
 /// One block on the wire, or `None` for what this side of the conversation
@@ -758,7 +791,7 @@ mod tests {
     use serde_json::json;
 
     fn body(request: &Request<'_>) -> Value {
-        serde_json::from_slice(&request_body(request)).unwrap()
+        serde_json::from_slice(&request_body(request, &mut BodyCache::default())).unwrap()
     }
 
     fn msg(role: Role, content: Vec<Block>) -> Message {
@@ -802,7 +835,7 @@ mod tests {
                 }],
             ),
         ];
-        let wire = serde_json::to_value(wire_messages(&messages, 0)).unwrap();
+        let wire = serde_json::to_value(wire_messages(&messages, 0, 0).0).unwrap();
         let wire = wire.as_array().unwrap();
         assert_eq!(wire.len(), 3);
         assert_eq!(wire[2]["role"], "user");
@@ -824,6 +857,7 @@ mod tests {
             cache: crate::provider::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         };
         let sent = body(&request);
         assert_eq!(sent["max_tokens"], 8192 + 4096);
@@ -848,6 +882,7 @@ mod tests {
             cache,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         })
     }
 
@@ -960,9 +995,9 @@ mod tests {
             ),
             Message::user("two"),
         ];
-        let wire = serde_json::to_value(wire_messages(&messages, 2)).unwrap();
+        let wire = serde_json::to_value(wire_messages(&messages, 0, 2).0).unwrap();
         assert_eq!(wire[1]["content"], json!([{"type": "text", "text": "a"}]));
-        let wire = serde_json::to_value(wire_messages(&messages, 0)).unwrap();
+        let wire = serde_json::to_value(wire_messages(&messages, 0, 0).0).unwrap();
         assert_eq!(
             wire[1]["content"][1],
             json!({"type": "redacted_thinking", "data": "R"})
@@ -982,6 +1017,7 @@ mod tests {
             cache: crate::provider::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         };
         let sent = body(&request);
         assert_eq!(sent["thinking"], json!({"type": "adaptive"}));
@@ -1065,6 +1101,7 @@ mod tests {
             cache: crate::provider::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         };
         let png = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}});
         assert_eq!(

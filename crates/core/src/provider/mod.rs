@@ -4,11 +4,12 @@
 //! OpenAI's Responses API.
 
 pub mod anthropic;
+mod body;
 pub mod openai;
 pub mod responses;
 mod retry;
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use futures_util::Stream;
 use serde_json::Value;
@@ -19,6 +20,7 @@ use zot_http::sse;
 use crate::message::Message;
 pub use crate::models::Wire;
 use crate::tool::ToolSpec;
+use body::BodyCache;
 
 /// The waits before asking again after a stream failed with an `error`
 /// event before showing anything: the same backoff as a 503.
@@ -156,6 +158,11 @@ pub struct Request<'a> {
     /// request: they were made under another system prompt or tool list,
     /// and the API refuses thinking bound to a prefix that changed.
     pub drop_thinking_before: usize,
+    /// The identity of `messages` as an append-only history
+    /// ([`Conversation::id`](crate::conversation::Conversation::id)): the
+    /// provider then reuses what it serialised of the same history before.
+    /// `None` for a one-off request (a summary, a side question).
+    pub history: Option<u64>,
 }
 
 /// Why the model stopped (a front-end protocol type).
@@ -292,47 +299,27 @@ impl ProviderError {
 /// times any real answer (a 128k-token answer is about half a MiB).
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
-/// A request body as JSON bytes.
-///
-/// Serialised through a writer type of zot-core's own, so serde_json's
-/// serializer for it (string escaping is most of a turn's CPU once the
-/// transcript grows) is an instance only zot-core makes, compiled at zot-core's
-/// `opt-level = 3`. Through `serde_json::to_vec`, the `Vec<u8>` instance is
-/// shared with every crate that writes JSON, and fat LTO kept one copy, built
-/// for size (the release profile's `"z"`), which cost the 200-read benchmark
-/// (`scripts/bench read200`) about a tenth more CPU.
-pub(crate) fn body_json(body: &impl serde::Serialize) -> Vec<u8> {
-    struct Body(Vec<u8>);
-    impl std::io::Write for Body {
-        #[inline]
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        #[inline]
-        fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-            self.0.extend_from_slice(buf);
-            Ok(())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut out = Body(Vec::with_capacity(4096));
-    // Serialising borrowed strings and `Value`s into memory cannot fail.
-    match serde_json::to_writer(&mut out, body) {
-        Ok(()) => out.0,
-        Err(_) => Vec::new(),
-    }
-}
-
 /// A configured provider client.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Provider {
     config: ProviderConfig,
     /// Made at the first model call (see [`http_client`]): a run that never
     /// calls the model never loads TLS roots.
     http: OnceLock<reqwest::Client>,
+    /// The serialised settled head of the conversation last sent.
+    bodies: Mutex<BodyCache>,
+}
+
+/// A copy starts with an empty body cache: it is likely to serve another
+/// conversation (a subagent's, a model switch's).
+impl Clone for Provider {
+    fn clone(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            http: self.http.clone(),
+            bodies: Mutex::default(),
+        }
+    }
 }
 
 impl Provider {
@@ -340,6 +327,7 @@ impl Provider {
         Self {
             config,
             http: OnceLock::new(),
+            bodies: Mutex::default(),
         }
     }
 
@@ -375,16 +363,32 @@ impl Provider {
     ) -> Result<Completion, ProviderError> {
         let call = async {
             let http = self.http()?;
+            let body = self.body(request);
             match self.config.wire {
-                Wire::Messages => anthropic::complete(http, &self.config, request, events).await,
-                Wire::Chat => openai::complete(http, &self.config, request, events).await,
-                Wire::Responses => responses::complete(http, &self.config, request, events).await,
+                Wire::Messages => anthropic::complete(http, &self.config, body, events).await,
+                Wire::Chat => openai::complete(http, &self.config, body, events).await,
+                Wire::Responses => responses::complete(http, &self.config, body, events).await,
             }
         };
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(ProviderError::Cancelled),
             result = call => result,
+        }
+    }
+}
+
+impl Provider {
+    /// The request's JSON body in this provider's wire format.
+    fn body(&self, request: &Request<'_>) -> Vec<u8> {
+        // A panic while the cache was held leaves nothing half-kept that
+        // matters: `resume` checks the key and drops what does not match.
+        let mut cache = self.bodies.lock().unwrap_or_else(PoisonError::into_inner);
+        let openai = openai::is_openai(&self.config.base_url);
+        match self.config.wire {
+            Wire::Messages => anthropic::request_body(request, &mut cache),
+            Wire::Chat => openai::request_body(request, openai, &mut cache),
+            Wire::Responses => responses::request_body(request, openai, &mut cache),
         }
     }
 }

@@ -10,24 +10,24 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::body::{self, BodyCache, Cut, List};
 use super::{
     Completion, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
     StreamEvent, Usage, parse_args,
 };
-use super::{retry, sse};
+use super::{Wire, retry, sse};
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
 
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    request: &Request<'_>,
+    body: Vec<u8>,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     // Errors name what the user configured: "ollama" says more than "openai".
     let provider = config.kind.name();
     let url = endpoint(&config.base_url);
-    let body = request_body(request, is_openai(&config.base_url));
     let response = post(http, config, &url, body).await?;
     read(provider, response.bytes_stream(), events).await
 }
@@ -116,9 +116,10 @@ pub(crate) fn is_openai(base_url: &str) -> bool {
 }
 
 /// The JSON body of a streaming chat completions call, serialised straight
-/// from the conversation (no intermediate `Value` tree). `openai`: the
-/// server is OpenAI's own.
-pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
+/// from the conversation (no intermediate `Value` tree); the settled
+/// messages of a history come from `cache`. `openai`: the server is
+/// OpenAI's own.
+pub(crate) fn request_body(request: &Request<'_>, openai: bool, cache: &mut BodyCache) -> Vec<u8> {
     let model = models::info(ProviderKind::OpenAi, request.model);
     let reasoning_effort = request
         .reasoning
@@ -134,9 +135,17 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
     } else {
         (Some(request.max_tokens), None)
     };
-    let body = Body {
+    let from = cache.resume(Wire::Chat, request);
+    let (messages, cuts) = wire_messages(request.messages, from);
+    // The system prompt is a message, but one that may change between two
+    // requests of a history: never kept.
+    let system = (!request.system.is_empty()).then_some(WireMessage::System {
+        content: request.system,
+    });
+    let head = Head {
         model: request.model,
-        messages: wire_messages(request.system, request.messages),
+    };
+    let tail = Tail {
         tools: request
             .tools
             .iter()
@@ -160,14 +169,26 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
         // Requests with the same key go to the same cache: the session's.
         prompt_cache_key: request.cache_key.filter(|_| openai),
     };
-    super::body_json(&body)
+    let lead = system.as_slice();
+    let list = List {
+        lead,
+        items: &messages,
+        cuts: &cuts,
+        open: 0,
+    };
+    body::request(cache, request, &head, "messages", list, &tail)
 }
 
-/// The request body on the wire, field for field.
+/// The fields of the request body before the conversation, in the API's
+/// order ([`body::request`] writes the conversation after them).
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
+}
+
+/// The fields after the conversation.
+#[derive(Serialize)]
+struct Tail<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,18 +278,24 @@ struct WireFunction<'a> {
     arguments: Cow<'a, str>,
 }
 
-/// The conversation in chat completions form: one `tool` message per tool
-/// result, right after the assistant message that asked for it.
-fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessage<'a>> {
+/// The conversation from message `from` on in chat completions form: one
+/// `tool` message per tool result, right after the assistant message that
+/// asked for it. It may be cut before any message with no tool result
+/// images waiting.
+fn wire_messages(messages: &[Message], from: usize) -> (Vec<WireMessage<'_>>, Vec<Cut>) {
     let mut wire = Vec::new();
-    if !system.is_empty() {
-        wire.push(WireMessage::System { content: system });
-    }
+    let mut cuts = Vec::new();
     // Tool messages carry text only, so images from tool results follow in a
     // user message, after the whole run of tool messages: anything between
     // them and their assistant message is rejected.
-    let mut pending_images: Vec<Part<'a>> = Vec::new();
-    for message in messages {
+    let mut pending_images: Vec<Part<'_>> = Vec::new();
+    for (index, message) in messages.iter().enumerate().skip(from) {
+        if pending_images.is_empty() {
+            cuts.push(Cut {
+                source: index,
+                items: wire.len(),
+            });
+        }
         let mut results = message
             .content
             .iter()
@@ -310,7 +337,7 @@ fn wire_messages<'a>(system: &'a str, messages: &'a [Message]) -> Vec<WireMessag
         }
     }
     flush_images(&mut wire, &mut pending_images);
-    wire
+    (wire, cuts)
 }
 
 fn flush_images<'a>(wire: &mut Vec<WireMessage<'a>>, pending: &mut Vec<Part<'a>>) {
@@ -705,7 +732,7 @@ mod tests {
                 time: None,
             },
         ];
-        let wire = serde_json::to_value(wire_messages("", &messages)).unwrap();
+        let wire = serde_json::to_value(wire_messages(&messages, 0).0).unwrap();
         let wire = wire.as_array().unwrap();
         let roles: Vec<&str> = wire.iter().filter_map(|m| m["role"].as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "tool", "user"]);
@@ -733,9 +760,12 @@ mod tests {
             cache: crate::provider::CacheTtl::FiveMinutes,
             cache_key: Some("session-1"),
             drop_thinking_before: 0,
+            history: None,
         };
-        let body =
-            |openai| -> Value { serde_json::from_slice(&request_body(&request, openai)).unwrap() };
+        let body = |openai| -> Value {
+            serde_json::from_slice(&request_body(&request, openai, &mut BodyCache::default()))
+                .unwrap()
+        };
         assert_eq!(body(true)["prompt_cache_key"], "session-1");
         assert!(body(false).get("prompt_cache_key").is_none());
     }
@@ -754,8 +784,10 @@ mod tests {
                 cache: crate::provider::CacheTtl::Off,
                 cache_key: None,
                 drop_thinking_before: 0,
+                history: None,
             };
-            serde_json::from_slice(&request_body(&request, false)).unwrap()
+            serde_json::from_slice(&request_body(&request, false, &mut BodyCache::default()))
+                .unwrap()
         };
         let low = Some(crate::provider::Reasoning::Low);
         // gpt-4.1 does not reason: no effort, and `max_tokens`.
@@ -835,8 +867,11 @@ mod tests {
             cache: crate::provider::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
+            history: None,
         };
-        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&request_body(&request, false, &mut BodyCache::default()))
+                .unwrap();
         assert_eq!(
             body,
             json!({
@@ -865,7 +900,9 @@ mod tests {
             reasoning: None,
             ..request
         };
-        let body: Value = serde_json::from_slice(&request_body(&plain, false)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&request_body(&plain, false, &mut BodyCache::default()))
+                .unwrap();
         assert_eq!(body["max_tokens"], 100);
         assert!(body.get("max_completion_tokens").is_none());
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());

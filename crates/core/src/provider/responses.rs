@@ -12,12 +12,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::body::{self, BodyCache, Cut, List};
 use super::openai::joined_text;
-use super::sse;
 use super::{
     Completion, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
     StreamEvent, Usage, parse_args,
 };
+use super::{Wire, sse};
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
 
@@ -35,11 +36,10 @@ const RETRYABLE_CODES: &[&str] = &[
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    request: &Request<'_>,
+    body: Vec<u8>,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     let url = endpoint(&config.base_url);
-    let body = request_body(request, super::openai::is_openai(&config.base_url));
     let response = super::openai::post(http, config, &url, body).await?;
     read(config.kind.name(), response.bytes_stream(), events).await
 }
@@ -83,9 +83,10 @@ fn stream_error(provider: &'static str, message: String) -> ProviderError {
     ProviderError::Stream { provider, message }
 }
 
-/// The JSON body of a streaming, stateless Responses API call. `openai`:
-/// the server is OpenAI's own (it alone gets `prompt_cache_key`).
-pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
+/// The JSON body of a streaming, stateless Responses API call; the settled
+/// items of a history come from `cache`. `openai`: the server is OpenAI's
+/// own (it alone gets `prompt_cache_key`).
+pub(crate) fn request_body(request: &Request<'_>, openai: bool, cache: &mut BodyCache) -> Vec<u8> {
     let model = models::info(ProviderKind::OpenAi, request.model);
     // Reasoning models reason whether asked or not; they are the ones whose
     // reasoning must be kept (and the only ones that accept these fields).
@@ -95,10 +96,13 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
         effort: request.reasoning.map(Reasoning::as_str),
         summary: "auto",
     });
-    let body = Body {
+    let from = cache.resume(Wire::Responses, request);
+    let (input, cuts) = input_items(request.messages, from);
+    let head = Head {
         model: request.model,
         instructions: request.system,
-        input: input_items(request.messages),
+    };
+    let tail = Tail {
         tools: request
             .tools
             .iter()
@@ -123,16 +127,27 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
         max_output_tokens: request.max_tokens,
         prompt_cache_key: request.cache_key.filter(|_| openai),
     };
-    super::body_json(&body)
+    let list = List {
+        lead: &[],
+        items: &input,
+        cuts: &cuts,
+        open: 0,
+    };
+    body::request(cache, request, &head, "input", list, &tail)
 }
 
-/// The request body on the wire, field for field.
+/// The fields of the request body before the conversation, in the API's
+/// order ([`body::request`] writes the conversation after them).
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]
     instructions: &'a str,
-    input: Vec<Item<'a>>,
+}
+
+/// The fields after the conversation.
+#[derive(Serialize)]
+struct Tail<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,19 +221,25 @@ struct SummaryText<'a> {
     text: &'a str,
 }
 
-/// The conversation as input items: an assistant turn's reasoning, text and
-/// calls in the order the model produced them, each call's output right
-/// after its turn. Another provider's thinking is not sent: it means
-/// nothing here.
-fn input_items(messages: &[Message]) -> Vec<Item<'_>> {
+/// The conversation from message `from` on as input items: an assistant
+/// turn's reasoning, text and calls in the order the model produced them,
+/// each call's output right after its turn. Another provider's thinking is
+/// not sent: it means nothing here. Each message's items are its own, so it
+/// may be cut before any message.
+fn input_items(messages: &[Message], from: usize) -> (Vec<Item<'_>>, Vec<Cut>) {
     let mut items = Vec::new();
-    for message in messages {
+    let mut cuts = Vec::new();
+    for (index, message) in messages.iter().enumerate().skip(from) {
+        cuts.push(Cut {
+            source: index,
+            items: items.len(),
+        });
         match message.role {
             Role::Assistant => assistant_items(&message.content, &mut items),
             Role::User | Role::Tool => user_items(&message.content, &mut items),
         }
     }
-    items
+    (items, cuts)
 }
 
 fn assistant_items<'a>(content: &'a [Block], items: &mut Vec<Item<'a>>) {
@@ -653,8 +674,9 @@ mod tests {
             cache: CacheTtl::FiveMinutes,
             cache_key: Some("session-1"),
             drop_thinking_before: 0,
+            history: None,
         };
-        serde_json::from_slice(&request_body(&request, openai)).unwrap()
+        serde_json::from_slice(&request_body(&request, openai, &mut BodyCache::default())).unwrap()
     }
 
     #[test]

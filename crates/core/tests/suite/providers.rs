@@ -36,6 +36,7 @@ fn request(messages: Vec<Message>) -> Request<'static> {
         cache: zot_core::provider::CacheTtl::Off,
         cache_key: None,
         drop_thinking_before: 0,
+        history: None,
     }
 }
 

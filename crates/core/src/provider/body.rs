@@ -1,0 +1,463 @@
+//! Request bodies as JSON bytes, and the cache that makes a long session's
+//! body cost what its new messages cost: the serialised wire messages of a
+//! history's settled head (those no later message can change) are kept and
+//! copied into each body, only the rest is serialised again, and what moves
+//! between requests (cache marks, the system prompt, tools, limits) is
+//! written outside the kept pieces. The bytes are exactly a plain
+//! serialisation's, which prompt caching needs (a test compares them over
+//! long scripted sessions on every wire API).
+
+use serde::Serialize;
+
+use super::{Request, Wire};
+
+/// Serialised through a writer type of zot-core's own, so serde_json's
+/// serializer for it (string escaping is most of a turn's CPU once the
+/// transcript grows) is an instance only zot-core makes, compiled at zot-core's
+/// `opt-level = 3`. Through `serde_json::to_vec`, the `Vec<u8>` instance is
+/// shared with every crate that writes JSON, and fat LTO kept one copy, built
+/// for size (the release profile's `"z"`), which cost the 200-read benchmark
+/// (`scripts/bench read200`) about a tenth more CPU.
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl std::io::Write for Writer<'_> {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.extend_from_slice(buf);
+        Ok(())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Appends `value` as JSON to `out`.
+fn write(out: &mut Vec<u8>, value: &impl Serialize) {
+    // Serialising borrowed strings and `Value`s into memory cannot fail;
+    // were it to, the server would refuse the malformed body.
+    let _ = serde_json::to_writer(Writer(out), value);
+}
+
+/// A request body: `head`'s fields, then `field` holding the list's items
+/// (its lead, then the conversation's), then `tail`'s fields; in the order
+/// of the structs' fields, as the API documents them. A request that names
+/// its history takes the settled items from `cache` and leaves the new
+/// ones there; any other is serialised plainly.
+pub(crate) fn request<T: Serialize>(
+    cache: &mut BodyCache,
+    request: &Request<'_>,
+    head: &impl Serialize,
+    field: &str,
+    list: List<'_, T>,
+    tail: &impl Serialize,
+) -> Vec<u8> {
+    if request.history.is_some() {
+        return cache.body(head, field, list, tail);
+    }
+    let mut array = Vec::with_capacity(4096);
+    write(&mut array, &Plain(list.lead, list.items));
+    let inner = array
+        .get(1..array.len().saturating_sub(1))
+        .unwrap_or_default();
+    splice(head, field, [inner, b"", b""], tail)
+}
+
+/// The lead and the items as one JSON array.
+struct Plain<'a, T>(&'a [T], &'a [T]);
+
+impl<T: Serialize> Serialize for Plain<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().chain(self.1))
+    }
+}
+
+/// `head`'s fields, `field` holding the non-empty `parts` (each a run of
+/// comma-separated items), `tail`'s fields: one allocation of the body's
+/// size, the parts copied once.
+fn splice(head: &impl Serialize, field: &str, parts: [&[u8]; 3], tail: &impl Serialize) -> Vec<u8> {
+    let mut ends = Vec::with_capacity(1024);
+    write(&mut ends, head);
+    let head_len = ends.len();
+    write(&mut ends, tail);
+    let (head, tail) = ends.split_at(head_len);
+    let size = ends.len() + field.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>() + 8;
+    let mut out = Vec::with_capacity(size);
+    // `{"a":1}` without its `}`, and a comma; an empty head is just `{`.
+    out.extend_from_slice(head.get(..head.len().saturating_sub(1)).unwrap_or_default());
+    if head.len() > 2 {
+        out.push(b',');
+    }
+    write(&mut out, &field);
+    out.extend_from_slice(b":[");
+    let mut first = true;
+    for part in parts.into_iter().filter(|part| !part.is_empty()) {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(part);
+    }
+    out.push(b']');
+    // A comma and `{"b":2}` without its `{`; an empty tail is just `}`.
+    if tail.len() > 2 {
+        out.push(b',');
+    }
+    out.extend_from_slice(tail.get(1..).unwrap_or(b"}"));
+    out
+}
+
+/// A place where a conversation's wire items may be cut in two: the items
+/// before it come only from messages before `source`, and would come out
+/// the same whatever follows; the items after it come only from messages
+/// from `source` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// Index of the message in the whole conversation.
+    pub source: usize,
+    /// How many of the items written in this call come before it.
+    pub items: usize,
+}
+
+/// The settled head of one history's wire items, serialised. Kept across
+/// requests while the request names the same history (an append-only
+/// [`Conversation`](crate::conversation::Conversation) identity), on the same
+/// wire API, with the same thinking left out; anything else starts it again.
+#[derive(Debug, Default)]
+pub(crate) struct BodyCache {
+    key: Option<Key>,
+    /// Messages of the history the kept items were made from.
+    sources: usize,
+    /// The kept items' JSON, separated by commas.
+    kept: Vec<u8>,
+    /// The items written fresh for one request. Reused, and only as large as
+    /// the unsettled tail of a conversation, not the whole of it.
+    fresh: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    history: u64,
+    wire: Wire,
+    drop_thinking_before: usize,
+}
+
+impl BodyCache {
+    /// The first message of `request` whose wire items must be written:
+    /// past the kept ones when it continues the kept history, else 0 (and
+    /// what was kept is dropped). A request without a history leaves the
+    /// cache as it is.
+    pub(crate) fn resume(&mut self, wire: Wire, request: &Request<'_>) -> usize {
+        let Some(history) = request.history else {
+            return 0;
+        };
+        let key = Key {
+            history,
+            wire,
+            drop_thinking_before: request.drop_thinking_before,
+        };
+        if self.key != Some(key) || self.sources > request.messages.len() {
+            self.key = Some(key);
+            self.sources = 0;
+            // Let the memory of a long history go with it.
+            self.kept = Vec::new();
+        }
+        self.sources
+    }
+
+    /// The body, with the items before the last cut that leaves `open`
+    /// items after it kept for the next request.
+    fn body<T: Serialize>(
+        &mut self,
+        head: &impl Serialize,
+        field: &str,
+        list: List<'_, T>,
+        tail: &impl Serialize,
+    ) -> Vec<u8> {
+        let List {
+            lead,
+            items,
+            cuts,
+            open,
+        } = list;
+        let settled = cuts
+            .iter()
+            .rev()
+            .find(|cut| cut.items + open <= items.len() && cut.source > self.sources)
+            .copied();
+        let keep = settled.map_or(0, |cut| cut.items);
+        for item in &items[..keep] {
+            if !self.kept.is_empty() {
+                self.kept.push(b',');
+            }
+            write(&mut self.kept, item);
+        }
+        if let Some(cut) = settled {
+            self.sources = cut.source;
+        }
+        self.fresh.clear();
+        write_items(&mut self.fresh, lead);
+        let lead_end = self.fresh.len();
+        write_items(&mut self.fresh, &items[keep..]);
+        let (lead, own) = self.fresh.split_at(lead_end);
+        splice(head, field, [lead, &self.kept, own], tail)
+    }
+}
+
+/// The wire items of a request's conversation, for [`request`].
+pub(crate) struct List<'a, T> {
+    /// Items before the conversation's, never kept (a system message).
+    pub lead: &'a [T],
+    /// The items of the messages from [`BodyCache::resume`]'s index on.
+    pub items: &'a [T],
+    /// Where `items` may be cut.
+    pub cuts: &'a [Cut],
+    /// Items that must stay fresh at the end (they may carry a mark that
+    /// moves with the next request).
+    pub open: usize,
+}
+
+/// Appends `items` to `out`, separated by commas.
+fn write_items<T: Serialize>(out: &mut Vec<u8>, items: &[T]) {
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::conversation::Conversation;
+    use crate::message::{Block, Message, Role};
+    use crate::provider::{CacheTtl, Reasoning, anthropic, openai, responses};
+    use crate::tool::ToolSpec;
+
+    /// A small deterministic generator, so a failure replays.
+    struct Script(u64);
+
+    impl Script {
+        fn next(&mut self, below: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) % below
+        }
+    }
+
+    fn image() -> Block {
+        Block::Image {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }
+    }
+
+    /// An assistant message of the kinds models send: thinking (signed,
+    /// unsigned, redacted), reasoning items, text with characters to
+    /// escape, tool calls (arguments an object, or a string the model sent
+    /// unparsable), sometimes many of them, sometimes nothing at all (an
+    /// aborted turn); then the tool results, some with images.
+    fn exchange(script: &mut Script, step: usize) -> Vec<Message> {
+        let mut content = Vec::new();
+        match script.next(4) {
+            0 => content.push(Block::Thinking {
+                thinking: format!("think {step}"),
+                signature: Some(format!("sig{step}")),
+            }),
+            1 => content.push(Block::Thinking {
+                thinking: "unsigned".into(),
+                signature: None,
+            }),
+            2 => content.push(Block::RedactedThinking {
+                data: format!("redacted{step}"),
+            }),
+            _ => content.push(Block::Reasoning {
+                id: format!("rs_{step}"),
+                summary: if step.is_multiple_of(2) {
+                    String::new()
+                } else {
+                    "why".into()
+                },
+                encrypted_content: format!("enc{step}"),
+            }),
+        }
+        if script.next(3) > 0 {
+            content.push(Block::Text {
+                text: format!("step {step}: \"quoted\" \\ tab\t é ✓\n"),
+            });
+        }
+        // Sometimes more calls than the cache lookback, so a second mark moves.
+        let calls = match script.next(6) {
+            0 => 0,
+            1 if step.is_multiple_of(4) => 24,
+            n => n as usize % 4,
+        };
+        let mut results = Vec::new();
+        for call in 0..calls {
+            let id = format!("call_{step}_{call}");
+            let args = if call == 3 {
+                Value::String("{not json".into())
+            } else {
+                json!({"path": format!("src/{step}.rs"), "n": call})
+            };
+            content.push(Block::ToolCall {
+                id: id.clone(),
+                name: "read".into(),
+                args,
+            });
+            let mut result = vec![Block::Text {
+                text: format!("line {call}\n}}{{<>"),
+            }];
+            if script.next(5) == 0 {
+                result.push(image());
+            }
+            if script.next(7) == 0 {
+                result.push(Block::Text {
+                    text: "second part".into(),
+                });
+            }
+            results.push(Block::ToolResult {
+                call_id: id,
+                is_error: call == 2,
+                content: result,
+            });
+        }
+        if script.next(9) == 0 {
+            content.clear();
+            results.clear();
+        }
+        let mut messages = vec![Message::new(Role::Assistant, content)];
+        if !results.is_empty() {
+            messages.push(Message::new(Role::Tool, results));
+        }
+        messages
+    }
+
+    fn prompt(script: &mut Script, step: usize) -> Message {
+        let mut content = vec![Block::Text {
+            text: format!("prompt {step}"),
+        }];
+        if script.next(4) == 0 {
+            content.push(image());
+        }
+        if script.next(6) == 0 {
+            content.push(Block::Text {
+                text: String::new(),
+            });
+        }
+        Message::new(Role::User, content)
+    }
+
+    /// The bodies of every wire API for `request`: through `caches` (the
+    /// request names its history) and plainly (it names none).
+    fn compare(request: &Request<'_>, caches: &mut [BodyCache; 4], step: usize) {
+        let plain = Request {
+            history: None,
+            ..*request
+        };
+        let bodies = |request: &Request<'_>, caches: &mut [BodyCache; 4]| {
+            let [a, b, c, d] = caches;
+            [
+                anthropic::request_body(request, a),
+                openai::request_body(request, false, b),
+                openai::request_body(request, true, c),
+                responses::request_body(request, true, d),
+            ]
+        };
+        let cached = bodies(request, caches);
+        let expected = bodies(&plain, &mut Default::default());
+        for (wire, (cached, expected)) in cached.iter().zip(&expected).enumerate() {
+            assert!(
+                cached == expected,
+                "step {step}, wire {wire}: the cached body differs\ncached: {}\nplain:  {}",
+                String::from_utf8_lossy(cached),
+                String::from_utf8_lossy(expected)
+            );
+            serde_json::from_slice::<Value>(cached).expect("valid JSON");
+        }
+    }
+
+    #[test]
+    fn cached_bodies_equal_plain_serialisations_over_a_long_session() {
+        let tools = [ToolSpec {
+            name: "read".into(),
+            description: "Read a file.".into(),
+            schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            read_only: true,
+        }];
+        let mut script = Script(7);
+        let mut caches: [BodyCache; 4] = Default::default();
+        let mut history = Conversation::new();
+        let mut drop_thinking_before = 0;
+        for step in 0..70 {
+            let mut new = vec![prompt(&mut script, step)];
+            for _ in 0..script.next(4) {
+                new.extend(exchange(&mut script, step));
+            }
+            for message in new {
+                history.push(message);
+                // What changes between requests without changing the history.
+                let cache = match step % 7 {
+                    0 => CacheTtl::Off,
+                    1 => CacheTtl::OneHour,
+                    _ => CacheTtl::FiveMinutes,
+                };
+                let request = Request {
+                    model: if step.is_multiple_of(11) {
+                        "claude-opus-4-1"
+                    } else {
+                        "claude-sonnet-5-5"
+                    },
+                    system: if step.is_multiple_of(13) {
+                        ""
+                    } else {
+                        "You are zot. \"Be brief.\""
+                    },
+                    messages: &history,
+                    tools: if step % 17 == 5 { &[] } else { &tools },
+                    max_tokens: 1000,
+                    reasoning: (step % 5 != 0).then_some(Reasoning::High),
+                    cache,
+                    cache_key: Some("session-1"),
+                    drop_thinking_before,
+                    history: Some(history.id()),
+                };
+                compare(&request, &mut caches, step);
+            }
+            // What changes the history or how it is sent: a changed prefix
+            // leaves earlier thinking out, a compaction replaces the start,
+            // a rewind cuts the end.
+            match step {
+                20 => drop_thinking_before = history.len() / 2,
+                35 => {
+                    let kept = history[history.len() - 6..].to_vec();
+                    let mut compacted = vec![Message::user("summary")];
+                    compacted.extend(kept);
+                    history.replace(compacted);
+                    drop_thinking_before = 0;
+                }
+                50 => history.truncate(history.len() / 2),
+                _ => {}
+            }
+        }
+        // The test is only worth something if most of each body was kept.
+        for cache in &caches {
+            assert!(
+                cache.sources > history.len() / 2,
+                "{} of {}",
+                cache.sources,
+                history.len()
+            );
+            assert!(cache.kept.len() > 10_000, "{} bytes kept", cache.kept.len());
+        }
+    }
+}
