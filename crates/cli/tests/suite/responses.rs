@@ -367,3 +367,37 @@ async fn a_codex_model_is_asked_through_the_responses_api_whatever_the_setting()
     let listed = w.zot(&["models", "--json", "--provider", "openai"]);
     assert!(listed.stdout.contains("\"gpt-5.3-codex\""), "{listed:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_context_window_compacts_and_the_turn_goes_on() {
+    let w = World::new();
+    let mut script: Vec<_> = (1..=3)
+        .map(|n| responses::tool_call(&format!("call_{n}"), "bash", r#"{"command":"echo hi"}"#))
+        .collect();
+    script.extend([
+        responses::failed(
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model.",
+        ),
+        responses::text("Summary of the work."),
+        responses::text("done"),
+    ]);
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = events(&run);
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        "{run:?}"
+    );
+    let answer = all
+        .iter()
+        .rfind(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(answer["content"][0]["text"], "done");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    let retry = serde_json::to_string(&requests[5].body["input"][0]).unwrap();
+    assert!(retry.contains("Summary of the work."), "{retry}");
+}
