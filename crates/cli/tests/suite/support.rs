@@ -242,7 +242,7 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub use zot_extensions::zot_protocol::events::{Data, Event, Response};
+pub use zot_extensions::zot_protocol::events::{Block, Data, Event, Response, StopReason};
 pub use zot_extensions::zot_protocol::schema::{
     EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
 };
@@ -256,6 +256,47 @@ pub fn typed(line: &serde_json::Value) -> Event {
 /// [`events`], each read into the protocol's [`Event`].
 pub fn typed_events(run: &Run) -> Vec<Event> {
     events(run).iter().map(typed).collect()
+}
+
+/// The first event of `evs` that matches the pattern, as the expression
+/// after `=>`; none fails the test, listing them all.
+/// `first!(evs, Event::CompactDone { summary, .. } => summary)`
+macro_rules! first {
+    ($evs:expr, $pat:pat $(if $guard:expr)? => $out:expr) => {
+        $evs.iter()
+            .find_map(|e| match e {
+                $pat $(if $guard)? => Some($out),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {} in {:?}", stringify!($pat), $evs))
+    };
+}
+pub(crate) use first;
+
+/// An event's `type` on the wire, for checks of the order events come in.
+pub fn kind(event: &Event) -> String {
+    match serde_json::to_value(event).unwrap()["type"].as_str() {
+        Some(kind) => kind.to_owned(),
+        None => panic!("an event without a type: {event:?}"),
+    }
+}
+
+/// Why each turn ended, in order (the `turn_end` events' `stop`).
+pub fn stops(evs: &[Event]) -> Vec<StopReason> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TurnEnd { stop, .. } => Some(*stop),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text of a text block; any other block fails the test.
+pub fn text(block: &Block) -> &str {
+    match block {
+        Block::Text { text } => text,
+        other => panic!("not a text block: {other:?}"),
+    }
 }
 
 /// Checks `value` against the schema checked in as `schema/<file>`.
