@@ -2,6 +2,7 @@ mod support;
 
 mod agent;
 mod caching;
+mod canned;
 mod claude;
 mod completions;
 mod config;
