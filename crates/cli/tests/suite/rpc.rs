@@ -126,9 +126,18 @@ impl Rpc {
 
     /// The next output line, read as the protocol's typed [`Event`], that
     /// `pred` accepts, skipping others, within 10 s.
-    pub(super) fn until_event(&self, mut pred: impl FnMut(&Event) -> bool) -> Event {
+    pub(super) fn until_event(&self, pred: impl FnMut(&Event) -> bool) -> Event {
+        self.until_event_within(Duration::from_secs(10), pred)
+    }
+
+    /// [`Rpc::until_event`] within `limit`.
+    pub(super) fn until_event_within(
+        &self,
+        limit: Duration,
+        mut pred: impl FnMut(&Event) -> bool,
+    ) -> Event {
         let mut found = None;
-        self.until(|v| {
+        self.until_within(limit, |v| {
             let event = typed(v);
             let hit = pred(&event);
             if hit {

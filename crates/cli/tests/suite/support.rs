@@ -299,6 +299,25 @@ pub fn text(block: &Block) -> &str {
     }
 }
 
+/// The text blocks of a tool result, joined; any other event fails the test.
+pub fn result_text(event: &Event) -> String {
+    match event {
+        Event::ToolResult { content, .. } => content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect(),
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+/// Whether `event` is the result of the tool call `call`.
+pub fn is_result_of(event: &Event, call: &str) -> bool {
+    matches!(event, Event::ToolResult { id, .. } if id == call)
+}
+
 /// Checks `value` against the schema checked in as `schema/<file>`.
 pub fn check_schema(file: &str, value: &serde_json::Value) -> Result<(), String> {
     static VALIDATORS: std::sync::OnceLock<Vec<(String, jsonschema::Validator)>> =
