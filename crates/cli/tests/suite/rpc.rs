@@ -152,6 +152,14 @@ impl Rpc {
         self.until(|v| matches!(typed(v), Event::Response(r) if r.command == command))
     }
 
+    /// Why the next turn ends (its `turn_end`), waiting up to `limit`.
+    pub(super) fn next_stop_within(&self, limit: Duration) -> StopReason {
+        match self.until_event_within(limit, |e| matches!(e, Event::TurnEnd { .. })) {
+            Event::TurnEnd { stop, .. } => stop,
+            other => unreachable!("until_event_within returned {other:?}"),
+        }
+    }
+
     /// Waits for the `done` that ends the running prompt.
     pub(super) fn done(&self) {
         self.until_event(|e| *e == Event::Done);
@@ -294,16 +302,9 @@ async fn abort_mid_stream_ends_the_turn() {
     assert_eq!(state["data"]["busy"], true, "{state}");
     assert_eq!(state["data"]["model"], "claude-sonnet-5-5", "{state}");
     rpc.send(r#"{"type":"abort"}"#);
-    let end = rpc.until_event(|e| matches!(e, Event::TurnEnd { .. }));
-    assert!(
-        matches!(
-            end,
-            Event::TurnEnd {
-                stop: StopReason::Aborted,
-                ..
-            }
-        ),
-        "{end:?}"
+    assert_eq!(
+        rpc.next_stop_within(Duration::from_secs(10)),
+        StopReason::Aborted
     );
     rpc.done();
     model.wait_hangups(1).await;

@@ -313,6 +313,11 @@ pub fn result_text(event: &Event) -> String {
     }
 }
 
+/// Whether `event` is a tool result that failed.
+pub fn is_error(event: &Event) -> bool {
+    matches!(event, Event::ToolResult { is_error: true, .. })
+}
+
 /// Whether `event` is the result of the tool call `call`.
 pub fn is_result_of(event: &Event, call: &str) -> bool {
     matches!(event, Event::ToolResult { id, .. } if id == call)
