@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
 use super::support::{
-    EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, StopReason, World, check_schema, record_input, text,
-    typed,
+    Block, EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, StopReason, Usage, World, check_schema,
+    record_input, text, typed,
 };
 
 /// An RPC client: every line zot prints is checked against the published
@@ -160,6 +160,22 @@ impl Rpc {
         }
     }
 
+    /// The content of the next assistant message.
+    pub(super) fn next_answer(&self) -> Vec<Block> {
+        match self.until_event(|e| matches!(e, Event::AssistantMessage { .. })) {
+            Event::AssistantMessage { content, .. } => content,
+            other => unreachable!("until_event returned {other:?}"),
+        }
+    }
+
+    /// The next model call's usage and the session's so far.
+    pub(super) fn next_usage(&self) -> (Usage, Usage) {
+        match self.until_event(|e| matches!(e, Event::Usage { .. })) {
+            Event::Usage { usage, cumulative } => (usage, cumulative),
+            other => unreachable!("until_event returned {other:?}"),
+        }
+    }
+
     /// Waits for the `done` that ends the running prompt.
     pub(super) fn done(&self) {
         self.until_event(|e| *e == Event::Done);
@@ -231,11 +247,7 @@ async fn commands_events_and_malformed_lines() {
 
     rpc.send(r#"{"id":"p","type":"prompt","message":"hi"}"#);
     assert_eq!(rpc.response("prompt")["data"], json!({"started": true}));
-    let answer = rpc.until_event(|e| matches!(e, Event::AssistantMessage { .. }));
-    let Event::AssistantMessage { content, .. } = answer else {
-        unreachable!()
-    };
-    assert_eq!(text(&content[0]), "hello from rpc");
+    assert_eq!(text(&rpc.next_answer()[0]), "hello from rpc");
     rpc.done();
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state")["data"].clone();
@@ -310,11 +322,7 @@ async fn abort_mid_stream_ends_the_turn() {
     model.wait_hangups(1).await;
     // The conversation stays valid: the next prompt works.
     rpc.send(r#"{"type":"prompt","message":"again"}"#);
-    let answer = rpc.until_event(|e| matches!(e, Event::AssistantMessage { .. }));
-    let Event::AssistantMessage { content, .. } = answer else {
-        unreachable!()
-    };
-    assert_eq!(text(&content[0]), "after abort");
+    assert_eq!(text(&rpc.next_answer()[0]), "after abort");
     assert_eq!(rpc.close(), 0);
 }
 
