@@ -313,6 +313,29 @@ pub fn result_text(event: &Event) -> String {
     }
 }
 
+/// Why the last turn ended with an error, as its `turn_end` says.
+pub fn last_turn_error(evs: &[Event]) -> Option<String> {
+    evs.iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::TurnEnd { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no turn_end in {evs:?}"))
+}
+
+/// An `ext_warning` as `extension: message` (`-` for none); `None` for
+/// other events.
+pub fn warning_text(event: &Event) -> Option<String> {
+    match event {
+        Event::ExtWarning { extension, message } => Some(format!(
+            "{}: {message}",
+            extension.as_deref().unwrap_or("-")
+        )),
+        _ => None,
+    }
+}
+
 /// Whether `event` is a tool result that failed.
 pub fn is_error(event: &Event) -> bool {
     matches!(event, Event::ToolResult { is_error: true, .. })
