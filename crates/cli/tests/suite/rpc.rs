@@ -154,8 +154,13 @@ impl Rpc {
 
     /// Why the next turn ends (its `turn_end`), waiting up to `limit`.
     pub(super) fn next_stop_within(&self, limit: Duration) -> StopReason {
+        self.next_turn_end_within(limit).0
+    }
+
+    /// The next `turn_end`: why the turn ended and the error it gave.
+    pub(super) fn next_turn_end_within(&self, limit: Duration) -> (StopReason, Option<String>) {
         match self.until_event_within(limit, |e| matches!(e, Event::TurnEnd { .. })) {
-            Event::TurnEnd { stop, .. } => stop,
+            Event::TurnEnd { stop, error } => (stop, error),
             other => unreachable!("until_event_within returned {other:?}"),
         }
     }

@@ -291,6 +291,65 @@ pub fn stops(evs: &[Event]) -> Vec<StopReason> {
         .collect()
 }
 
+/// Each turn's `turn_end`: why it ended and the error it gave, in order.
+pub fn turn_ends(evs: &[Event]) -> Vec<(StopReason, Option<String>)> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TurnEnd { stop, error } => Some((*stop, error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the context was compacted on its own (`compact_done`, automatic).
+pub fn compacted_automatically(evs: &[Event]) -> bool {
+    evs.iter().any(|e| {
+        matches!(
+            e,
+            Event::CompactDone {
+                automatic: true,
+                ..
+            }
+        )
+    })
+}
+
+/// The content of the last assistant message.
+pub fn last_answer(evs: &[Event]) -> &[Block] {
+    evs.iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::AssistantMessage { content, .. } => Some(content.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no assistant_message in {evs:?}"))
+}
+
+/// The text streamed as `text_delta` events, joined.
+pub fn streamed_text(evs: &[Event]) -> String {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reasoning streamed as `thinking_delta` events, joined.
+pub fn streamed_thinking(evs: &[Event]) -> String {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::ThinkingDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether any tool call was made.
+pub fn any_tool_call(evs: &[Event]) -> bool {
+    evs.iter().any(|e| matches!(e, Event::ToolCall { .. }))
+}
+
 /// The text of a text block; any other block fails the test.
 pub fn text(block: &Block) -> &str {
     match block {
