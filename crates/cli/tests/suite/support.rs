@@ -242,7 +242,9 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub use zot_extensions::zot_protocol::events::{Block, Data, Event, Response, StopReason, Usage};
+pub use zot_extensions::zot_protocol::events::{
+    Block, Data, Event, Response, StopReason, TodoItem, TodoStatus, Usage,
+};
 pub use zot_extensions::zot_protocol::schema::{
     EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
 };
