@@ -133,6 +133,7 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
         let mut warnings = ctx.settings.warnings.clone();
         warnings.extend(loaded.warnings.iter().cloned());
         let wanted_theme = ctx.settings.theme();
+        let builtin_theme = wanted_theme.as_deref().and_then(Theme::builtin);
         let bundles: Vec<_> = loaded
             .found
             .iter()
@@ -145,14 +146,16 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
             .collect();
         if let Some(name) = &wanted_theme
             && bundles.is_empty()
+            && builtin_theme.is_none()
         {
             warnings.push(format!(
                 "theme \"{name}\" (config) is not an installed theme bundle; using the default"
             ));
         }
-        let theme = bundles
-            .into_iter()
-            .find_map(|dir| {
+        // A theme the config names, else an installed bundle's, else the
+        // built-in one for the terminal's background.
+        let theme = builtin_theme.or_else(|| {
+            bundles.into_iter().find_map(|dir| {
                 let file = [dir.join("theme.json"), dir.join("themes/theme.json")]
                     .into_iter()
                     .find(|p| p.is_file())?;
@@ -164,7 +167,8 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
                     }
                 }
             })
-            .unwrap_or_default();
+        });
+        let theme = theme.unwrap_or_else(Theme::for_terminal);
         if let (Some(choice), None) = (&choice, &problem) {
             let provider = zot_core::provider::Provider::new(choice.provider.clone());
             loaded

@@ -504,7 +504,7 @@ impl Agent {
     /// the model stops, the user aborts, or `max_steps` is reached.
     pub async fn prompt(
         &mut self,
-        content: Vec<Block>,
+        mut content: Vec<Block>,
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<(), AgentError> {
@@ -515,7 +515,6 @@ impl Agent {
             self.session_started = true;
             self.hooks.event(HookEvent::SessionStart).await;
         }
-        let mut content = content;
         let typed = text_of(&content);
         match self
             .hooks
@@ -534,6 +533,7 @@ impl Agent {
                 content.splice(0..0, blocks);
             }
         }
+        crate::prompt_files::attach(&mut content, &self.config.cwd).await;
         if self.prepared.is_none() {
             let mut base = self.base_prompt.subscribe();
             match self

@@ -10,6 +10,7 @@ pub mod image;
 pub mod markdown_commands;
 pub mod message;
 pub mod models;
+pub mod prompt_files;
 pub mod provider;
 pub mod session;
 pub mod skills;

@@ -25,6 +25,7 @@ use crate::command::Builtin;
 // Where the CLI finds it (`zot_tui::app::parse_command`).
 pub use crate::command::parse_command;
 use crate::editor::Editor;
+use crate::file_picker::FilePicker;
 use crate::modal::{
     Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, PromptAction, Question, Step,
 };
@@ -32,6 +33,7 @@ use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
+mod file_picker;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -144,6 +146,8 @@ pub struct App {
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
     editor: Editor,
+    /// The `@` file picker, open while the cursor ends an `@word`.
+    files: FilePicker,
     modal: Modal,
     /// The agent is working on a prompt or a command.
     busy: bool,
@@ -202,6 +206,7 @@ impl App {
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
+            files: FilePicker::new(&config.cwd),
             modal: Modal::default(),
             busy: false,
             spinner: 0,
@@ -503,7 +508,10 @@ impl App {
             return;
         }
         match self.modal {
-            Modal::Editor { .. } => self.editor_key(key),
+            Modal::Editor { .. } => {
+                self.editor_key(key);
+                self.files.sync(&self.editor);
+            }
             Modal::Panel { .. } => self.panel_key(key),
             Modal::Dialog { .. } => self.dialog_key(key),
         }
@@ -513,6 +521,9 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
+        }
+        if self.file_key(key) {
+            return;
         }
         if let Some(rows) = self.popup()
             && self.popup_key(key, &rows)
@@ -595,6 +606,7 @@ impl App {
     pub fn on_paste(&mut self, text: &str) {
         if matches!(self.modal, Modal::Editor { .. }) {
             self.editor.paste(text);
+            self.files.sync(&self.editor);
         }
     }
 
@@ -1026,7 +1038,8 @@ impl App {
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
              Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
-             Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt)",
+             Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt) · \
+             @ pick a file to attach",
         );
         text
     }
@@ -1400,6 +1413,7 @@ impl App {
     /// Spinner, status expiry.
     pub fn tick(&mut self) {
         self.spinner = self.spinner.wrapping_add(1);
+        self.files.poll();
         if self
             .status
             .as_ref()

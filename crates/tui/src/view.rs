@@ -562,6 +562,8 @@ fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
 fn draw_floating(frame: &mut Frame, app: &mut App, screen: Rect, editor: Rect, theme: &Theme) {
     if let Some(rows) = app.popup() {
         draw_popup(frame, app, &rows, editor, theme);
+    } else if let Some(picker) = app.file_picker() {
+        draw_above(frame, picker.lines(theme), editor, theme);
     }
     if let Some(panel) = app.panel_mut() {
         draw_panel(frame, panel, screen, theme);
@@ -601,6 +603,12 @@ fn draw_popup(frame: &mut Frame, app: &App, rows: &[PopupRow], editor: Rect, the
             Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
         ]));
     }
+    draw_above(frame, lines, editor, theme);
+}
+
+/// `lines` in a bordered box standing on the editor (the command popup,
+/// the file picker), as high as they need and the screen allows.
+fn draw_above(frame: &mut Frame, lines: Vec<Line>, editor: Rect, theme: &Theme) {
     let height = (lines.len() as u16 + 2).min(editor.y);
     if height < 3 {
         return;

@@ -303,3 +303,32 @@ async fn form_dialog() {
     });
     assert_snapshot!(render(&mut app, 80, 20));
 }
+
+/// `@` opens the file picker over the project: what follows filters it.
+#[tokio::test]
+async fn file_picker() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join("src")).unwrap();
+    for file in ["src/main.rs", "src/map.rs", "README.md", "Cargo.toml"] {
+        std::fs::write(project.path().join(file), "").unwrap();
+    }
+    let config = zot_tui::app::AppConfig {
+        cwd: project.path().display().to_string(),
+        ..super::support::config()
+    };
+    let (mut app, _, _) = super::support::app_with(config);
+    for c in "see @ma".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    // The list is walked on a thread of its own; the tick takes it in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while app.file_picker().is_some_and(|p| p.shown().count() < 2) {
+        assert!(std::time::Instant::now() < deadline, "no paths listed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        app.tick();
+    }
+    // Without the status bar, which names the temporary directory.
+    let screen = render(&mut app, 60, 10);
+    let lines: Vec<&str> = screen.lines().take(9).collect();
+    assert_snapshot!(lines.join("\n"));
+}
