@@ -46,8 +46,12 @@ pub async fn attach(content: &mut Vec<Block>, cwd: &Path) {
 
 /// The attachments of `text`'s `@path` references, in order, each path
 /// once: paths resolve against `cwd` (`~/` against `home`), anywhere the
-/// read tool may read.
+/// read tool may read. Nothing from the first file a Markdown command
+/// included on (`<file path=…>`) counts: those words are the file's, which
+/// may come from a project not trusted to read outside itself, not the
+/// user's.
 pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<Block> {
+    let included = text.find(INCLUDED_FILE).unwrap_or(text.len());
     let mut budget = Budget {
         text: MAX_ATTACHED_TEXT_BYTES,
         images: MAX_ATTACHED_IMAGES,
@@ -55,6 +59,9 @@ pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<Block> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for reference in file_refs::references(text) {
+        if reference.range.start >= included {
+            break;
+        }
         let Some(path) = file_refs::resolve(&reference.path, cwd, home) else {
             continue;
         };
@@ -82,6 +89,30 @@ pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<Block> {
         out.push(block);
     }
     out
+}
+
+/// How a Markdown command's included file starts (`markdown_commands`),
+/// and how an attached file does.
+const INCLUDED_FILE: &str = "<file path=\"";
+
+/// Whether a text block is one [`attach`] added (a file, a listing or a
+/// note), for showing a prompt as it was typed.
+pub fn is_attachment(text: &str) -> bool {
+    (text.starts_with(INCLUDED_FILE) && text.ends_with("\n</file>"))
+        || (text.starts_with("<directory path=\"") && text.ends_with("\n</directory>"))
+        || (text.starts_with("[@") && text.contains(": not attached: ") && text.ends_with(']'))
+}
+
+/// The text blocks of a prompt joined with "\n", without its attachments.
+pub fn typed_text(blocks: &[Block]) -> String {
+    let typed: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } if !is_attachment(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    typed.join("\n")
 }
 
 /// What is left for the prompt's further attachments.
@@ -228,7 +259,15 @@ mod tests {
             got[5]
         );
         assert_eq!(got.len(), 6, "{got:?}");
+        let blocks = attachments(text, root, None);
+        assert!(texts(&blocks).iter().all(|t| is_attachment(t)));
+        assert!(!is_attachment(text));
         assert!(attachments("nothing here", root, None).is_empty());
+
+        // An included file's words are not the user's.
+        let expanded = "review @src/main.rs\n<file path=\"x.md\">\n@my-secret\n</file> @blob.bin";
+        std::fs::write(root.join("my-secret"), "s").unwrap();
+        assert_eq!(attachments(expanded, root, None).len(), 1);
     }
 
     #[test]

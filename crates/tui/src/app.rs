@@ -1244,7 +1244,7 @@ impl App {
         for message in messages {
             match message.role {
                 Role::User => {
-                    let text = message.text();
+                    let text = zot_core::prompt_files::typed_text(&message.content);
                     let heading = format!("{}\n\n", zot_core::agent::SUMMARY_HEADING);
                     if let Some(summary) = text.strip_prefix(&heading) {
                         self.transcript.push(Entry::Compaction {

@@ -136,3 +136,26 @@ async fn a_light_terminal_gets_the_light_theme_unless_the_config_names_one() {
     named.wait_for("no API key");
     assert!(!named.styled_screen().contains(LIGHT_BORDER));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_prompt_shows_as_typed_without_its_attachment() {
+    let w = World::new();
+    std::fs::write(w.project.join("notes.md"), "ATTACHED_BODY\n").unwrap();
+    let model = MockModel::start([anthropic::text("noted")]).await;
+    let first: super::support::Run = w
+        .against(&model, "anthropic", &["-p", "summarise @notes.md"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(
+        model.requests()[0]
+            .body
+            .to_string()
+            .contains("ATTACHED_BODY")
+    );
+    let tmux = Tmux::keeping_session(&w, "resume-at", &model, &["-c"], &[]);
+    let screen = tmux.wait_for("noted");
+    assert!(screen.contains("› summarise @notes.md"), "{screen}");
+    assert!(!screen.contains("ATTACHED_BODY"), "{screen}");
+}
