@@ -4,6 +4,7 @@
 
 use zot_testkit::{MockModel, anthropic};
 
+use super::rpc::Rpc;
 use super::support::{Run, World};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -66,4 +67,23 @@ async fn json_mode_attaches_a_quoted_path_with_spaces() {
         content[1]["text"], "<file path=\"release notes.md\">\nv2: faster\n</file>",
         "{content}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_rpc_prompt_attaches_its_file_in_the_request_and_its_user_message() {
+    let w = World::new();
+    std::fs::write(w.project.join("todo.txt"), "ship it\n").unwrap();
+    let model = MockModel::start([anthropic::text("shipping")]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"do @todo.txt"}"#);
+    let user = rpc.until(|v| v["type"] == "user_message");
+    assert_eq!(user["content"][0]["text"], "do @todo.txt");
+    assert_eq!(
+        user["content"][1]["text"],
+        "<file path=\"todo.txt\">\nship it\n</file>"
+    );
+    rpc.until(|v| v["type"] == "done");
+    let content = &model.requests()[0].body["messages"][0]["content"];
+    assert_eq!(content[1]["text"], user["content"][1]["text"], "{content}");
+    assert_eq!(rpc.close(), 0);
 }
