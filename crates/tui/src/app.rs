@@ -510,7 +510,7 @@ impl App {
         match self.modal {
             Modal::Editor { .. } => {
                 self.editor_key(key);
-                self.files.sync(&self.editor);
+                self.follow_editor(key);
             }
             Modal::Panel { .. } => self.panel_key(key),
             Modal::Dialog { .. } => self.dialog_key(key),

@@ -1,7 +1,7 @@
 //! The app's side of the `@` file picker: its keys go first while it is
 //! open, and a picked path replaces the `@word` in the editor.
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyCode, KeyEvent};
 
 use super::App;
 use crate::file_picker::{FilePicker, FileStep};
@@ -18,6 +18,16 @@ impl App {
                 self.files.sync(&self.editor);
                 true
             }
+        }
+    }
+
+    /// After the editor took `key`: the picker opens or closes with the
+    /// `@word` at the cursor, except that a history entry brought back by
+    /// Up or Down does not open it (the arrows would stop browsing).
+    pub(super) fn follow_editor(&mut self, key: KeyEvent) {
+        let browsing = matches!(key.code, KeyCode::Up | KeyCode::Down);
+        if !browsing || self.files.is_open() {
+            self.files.sync(&self.editor);
         }
     }
 

@@ -623,3 +623,27 @@ async fn extension_text_is_shown_without_terminal_controls() {
     let screen = super::support::render(&mut app, 80, 12);
     assert!(!screen.contains('\u{1b}'), "{screen}");
 }
+
+/// A prompt ending in an `@word` brought back from the history leaves the
+/// file picker closed, so Up goes on browsing; typing opens it, and Esc
+/// closes it keeping the text.
+#[tokio::test]
+async fn history_does_not_open_the_file_picker_and_esc_keeps_the_text() {
+    let (mut app, _, _) = app();
+    type_text(&mut app, "older");
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "look at @README");
+    assert!(app.file_picker().is_some());
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.file_picker().is_none());
+    assert_eq!(app.editor().text(), "look at @README");
+    app.on_key(key(KeyCode::Enter));
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor().text(), "look at @README");
+    assert!(app.file_picker().is_none());
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor().text(), "older");
+    app.on_key(key(KeyCode::Down));
+    type_text(&mut app, "2");
+    assert!(app.file_picker().is_some());
+}
