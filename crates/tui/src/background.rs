@@ -14,6 +14,14 @@ use std::time::{Duration, Instant};
 /// start-up by no more.
 pub const BACKGROUND_TIMEOUT: Duration = Duration::from_millis(150);
 
+/// Overrides [`BACKGROUND_TIMEOUT`] in milliseconds (a slow link, a
+/// loaded machine running the tests), up to [`MAX_BACKGROUND_TIMEOUT`].
+pub const TIMEOUT_ENV: &str = "ZOT_TERMINAL_TIMEOUT_MS";
+
+/// The longest wait [`TIMEOUT_ENV`] may ask for: start-up stays prompt
+/// even when it is set by mistake.
+pub const MAX_BACKGROUND_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The answers are a few dozen bytes; anything past this is not them.
 const MAX_ANSWER_BYTES: usize = 1024;
 
@@ -50,7 +58,7 @@ fn query_and_read() -> Option<Vec<u8>> {
     out.flush().ok()?;
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
-    let deadline = Instant::now() + BACKGROUND_TIMEOUT;
+    let deadline = Instant::now() + timeout(std::env::var(TIMEOUT_ENV).ok().as_deref());
     let mut answer = Vec::new();
     let mut chunk = [0u8; 256];
     while !has_device_attributes(&answer) && answer.len() < MAX_ANSWER_BYTES {
@@ -72,6 +80,15 @@ fn query_and_read() -> Option<Vec<u8>> {
         }
     }
     Some(answer)
+}
+
+/// The wait for the answers: [`TIMEOUT_ENV`]'s value when it is a number.
+fn timeout(value: Option<&str>) -> Duration {
+    value
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(BACKGROUND_TIMEOUT, |ms| {
+            Duration::from_millis(ms).min(MAX_BACKGROUND_TIMEOUT)
+        })
 }
 
 /// Whether `bytes` hold a whole DA1 answer (`ESC [ ? … c`), the last of
@@ -159,6 +176,14 @@ mod tests {
         }
         assert!(!has_device_attributes(b"\x1b[?1;2"));
         assert!(!has_device_attributes(b"\x1b]11;rgb:0/0/0\x07"));
+    }
+
+    #[test]
+    fn the_wait_can_be_set_within_bounds() {
+        assert_eq!(timeout(None), BACKGROUND_TIMEOUT);
+        assert_eq!(timeout(Some("400")), Duration::from_millis(400));
+        assert_eq!(timeout(Some("999999")), MAX_BACKGROUND_TIMEOUT);
+        assert_eq!(timeout(Some("soon")), BACKGROUND_TIMEOUT);
     }
 
     #[test]

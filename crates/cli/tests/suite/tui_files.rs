@@ -117,8 +117,10 @@ const LIGHT_BORDER: &str = "38;2;154;154;154";
 async fn a_light_terminal_gets_the_light_theme_unless_the_config_names_one() {
     // tmux answers the OSC 11 query with the pane's background.
     let light = "set -g window-style 'bg=#ffffff'\n";
+    // A loaded machine may take longer than the default wait to answer.
+    let wait = [("ZOT_TERMINAL_TIMEOUT_MS", "5000".to_owned())];
     let w = World::new();
-    let tmux = Tmux::start_configured(&w, "light", &["--no-session"], &[], light);
+    let tmux = Tmux::start_configured(&w, "light", &["--no-session"], &wait, light);
     tmux.wait_for("no API key");
     let styled = tmux.styled_screen();
     assert!(styled.contains(LIGHT_BORDER), "{styled}");
@@ -132,7 +134,7 @@ async fn a_light_terminal_gets_the_light_theme_unless_the_config_names_one() {
     drop(dark);
 
     std::fs::write(w.home.join("config.json"), r#"{"theme":"dark"}"#).unwrap();
-    let named = Tmux::start_configured(&w, "named", &["--no-session"], &[], light);
+    let named = Tmux::start_configured(&w, "named", &["--no-session"], &wait, light);
     named.wait_for("no API key");
     assert!(!named.styled_screen().contains(LIGHT_BORDER));
 }
