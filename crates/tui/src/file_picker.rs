@@ -24,6 +24,11 @@ pub const MAX_PICKER_PATHS: usize = 50_000;
 /// Rows of paths the picker shows at once.
 pub const FILE_ROWS: usize = 10;
 
+/// The best matches kept in order for the rows: only a few are ever
+/// looked at, and ranking every match of a one-letter query over a big
+/// tree would cost each keystroke a full sort.
+pub const MAX_RANKED: usize = 500;
+
 /// What a key did to the picker.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FileStep {
@@ -51,7 +56,11 @@ pub struct FilePicker {
     /// cursor is in it.
     dismissed: Option<(usize, usize)>,
     query: String,
-    /// Indices into `paths` that match the query, best first.
+    /// Every index into `paths` that matches `matched_for`, in no order: a
+    /// longer query is matched against these alone.
+    matched: Vec<usize>,
+    matched_for: String,
+    /// The best of `matched` (at most [`MAX_RANKED`]), best first.
     shown: Vec<usize>,
     selected: usize,
 }
@@ -66,6 +75,8 @@ impl FilePicker {
             at: None,
             dismissed: None,
             query: String::new(),
+            matched: Vec::new(),
+            matched_for: String::new(),
             shown: Vec::new(),
             selected: 0,
         }
@@ -114,6 +125,7 @@ impl FilePicker {
                 self.paths = paths;
                 self.capped = capped;
                 self.walk = None;
+                self.matched_for.clear();
                 self.refilter();
             }
             Err(mpsc::TryRecvError::Empty) => {}
@@ -141,24 +153,33 @@ impl FilePicker {
     /// the file name counts most); shorter paths first among equal scores.
     fn refilter(&mut self) {
         self.selected = 0;
-        let query = self.query.trim_start_matches('"');
+        let query = self.query.trim_start_matches('"').to_owned();
         if query.is_empty() {
-            self.shown = (0..self.paths.len()).take(FILE_ROWS * 10).collect();
+            self.matched_for.clear();
+            self.shown = (0..self.paths.len()).take(MAX_RANKED).collect();
             return;
         }
-        let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
+        let pattern = Pattern::parse(&query, CaseMatching::Smart, Normalization::Smart);
         let mut matcher = Matcher::new(Config::DEFAULT.match_paths());
         let mut buf = Vec::new();
-        let mut scored: Vec<(u32, usize)> = self
-            .paths
-            .iter()
-            .enumerate()
-            .filter_map(|(i, path)| {
-                let score = pattern.score(Utf32Str::new(path, &mut buf), &mut matcher)?;
-                Some((score, i))
-            })
-            .collect();
-        scored.sort_by_key(|&(score, i)| (std::cmp::Reverse(score), self.paths[i].len(), i));
+        let paths = &self.paths;
+        let mut score = |i: usize| {
+            let score = pattern.score(Utf32Str::new(&paths[i], &mut buf), &mut matcher)?;
+            Some((score, i))
+        };
+        let mut scored: Vec<(u32, usize)> = if narrows(&self.matched_for, &query) {
+            self.matched.iter().filter_map(|&i| score(i)).collect()
+        } else {
+            (0..paths.len()).filter_map(score).collect()
+        };
+        self.matched = scored.iter().map(|&(_, i)| i).collect();
+        self.matched_for = query;
+        let rank = |&(score, i): &(u32, usize)| (std::cmp::Reverse(score), paths[i].len(), i);
+        if scored.len() > MAX_RANKED {
+            scored.select_nth_unstable_by_key(MAX_RANKED, rank);
+            scored.truncate(MAX_RANKED);
+        }
+        scored.sort_unstable_by_key(rank);
         self.shown = scored.into_iter().map(|(_, i)| i).collect();
     }
 
@@ -228,6 +249,20 @@ impl FilePicker {
         lines.push(Line::styled(help, muted));
         lines
     }
+}
+
+/// Whether every path matching `query` also matches `before`, so only
+/// `before`'s matches need scoring: `query` is `before` with plain path
+/// characters added (nucleo's `!`, `^`, `$`, `'` and spaces change what
+/// matches in other ways).
+fn narrows(before: &str, query: &str) -> bool {
+    !before.is_empty()
+        && query.strip_prefix(before).is_some_and(|added| {
+            added
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+        })
+        && !before.contains(['!', '^', '$', '\'', ' ', '\\'])
 }
 
 /// How a picked path goes into the prompt, as `file_refs` reads it back:
@@ -309,6 +344,37 @@ mod tests {
         let (paths, capped) = walk(root, 2);
         assert_eq!(paths.len(), 2);
         assert!(capped);
+    }
+
+    #[test]
+    fn a_longer_query_rescores_only_the_earlier_matches_and_ranks_alike() {
+        assert!(narrows("ma", "main.r"));
+        assert!(!narrows("", "a"));
+        assert!(!narrows("ma", "ma !x"));
+        assert!(!narrows("ma$", "ma$x"));
+        assert!(!narrows("ma", "m"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in 0..30 {
+            std::fs::create_dir(root.join(format!("mod{d}"))).unwrap();
+            for f in 0..30 {
+                std::fs::write(root.join(format!("mod{d}/file_{f}.rs")), "").unwrap();
+            }
+        }
+        let mut typed = picker_over(root);
+        let mut editor = Editor::new();
+        editor.insert_char('@');
+        for c in "mod1/file_2".chars() {
+            editor.insert_char(c);
+            typed.sync(&editor);
+            let mut fresh = picker_over(root);
+            fresh.query = typed.query.clone();
+            fresh.refilter();
+            assert!(typed.shown().eq(fresh.shown()), "after {c:?}");
+            assert!(typed.shown.len() <= MAX_RANKED);
+        }
+        assert_eq!(typed.shown().next(), Some("mod1/file_2.rs"));
     }
 
     #[test]
