@@ -486,6 +486,32 @@ impl Server {
                     text,
                 }
             }
+            Request::GetCheckpoints => {
+                let agent = self.agent.lock().await;
+                let session = agent.session().ok_or(NO_SESSION)?;
+                Data::Checkpoints {
+                    checkpoints: zot_core::checkpoint::prompts(session),
+                }
+            }
+            Request::Rewind {
+                entry_id,
+                code,
+                conversation,
+                force,
+            } => {
+                let mut agent = self.agent.lock().await;
+                let rewound =
+                    zot_core::checkpoint::rewind(&mut agent, &entry_id, code, conversation, force)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                self.remember(&agent);
+                Data::Rewound {
+                    restored: rewound.restored,
+                    conversation: rewound.conversation,
+                    leaf_id: rewound.leaf_id,
+                    text: rewound.text,
+                }
+            }
             Request::SetTitle { title } => {
                 let mut agent = self.agent.lock().await;
                 agent.set_title(&title).map_err(|e| e.to_string())?;

@@ -20,7 +20,7 @@ use crate::hooks::{
     CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, Permission, PermissionGate,
     PromptGate, SessionSource, ToolGate, TurnGate,
 };
-use crate::message::{Block, Message, Role, now, text_of};
+use crate::message::{Block, Message, Role, text_of};
 use crate::provider::{
     CacheTtl, Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
@@ -28,6 +28,12 @@ use crate::provider::{
 use crate::session::{Compaction, Served, Session, SessionError, summary_message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
+
+mod checkpointing;
+mod text;
+
+pub use text::preview;
+use text::{cap_transcript, cut_note, with_text};
 
 /// Default `max_tokens` for a model call when the catalogue knows nothing better.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -131,6 +137,9 @@ pub struct AgentConfig {
     /// `web_fetch.allow_private`: web_fetch may reach loopback and private
     /// addresses.
     pub web_fetch_private: bool,
+    /// Where checkpoints of the project live (`$ZOT_HOME/checkpoints`, see
+    /// [`crate::checkpoint`]); `None` keeps none.
+    pub checkpoints: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -150,6 +159,7 @@ impl AgentConfig {
             tool_output: None,
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
             web_fetch_private: false,
+            checkpoints: None,
         }
     }
 }
@@ -255,6 +265,7 @@ pub struct Agent {
     /// A plan came back with a resumed session: the next prompt tells the
     /// front ends (a `todo` event) before anything else.
     announce_plan: bool,
+    checkpoints: Option<crate::checkpoint::Checkpoints>,
 }
 
 impl Agent {
@@ -273,7 +284,12 @@ impl Agent {
         }
         let plan = crate::tools::todo::Plan::default();
         let builtin = crate::tools::builtin(Arc::clone(&plan), config.web_fetch_private);
+        let checkpoints = config
+            .checkpoints
+            .as_deref()
+            .map(|root| crate::checkpoint::Checkpoints::new(root, &config.cwd));
         Self {
+            checkpoints,
             provider,
             config,
             hooks,
@@ -565,6 +581,7 @@ impl Agent {
             time: user.time.clone(),
         });
         self.push(user);
+        let checkpoint = self.start_checkpoint();
         if std::mem::take(&mut self.announce_plan) {
             emit(AgentEvent::Todo { items: self.plan() });
         }
@@ -743,6 +760,7 @@ impl Agent {
             }
             self.end_turn(events, StopReason::ToolUse, None).await;
         }
+        self.end_checkpoint(checkpoint, events).await;
         let interrupted = cancel.is_cancelled();
         self.hooks.event(HookEvent::PromptEnd { interrupted }).await;
         self.store_entries();
@@ -1318,6 +1336,10 @@ impl Agent {
                 start + 1
             };
             let group = &calls[start..end];
+            if !read_only(&group[0].1) && !refused {
+                self.checkpoint_before(&group[0].1, &group[0].2, events)
+                    .await;
+            }
             let mut gates = Vec::with_capacity(group.len());
             for call in group {
                 let mut context = Vec::new();
@@ -1743,102 +1765,5 @@ impl Drop for Agent {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot remove tool outputs");
             }
         }
-    }
-}
-
-/// A copy of `message` whose text blocks are replaced by one block of
-/// `text` at the position of the first.
-fn with_text(message: &Message, text: &str) -> Message {
-    let mut content = Vec::new();
-    let mut placed = false;
-    for block in &message.content {
-        match block {
-            Block::Text { .. } if !placed => {
-                content.push(Block::Text {
-                    text: text.to_owned(),
-                });
-                placed = true;
-            }
-            Block::Text { .. } => {}
-            other => content.push(other.clone()),
-        }
-    }
-    Message {
-        role: message.role,
-        content,
-        time: message.time.clone().or_else(|| Some(now())),
-    }
-}
-
-/// The one-line preview of a tool call: the first of command, path,
-/// file_path, url, query, name; else the JSON; cut to [`PREVIEW_CHARS`].
-pub fn preview(args: &Value) -> String {
-    let text = ["command", "path", "file_path", "url", "query", "name"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| args.to_string());
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > PREVIEW_CHARS {
-        let cut: String = line.chars().take(PREVIEW_CHARS - 1).collect();
-        format!("{cut}…")
-    } else {
-        line.to_owned()
-    }
-}
-
-/// Drops the tool calls of an answer cut at the output limit (the last one
-/// is incomplete, and none may run on a cut answer) and says so.
-fn cut_note(message: &mut Message, max_tokens: u32) -> String {
-    let cut: Vec<String> = message
-        .tool_calls()
-        .map(|(_, name, _)| name.to_owned())
-        .collect();
-    message
-        .content
-        .retain(|block| !matches!(block, Block::ToolCall { .. }));
-    let mut note = format!("the answer was cut at the output limit ({max_tokens} tokens)");
-    if !cut.is_empty() {
-        note.push_str(&format!(
-            "; its tool calls were not run: {}",
-            cut.join(", ")
-        ));
-    }
-    note
-}
-
-/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
-/// its end (the latest work), with a marker where the middle was left out.
-fn cap_transcript(transcript: String, max_chars: usize) -> String {
-    if transcript.len() <= max_chars {
-        return transcript;
-    }
-    let floor = |at: usize| {
-        (0..=at)
-            .rev()
-            .find(|i| transcript.is_char_boundary(*i))
-            .unwrap_or(0)
-    };
-    let head = floor(max_chars / 4);
-    let tail = floor(transcript.len() - (max_chars - head));
-    let left_out = tail - head;
-    format!(
-        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
-        &transcript[..head],
-        &transcript[tail..]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_capped_transcript_keeps_its_start_and_end() {
-        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
-        let capped = cap_transcript(transcript.clone(), 1000);
-        assert!(capped.len() < 1100, "{}", capped.len());
-        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
-        assert!(capped.contains("bytes of the conversation left out"));
-        assert_eq!(cap_transcript("short".into(), 1000), "short");
     }
 }

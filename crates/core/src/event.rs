@@ -146,6 +146,13 @@ pub enum AgentEvent {
     Todo {
         items: Vec<zot_protocol::events::TodoItem>,
     },
+    /// The prompt `entry_id` changed these files and a checkpoint of them
+    /// was recorded (see [`crate::checkpoint`]).
+    Checkpoint {
+        entry_id: String,
+        files: Vec<zot_protocol::checkpoints::FileChange>,
+        notes: Vec<String>,
+    },
 }
 
 impl AgentEvent {
@@ -282,6 +289,15 @@ impl AgentEvent {
             Self::CompactDone { summary, automatic } => W::CompactDone { summary, automatic },
             Self::Error { message } => W::Error { message },
             Self::Todo { items } => W::Todo { items },
+            Self::Checkpoint {
+                entry_id,
+                files,
+                notes,
+            } => W::Checkpoint {
+                entry_id,
+                files,
+                notes,
+            },
         }
     }
 }

@@ -158,6 +158,11 @@ enum Line {
         leaf_id: Option<String>,
         time: String,
     },
+    /// The snapshots before and after a prompt that changed files, or
+    /// around a rewind ([`crate::checkpoint`]).
+    Checkpoint {
+        checkpoint: crate::checkpoint::Record,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -209,6 +214,9 @@ pub struct Session {
     failed: Option<String>,
     /// What loading the file had to say (lines skipped for their size).
     warnings: Vec<String>,
+    /// Checkpoint records in file order, each with the number of tree
+    /// entries written before it (what it came after).
+    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
 }
 
 /// `$ZOT_HOME/sessions/<first 8 bytes of sha256(cwd), hex>`.
@@ -292,6 +300,7 @@ impl Session {
             usage: UsageReport::default(),
             failed: None,
             warnings: Vec::new(),
+            checkpoints: Vec::new(),
         };
         session.write(&Record::plain(Line::Meta { meta }));
         Ok(session)
@@ -323,6 +332,7 @@ impl Session {
             usage: loaded.usage,
             failed: None,
             warnings: loaded.warnings,
+            checkpoints: loaded.checkpoints,
         };
         session.replay();
         Ok(session)
@@ -459,6 +469,23 @@ impl Session {
         let title = shorten(title);
         self.title = Some(title.clone());
         self.write(&Record::plain(Line::Title { title, time: now() }));
+    }
+
+    /// The checkpoints recorded, in file order, each with the number of
+    /// entries written before it.
+    pub fn checkpoints(&self) -> &[(usize, crate::checkpoint::Record)] {
+        &self.checkpoints
+    }
+
+    /// Records a checkpoint (not a tree entry: the conversation is unchanged).
+    pub fn append_checkpoint(&mut self, checkpoint: crate::checkpoint::Record) {
+        self.checkpoints.push((self.tree.len(), checkpoint.clone()));
+        self.write(&Record::plain(Line::Checkpoint { checkpoint }));
+    }
+
+    /// The whole text of the prompt `entry_id`.
+    pub fn prompt_text(&self, entry_id: &str) -> Option<String> {
+        self.tree.prompt_text(self.tree.find(entry_id)?)
     }
 
     /// The id of the entry the conversation goes on from (`None` before
@@ -634,6 +661,7 @@ struct Loaded {
     skipped: bool,
     /// The last line has no newline (a crash mid-write).
     torn: bool,
+    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
 }
 
 /// Reads a session file line by line into its tree. Lines that do not
@@ -650,6 +678,7 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
     let mut line = Vec::new();
     let mut number = 0u64;
     let mut torn = false;
+    let mut checkpoints = Vec::new();
     loop {
         let (skipped, ended) = match read_line(&mut reader, &mut line).map_err(io_err(path))? {
             LineRead::End => break,
@@ -699,6 +728,10 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
                 title = Some(t);
                 continue;
             }
+            Line::Checkpoint { checkpoint } => {
+                checkpoints.push((tree.len(), checkpoint));
+                continue;
+            }
             Line::Branch { leaf_id, .. } => {
                 match leaf_id {
                     None => tree.set_leaf(None),
@@ -730,6 +763,7 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
         skipped: !warnings.is_empty(),
         warnings,
         torn,
+        checkpoints,
     })
 }
 

@@ -217,6 +217,15 @@ pub enum Event {
     Todo {
         items: Vec<TodoItem>,
     },
+    /// A prompt changed files and zot recorded a checkpoint of them, at
+    /// the end of the prompt `entry_id` (what RPC `rewind` takes). `notes`
+    /// say once what the checkpoints of this project leave out.
+    Checkpoint {
+        entry_id: String,
+        files: Vec<crate::checkpoints::FileChange>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
     ExtNotify {
         extension: String,
         level: NotifyLevel,
@@ -312,6 +321,20 @@ pub enum Data {
         session_id: String,
         leaf_id: Option<String>,
         entries: Vec<crate::sessions::TreeEntry>,
+    },
+    /// `get_checkpoints`: the current branch's prompts, oldest first, each
+    /// with the files it changed.
+    Checkpoints {
+        checkpoints: Vec<crate::checkpoints::PromptCheckpoint>,
+    },
+    /// `rewind`: the files put back (`restored`), the new leaf when the
+    /// conversation moved (`null`: before the first prompt) and the prompt's
+    /// text, to edit and send again.
+    Rewound {
+        restored: Vec<crate::checkpoints::FileChange>,
+        conversation: bool,
+        leaf_id: Option<String>,
+        text: String,
     },
     /// `fork`: the new leaf (`null`: before the first prompt) and the text
     /// of the prompt it starts before.

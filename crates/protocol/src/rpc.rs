@@ -70,6 +70,25 @@ pub enum Request {
     SetTitle {
         title: String,
     },
+    /// The current branch's prompts with the files each changed.
+    GetCheckpoints,
+    /// Goes back to before the prompt `entry_id`: its files as they were
+    /// (`code`) and the conversation as a new branch before it
+    /// (`conversation`); both by default. A file changed since zot last
+    /// recorded it (edited by the user) is only overwritten with `force`.
+    Rewind {
+        entry_id: String,
+        #[serde(default = "yes")]
+        code: bool,
+        #[serde(default = "yes")]
+        conversation: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+    },
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// An image attached to a prompt.
@@ -109,6 +128,8 @@ impl Request {
         "get_tree",
         "fork",
         "set_title",
+        "get_checkpoints",
+        "rewind",
     ];
 }
 

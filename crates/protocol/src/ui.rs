@@ -20,6 +20,11 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("tree", "the session's prompts as a tree: go on from one"),
     ("fork", "a new branch before an earlier prompt"),
     ("jump", "scroll the transcript to an earlier prompt"),
+    ("undo", "take back the last prompt: files and conversation"),
+    (
+        "rewind",
+        "back to before a prompt: code, conversation or both",
+    ),
     ("name", "name this session: /name TITLE"),
     (
         "export",

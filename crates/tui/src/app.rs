@@ -32,6 +32,7 @@ use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
+mod rewind;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -686,6 +687,11 @@ impl App {
                 Ok(()) => self.reload(),
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
             },
+            Step::Rewind {
+                entry_id,
+                code,
+                conversation,
+            } => self.rewind(entry_id, code, conversation),
             Step::Trust(false) => self.set_status(
                 "the project's extensions, servers and hooks stay off (run `zot trust` to allow them)",
                 StatusKind::Info,
@@ -903,6 +909,8 @@ impl App {
             Builtin::Tree => self.ask_tree(PromptAction::Tree),
             Builtin::Fork => self.ask_tree(PromptAction::Fork),
             Builtin::Jump => self.ask_tree(PromptAction::Jump),
+            Builtin::Undo => self.plan_rewind(None),
+            Builtin::Rewind => self.ask_tree(PromptAction::Rewind),
             Builtin::Name => self.name_session(args),
             Builtin::Export => self.export_session(args),
             Builtin::Skills => {
@@ -1222,6 +1230,7 @@ impl App {
             }
             WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
             WorkerEvent::EditorText(text) => self.editor.set_text(&text),
+            WorkerEvent::RewindOffer(offer) => self.offer_rewind(*offer),
             WorkerEvent::Sessions(all) => self.open_sessions(all),
         }
     }
@@ -1393,6 +1402,13 @@ impl App {
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,
+            AgentEvent::Checkpoint { files, notes, .. } => {
+                notes
+                    .into_iter()
+                    .for_each(|n| self.transcript.push(Entry::Info(n)));
+                let text = format!("checkpoint: {} files changed (/undo)", files.len());
+                self.set_status(text, StatusKind::Info);
+            }
             _ => {}
         }
     }

@@ -31,6 +31,8 @@ pub enum Builtin {
     Tree,
     Fork,
     Jump,
+    Undo,
+    Rewind,
     Name,
     Export,
     Copy,
@@ -46,7 +48,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 20] = [
+    const ALL: [Self; 22] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -55,6 +57,8 @@ impl Builtin {
         Self::Tree,
         Self::Fork,
         Self::Jump,
+        Self::Undo,
+        Self::Rewind,
         Self::Name,
         Self::Export,
         Self::Copy,
@@ -80,6 +84,8 @@ impl Builtin {
             Self::Tree => "tree",
             Self::Fork => "fork",
             Self::Jump => "jump",
+            Self::Undo => "undo",
+            Self::Rewind => "rewind",
             Self::Name => "name",
             Self::Export => "export",
             Self::Copy => "copy",

@@ -197,6 +197,8 @@ pub enum Dialog {
     /// Files a trusted project runs changed while zot ran (one
     /// `changed <path>` line each): trust them again?
     Retrust { changes: Vec<String> },
+    /// `/undo`, `/rewind`: what going back would change, and how far.
+    Rewind(crate::rewind::RewindOffer),
 }
 
 /// What a key did to a dialog.
@@ -214,6 +216,12 @@ pub(crate) enum Step {
     Prompt(PromptAction, String, usize),
     /// Closed on whether the user trusts the project.
     Trust(bool),
+    /// Closed on going back to before a prompt: its code, conversation or both.
+    Rewind {
+        entry_id: String,
+        code: bool,
+        conversation: bool,
+    },
 }
 
 impl Dialog {
@@ -224,6 +232,7 @@ impl Dialog {
             Self::Confirm(confirmation) => confirmation.key(key),
             Self::Sessions(picker) => picker.key(key),
             Self::Prompts(picker) => picker.key(key),
+            Self::Rewind(offer) => offer.key(key),
             Self::Trust { .. } | Self::Retrust { .. } => match key.code {
                 KeyCode::Char('y' | 'Y') => Step::Trust(true),
                 KeyCode::Char('n' | 'N') | KeyCode::Esc => Step::Trust(false),

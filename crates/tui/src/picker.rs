@@ -203,6 +203,8 @@ pub enum PromptAction {
     Fork,
     /// `/jump`: scroll the transcript to it.
     Jump,
+    /// `/rewind`: its files and conversation back to before it.
+    Rewind,
 }
 
 pub struct PromptPicker {
@@ -217,7 +219,7 @@ impl PromptPicker {
     pub(crate) fn new(action: PromptAction, rows: Vec<OutlineRow>) -> Self {
         let rows: Vec<OutlineRow> = match action {
             PromptAction::Tree => rows,
-            PromptAction::Fork | PromptAction::Jump => {
+            PromptAction::Fork | PromptAction::Jump | PromptAction::Rewind => {
                 rows.into_iter().filter(|r| r.on_path).collect()
             }
         };
@@ -273,6 +275,7 @@ impl PromptPicker {
             PromptAction::Tree => " Session tree: go to a prompt's answer ".to_owned(),
             PromptAction::Fork => " Fork: a new branch before a prompt ".to_owned(),
             PromptAction::Jump => " Jump to a prompt ".to_owned(),
+            PromptAction::Rewind => " Rewind: back to before a prompt ".to_owned(),
         }
     }
 

@@ -47,6 +47,16 @@ pub enum Work {
     Export(zot_export::Format, PathBuf),
     /// `/name`: names the session (empty: says its title).
     SetTitle(String),
+    /// `/undo` (no prompt: the last) and `/rewind`: plans going back to
+    /// before a prompt, for the user to confirm.
+    PlanRewind(Option<String>),
+    /// Goes back to before the prompt: its files, conversation or both
+    /// (the user saw and confirmed what changes).
+    Rewind {
+        entry_id: String,
+        code: bool,
+        conversation: bool,
+    },
     /// Deletes a session (never the running one) and its outputs under
     /// `zot_home`, then asks for the picker again (`all`: every directory's).
     DeleteSession {
@@ -73,6 +83,8 @@ pub enum WorkerEvent {
     EditorText(String),
     /// The session picker is to open again: every directory's (`true`) or this one's.
     Sessions(bool),
+    /// A planned rewind, for the user to confirm.
+    RewindOffer(Box<crate::rewind::RewindOffer>),
 }
 
 /// A tool call waiting for the user (`--no-yolo`).
@@ -220,7 +232,10 @@ async fn run(
     events: &mpsc::UnboundedSender<WorkerEvent>,
     cancel: &CancellationToken,
 ) {
-    if matches!(work, Work::Clear | Work::OpenSession(_) | Work::Branch(..)) {
+    if matches!(
+        work,
+        Work::Clear | Work::OpenSession(_) | Work::Branch(..) | Work::Rewind { .. }
+    ) {
         // Context for a conversation that is no longer the one going on.
         shell_context.clear();
     }
@@ -326,7 +341,8 @@ async fn run(
         }
         Work::Branch(action, entry_id) => {
             let moved = match action {
-                PromptAction::Fork => agent.fork_before(&entry_id).map(Some),
+                // A rewind reaches here only as its conversation part.
+                PromptAction::Fork | PromptAction::Rewind => agent.fork_before(&entry_id).map(Some),
                 PromptAction::Tree | PromptAction::Jump => agent.move_to(&entry_id).map(|()| None),
             };
             match moved {
@@ -339,6 +355,28 @@ async fn run(
                             "forked: edit the prompt and send it".into(),
                         ));
                     }
+                }
+                Err(e) => {
+                    let _ = events.send(WorkerEvent::Error(e.to_string()));
+                }
+            }
+        }
+        Work::PlanRewind(entry_id) => plan_rewind(agent, entry_id, events).await,
+        Work::Rewind {
+            entry_id,
+            code,
+            conversation,
+        } => {
+            let done =
+                zot_core::checkpoint::rewind(agent, &entry_id, code, conversation, true).await;
+            match done {
+                Ok(rewound) => {
+                    if conversation {
+                        let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                        send_plan(agent, events);
+                        let _ = events.send(WorkerEvent::EditorText(rewound.text.clone()));
+                    }
+                    let _ = events.send(WorkerEvent::Status(rewound_status(&rewound)));
                 }
                 Err(e) => {
                     let _ = events.send(WorkerEvent::Error(e.to_string()));
@@ -394,6 +432,51 @@ async fn run(
             });
             let _ = events.send(WorkerEvent::Sessions(all));
         }
+    }
+}
+
+/// `/undo`, `/rewind`: what going back to before the prompt (the last
+/// one without `entry_id`) would change, for the user to confirm.
+async fn plan_rewind(
+    agent: &Agent,
+    entry_id: Option<String>,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+) {
+    let undo = entry_id.is_none();
+    let planned = match (agent.session(), agent.checkpoints()) {
+        (Some(session), Some(checkpoints)) => {
+            match entry_id.or_else(|| zot_core::checkpoint::last_prompt(session)) {
+                Some(entry_id) => zot_core::checkpoint::plan(&checkpoints, session, &entry_id)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err("no prompt to undo in this session".to_owned()),
+            }
+        }
+        _ => Err("this run keeps no session file: nothing to undo".to_owned()),
+    };
+    let _ = events.send(match planned {
+        Ok(plan) => WorkerEvent::RewindOffer(Box::new(crate::rewind::RewindOffer {
+            entry_id: plan.entry_id,
+            text: plan.text,
+            changes: plan.changes,
+            edited: plan.edited,
+            unrestorable: plan.unrestorable,
+            undo,
+        })),
+        Err(e) => WorkerEvent::Error(e),
+    });
+}
+
+/// The status line after a rewind.
+fn rewound_status(rewound: &zot_core::checkpoint::Rewound) -> String {
+    let files = match rewound.restored.len() {
+        0 => "no files changed".to_owned(),
+        1 => "1 file put back".to_owned(),
+        n => format!("{n} files put back"),
+    };
+    match rewound.conversation {
+        true => format!("rewound: {files}; edit the prompt and send it"),
+        false => format!("rewound the code: {files}"),
     }
 }
 

@@ -2,6 +2,7 @@ mod support;
 
 mod agent;
 mod caching;
+mod checkpoints;
 mod claude;
 mod completions;
 mod config;

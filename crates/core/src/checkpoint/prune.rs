@@ -1,0 +1,111 @@
+//! Checkpoints go with their session: a session's snapshots are reachable
+//! only from its ref (`refs/zot/<session id>`), so when the session file is
+//! gone the ref and its index go, and git drops what nothing reaches. The
+//! whole store is also kept under [`MAX_STORAGE_BYTES`], oldest session
+//! first.
+
+use std::path::{Path, PathBuf};
+
+use super::git::Git;
+
+/// The most `$ZOT_HOME/checkpoints` may hold: a few full copies of
+/// projects at [`super::Limits`]'s byte limit.
+pub const MAX_STORAGE_BYTES: u64 = 4 << 30;
+
+/// Objects younger than this are never pruned: a snapshot running in
+/// another zot writes its objects before its ref points at them.
+const PRUNE_EXPIRE: &str = "1.hour.ago";
+
+/// Prunes the checkpoints under `root` whose session file is gone, then
+/// the oldest sessions' while the store is over `max_bytes`. Returns how
+/// many sessions' checkpoints went.
+pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
+    let stores: Vec<(Git, PathBuf)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let project = std::fs::read_to_string(dir.join("project")).ok()?;
+            let git = Git {
+                git_dir: dir.join("git"),
+                work_tree: PathBuf::from(project.trim_end_matches('\n')),
+                index: dir.join("git").join("index"),
+            };
+            git.git_dir.join("HEAD").exists().then_some((git, dir))
+        })
+        .collect();
+    let mut removed = 0;
+    let mut all = Vec::new();
+    for (git, _) in &stores {
+        let sessions = crate::session::sessions_dir(zot_home, &git.work_tree);
+        let mut gone = false;
+        for (time, id) in session_refs(git) {
+            if sessions.join(format!("{id}.jsonl")).exists() {
+                all.push((time, git.clone(), id));
+            } else {
+                drop_session(git, &id);
+                removed += 1;
+                gone = true;
+            }
+        }
+        if gone {
+            let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")], None);
+        }
+    }
+    all.sort_by_key(|(time, ..)| *time);
+    for (_, git, id) in all {
+        if size_of(root) <= max_bytes {
+            break;
+        }
+        drop_session(&git, &id);
+        let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")], None);
+        removed += 1;
+    }
+    removed
+}
+
+/// Each session's ref: its last snapshot's time and the session id.
+fn session_refs(git: &Git) -> Vec<(u64, String)> {
+    let Ok(out) = git.output(
+        &[
+            "for-each-ref",
+            "--format=%(committerdate:unix) %(refname)",
+            "refs/zot/",
+        ],
+        None,
+    ) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| {
+            let (time, name) = line.split_once(' ')?;
+            Some((
+                time.parse().ok()?,
+                name.strip_prefix("refs/zot/")?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn drop_session(git: &Git, id: &str) {
+    let _ = git.output(&["update-ref", "-d", &format!("refs/zot/{id}")], None);
+    let _ = std::fs::remove_file(git.git_dir.join("indexes").join(id));
+}
+
+/// Bytes of the files under `dir`.
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => stack.push(entry.path()),
+                Ok(meta) => total += meta.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
