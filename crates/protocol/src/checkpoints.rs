@@ -28,4 +28,7 @@ pub struct PromptCheckpoint {
     pub entry_id: String,
     pub text: String,
     pub files: Vec<FileChange>,
+    /// Files it changed that were over the size limit: named, not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrestorable: Vec<String>,
 }

@@ -413,6 +413,13 @@ fn checkpoints_of_a_deleted_session_are_pruned_at_the_next_start() {
     assert_eq!(refs(&store), 0);
 }
 
+/// Types `text` and Enter, then waits for `answer` on the screen.
+fn send(tmux: &Tmux, text: &str, answer: &str) -> String {
+    tmux.type_text(text);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(answer)
+}
+
 /// Waits for `path` to hold `text`.
 fn wait_file(path: &Path, text: Option<&str>) {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -442,18 +449,12 @@ async fn undo_in_the_tui_takes_back_the_last_prompt_twice() {
     .await;
     let tmux = Tmux::keeping_session(&w, "undo", &model, &[], &[]);
     tmux.wait_for("anthropic/claude-sonnet-5-5");
-    tmux.type_text("change everything");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("all changed");
-    tmux.type_text("change more");
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("more changed");
+    send(&tmux, "change everything", "all changed");
+    send(&tmux, "change more", "more changed");
     wait_file(&w.project.join("later.txt"), Some(""));
 
     // The first /undo shows what it will change, then takes back "change more".
-    tmux.type_text("/undo");
-    tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("Undo the last prompt");
+    let screen = send(&tmux, "/undo", "Undo the last prompt");
     assert!(screen.contains("before: change more"), "{screen}");
     assert!(screen.contains("delete   later.txt"), "{screen}");
     assert!(screen.contains("restore  edit.txt"), "{screen}");
@@ -466,9 +467,7 @@ async fn undo_in_the_tui_takes_back_the_last_prompt_twice() {
 
     // The second takes back "change everything": the project is as it was.
     tmux.keys(&["C-u"]);
-    tmux.type_text("/undo");
-    tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("before: change everything");
+    let screen = send(&tmux, "/undo", "before: change everything");
     assert!(screen.contains("recreate gone.txt"), "{screen}");
     tmux.keys(&["Enter"]);
     tmux.wait_for("rewound: 6 files put back");
@@ -476,5 +475,95 @@ async fn undo_in_the_tui_takes_back_the_last_prompt_twice() {
     assert_eq!(git_state(&w.project), git_before);
     // The prompt's text is back in the editor.
     tmux.wait_for("change everything");
+    tmux.type_text("/exit");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn large_files_and_nested_repositories_are_named_and_left_alone() {
+    let w = World::new();
+    setup(&w, false);
+    let vendor = w.project.join("vendor/lib");
+    std::fs::create_dir_all(&vendor).unwrap();
+    git(&vendor, &["init", "-q"]);
+    std::fs::write(vendor.join("x.txt"), "theirs\n").unwrap();
+    let edit = json!({"path": "edit.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]});
+    let bash =
+        json!({"command": "head -c 100 /dev/zero > big.bin && echo ours > vendor/lib/x.txt"});
+    let model = MockModel::start([
+        anthropic::Script::new()
+            .tool_call("c1", "edit", &edit.to_string())
+            .tool_call("c2", "bash", &bash.to_string())
+            .build(),
+        anthropic::text("all changed"),
+    ])
+    .await;
+    // Files over 64 bytes are named, not kept.
+    let mut rpc = rpc_with(
+        &w,
+        &model,
+        ("ZOT_TEST_CHECKPOINT_LIMITS", "1000,1000000,64"),
+    );
+    let event = change_everything(&mut rpc);
+    assert_eq!(
+        changes(&event["files"]),
+        [("edit.txt".to_owned(), "modified".to_owned())]
+    );
+    let notes = event["notes"].to_string();
+    assert!(
+        notes.contains("nested repositories") && notes.contains("vendor/lib"),
+        "{notes}"
+    );
+    assert!(notes.contains("not restorable: big.bin"), "{notes}");
+    let listed = ok_data(call(&mut rpc, json!({"type": "get_checkpoints"})));
+    assert_eq!(listed["checkpoints"][0]["unrestorable"], json!(["big.bin"]));
+
+    let entry = event["entry_id"].as_str().unwrap();
+    ok_data(call(&mut rpc, json!({"type": "rewind", "entry_id": entry})));
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("edit.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
+    // Neither is touched by the rewind.
+    assert_eq!(std::fs::read(w.project.join("big.bin")).unwrap().len(), 100);
+    assert_eq!(
+        std::fs::read_to_string(vendor.join("x.txt")).unwrap(),
+        "ours\n"
+    );
+    assert_eq!(rpc.close(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rewind_in_the_tui_flags_the_users_edit_and_can_take_back_the_code_only() {
+    let w = World::new();
+    let write = |path: &str, text: &str| json!({"path": path, "content": text}).to_string();
+    let model = MockModel::start([
+        anthropic::tool_call("c1", "write", &write("a.txt", "one\n")),
+        anthropic::text("first done"),
+        anthropic::tool_call("c2", "write", &write("b.txt", "two\n")),
+        anthropic::text("second done"),
+    ])
+    .await;
+    let tmux = Tmux::keeping_session(&w, "rewind", &model, &[], &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    send(&tmux, "first", "first done");
+    send(&tmux, "second", "second done");
+    // The user changes a file zot wrote.
+    std::fs::write(w.project.join("a.txt"), "mine\n").unwrap();
+
+    send(&tmux, "/rewind", "Rewind: back to before a prompt");
+    tmux.keys(&["Up"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("before: first");
+    assert!(
+        screen.contains("delete   a.txt  (changed since: your edit is overwritten)"),
+        "{screen}"
+    );
+    assert!(screen.contains("delete   b.txt"), "{screen}");
+    // Code only: the files go, the conversation stays.
+    tmux.keys(&["c"]);
+    tmux.wait_for("rewound the code: 2 files put back");
+    assert!(!w.project.join("a.txt").exists());
+    assert!(!w.project.join("b.txt").exists());
+    assert!(tmux.screen().contains("second done"));
     tmux.type_text("/exit");
 }

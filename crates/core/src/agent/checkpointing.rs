@@ -29,8 +29,9 @@ impl Agent {
     /// changes are to be recorded.
     pub(super) fn start_checkpoint(&self) -> Option<String> {
         let checkpoints = self.checkpoints()?;
-        let entry = self.session.as_ref()?.leaf_id()?.to_owned();
-        checkpoints.start_prompt();
+        let session = self.session.as_ref()?;
+        let entry = session.leaf_id()?.to_owned();
+        checkpoints.start_prompt(session.path());
         Some(entry)
     }
 

@@ -129,6 +129,9 @@ struct State {
     project: PathBuf,
     store: Option<Store>,
     turn: Option<Turn>,
+    /// The running session's file, named in the store so pruning knows
+    /// when it is gone.
+    session_file: Option<PathBuf>,
     /// Set after the first failure: checkpoints are off for this run.
     failed: bool,
 }
@@ -161,6 +164,7 @@ impl Checkpoints {
                 project,
                 store: None,
                 turn: None,
+                session_file: None,
                 failed: false,
             })),
         }
@@ -183,9 +187,12 @@ impl Checkpoints {
         .ok()
     }
 
-    /// A new prompt starts: nothing recorded for it yet.
-    pub fn start_prompt(&self) {
-        self.lock().turn = Some(Turn::default());
+    /// A new prompt of the session whose file is `session_file` starts:
+    /// nothing recorded for it yet.
+    pub fn start_prompt(&self, session_file: &Path) {
+        let mut state = self.lock();
+        state.turn = Some(Turn::default());
+        state.session_file = Some(session_file.to_path_buf());
     }
 
     /// Before a tool that may write runs: the prompt's first such call
@@ -283,7 +290,11 @@ impl State {
     ) -> Result<(), CheckpointError> {
         let project = self.project.clone();
         let taken = self.turn.as_ref().is_some_and(|t| t.before.is_some());
+        let session_file = self.session_file.clone();
         let store = self.store()?;
+        if let Some(file) = &session_file {
+            prune::name_session(&store.git, session_id, file)?;
+        }
         let touched_mode = store.coverage == Some(Coverage::Touched);
         if taken && !(touched_mode && path.is_some()) {
             return Ok(());
@@ -333,7 +344,13 @@ impl State {
         })();
         match made {
             Ok((after, files, unrestorable)) => {
-                let notes = self.take_notes();
+                let mut notes = self.take_notes();
+                if !unrestorable.is_empty() {
+                    notes.push(format!(
+                        "changed, but over the size limit: recorded, not restorable: {}",
+                        unrestorable.join(", ")
+                    ));
+                }
                 if files.is_empty() && unrestorable.is_empty() {
                     return (None, notes);
                 }

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::CheckpointError;
 use super::git::Git;
 
 /// The most `$ZOT_HOME/checkpoints` may hold: a few full copies of
@@ -41,7 +42,10 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
         let sessions = crate::session::sessions_dir(zot_home, &git.work_tree);
         let mut gone = false;
         for (time, id) in session_refs(git) {
-            if sessions.join(format!("{id}.jsonl")).exists() {
+            // The file the session named, else where sessions usually are.
+            let file = std::fs::read_to_string(git.git_dir.join("sessions").join(&id))
+                .map_or_else(|_| sessions.join(format!("{id}.jsonl")), PathBuf::from);
+            if file.exists() {
                 all.push((time, git.clone(), id));
             } else {
                 drop_session(git, &id);
@@ -92,6 +96,22 @@ fn session_refs(git: &Git) -> Vec<(u64, String)> {
 fn drop_session(git: &Git, id: &str) {
     let _ = git.output(&["update-ref", "-d", &format!("refs/zot/{id}")], None);
     let _ = std::fs::remove_file(git.git_dir.join("indexes").join(id));
+    let _ = std::fs::remove_file(git.git_dir.join("sessions").join(id));
+}
+
+/// Names the file of session `id` in the store (once), so its snapshots
+/// are pruned when that file is gone, wherever it lives (`--session PATH`).
+pub(super) fn name_session(git: &Git, id: &str, file: &Path) -> Result<(), CheckpointError> {
+    let dir = git.git_dir.join("sessions");
+    let marker = dir.join(id);
+    if marker.exists() {
+        return Ok(());
+    }
+    crate::session::private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
+    let file = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let text = file.display().to_string();
+    super::restore::write_atomically(&marker, text.as_bytes(), 0o600)
+        .map_err(|e| CheckpointError::io(&marker, e))
 }
 
 /// Bytes of the files under `dir`.

@@ -71,15 +71,15 @@ pub fn prompts(session: &Session) -> Vec<PromptCheckpoint> {
     branch_prompts(session)
         .into_iter()
         .map(|(_, entry)| {
-            let files = records
+            let record = records
                 .iter()
                 .find(|(_, r)| !r.rewind && r.entry_id == entry.id)
-                .map(|(_, r)| r.files.clone())
-                .unwrap_or_default();
+                .map(|(_, r)| r);
             PromptCheckpoint {
                 entry_id: entry.id,
                 text: entry.text,
-                files,
+                files: record.map(|r| r.files.clone()).unwrap_or_default(),
+                unrestorable: record.map(|r| r.unrestorable.clone()).unwrap_or_default(),
             }
         })
         .collect()
