@@ -17,6 +17,11 @@ pub const MAX_STORAGE_BYTES: u64 = 4 << 30;
 /// another zot writes its objects before its ref points at them.
 const PRUNE_EXPIRE: &str = "1.hour.ago";
 
+/// [`PRUNE_EXPIRE`] in seconds: a session that snapshot more recently is
+/// left out of the size pruning, since dropping it would free nothing yet
+/// (and it may be running).
+const RECENT_SECS: u64 = 3600;
+
 /// Prunes the checkpoints under `root` whose session file is gone, then
 /// the oldest sessions' while the store is over `max_bytes`. Returns how
 /// many sessions' checkpoints went.
@@ -57,6 +62,10 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
             let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")], None);
         }
     }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    all.retain(|(time, ..)| now.saturating_sub(*time) > RECENT_SECS);
     all.sort_by_key(|(time, ..)| *time);
     for (_, git, id) in all {
         if size_of(root) <= max_bytes {
@@ -128,4 +137,60 @@ fn size_of(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Checkpoints;
+
+    /// One prompt of session `id` (its file `file`) that writes `name`.
+    async fn snapshot(
+        checkpoints: &Checkpoints,
+        project: &Path,
+        id: &str,
+        file: &Path,
+        name: &str,
+    ) {
+        std::fs::write(file, "{}\n").unwrap();
+        checkpoints.start_prompt(file);
+        let args = serde_json::json!({"command": "true"});
+        assert!(checkpoints.before_tool(id, "bash", &args).await.is_empty());
+        std::fs::write(project.join(name), id).unwrap();
+        let (record, _) = checkpoints.end_prompt(id, "e1").await;
+        assert!(record.is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_sessions_checkpoints_go_with_its_file_and_recent_ones_stay_under_the_size_limit() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let root = super::super::root(home.path());
+        let checkpoints = Checkpoints::new(&root, project.path());
+        let (one, two) = (home.path().join("one.jsonl"), home.path().join("two.jsonl"));
+        snapshot(&checkpoints, project.path(), "one", &one, "a.txt").await;
+        snapshot(&checkpoints, project.path(), "two", &two, "b.txt").await;
+        let store = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        let git = Git {
+            git_dir: store.join("git"),
+            work_tree: project.path().canonicalize().unwrap(),
+            index: store.join("git").join("index"),
+        };
+        let ids = || -> Vec<String> { session_refs(&git).into_iter().map(|(_, id)| id).collect() };
+        assert_eq!(ids(), ["one", "two"]);
+        assert_eq!(prune(home.path(), &root, u64::MAX), 0);
+
+        std::fs::remove_file(&one).unwrap();
+        assert_eq!(prune(home.path(), &root, u64::MAX), 1);
+        assert_eq!(ids(), ["two"]);
+        assert!(!store.join("git/indexes/one").exists());
+        // Over any size, a session that snapshot within the hour stays.
+        assert_eq!(prune(home.path(), &root, 0), 0);
+        assert_eq!(ids(), ["two"]);
+    }
 }
