@@ -2,7 +2,6 @@
 //! project as its work tree: no configuration, hooks, filters or fsmonitor
 //! of the user's, and never the project's own `.git`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -33,7 +32,12 @@ impl Git {
             cmd.env_remove("GIT_DIR")
                 .env_remove("GIT_WORK_TREE")
                 .env_remove("GIT_INDEX_FILE");
-            run(&args, cmd, None)?;
+            let out = cmd
+                .output()
+                .map_err(|e| CheckpointError::Git(format!("git init: {e}")))?;
+            if !out.status.success() {
+                return Err(failure(&args, &out));
+            }
         }
         let info = self.git_dir.join("info");
         crate::session::private_dir(&info).map_err(|e| CheckpointError::io(&info, e))?;
@@ -87,54 +91,50 @@ impl Git {
         cmd
     }
 
-    /// Runs `git args` (with `input` on its stdin) and returns its stdout.
-    pub(super) fn output(
-        &self,
-        args: &[&str],
-        input: Option<&[u8]>,
-    ) -> Result<Vec<u8>, CheckpointError> {
-        run(args, self.command(args), input)
+    /// Runs `git args` and returns its stdout.
+    pub(super) fn output(&self, args: &[&str]) -> Result<Vec<u8>, CheckpointError> {
+        let failed =
+            |e: std::io::Error| CheckpointError::Git(format!("git {}: {e}", args.join(" ")));
+        let out = self.command(args).output().map_err(failed)?;
+        if out.status.success() {
+            return Ok(out.stdout);
+        }
+        Err(failure(args, &out))
     }
 
     /// `git args` whose output is one line (an object id).
-    pub(super) fn line(
-        &self,
-        args: &[&str],
-        input: Option<&[u8]>,
-    ) -> Result<String, CheckpointError> {
-        let out = self.output(args, input)?;
+    pub(super) fn line(&self, args: &[&str]) -> Result<String, CheckpointError> {
+        let out = self.output(args)?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
+
+    /// `git add --ignore-errors args`: a file it could not read (exit 1)
+    /// is left out with a warning in the log, not a failed snapshot.
+    pub(super) fn add(&self, args: &[&str]) -> Result<(), CheckpointError> {
+        let mut all = vec!["add", "--ignore-errors"];
+        all.extend_from_slice(args);
+        let failed =
+            |e: std::io::Error| CheckpointError::Git(format!("git {}: {e}", all.join(" ")));
+        let out = self.command(&all).output().map_err(failed)?;
+        match out.status.code() {
+            Some(0) => Ok(()),
+            Some(1) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                tracing::warn!(stderr = %stderr.trim(), "checkpoint left out unreadable files");
+                Ok(())
+            }
+            _ => Err(failure(&all, &out)),
+        }
+    }
 }
 
-fn run(args: &[&str], mut cmd: Command, input: Option<&[u8]>) -> Result<Vec<u8>, CheckpointError> {
-    if input.is_some() {
-        cmd.stdin(Stdio::piped());
-    }
-    let failed = |e: std::io::Error| CheckpointError::Git(format!("git {}: {e}", args.join(" ")));
-    let mut child = cmd.spawn().map_err(failed)?;
-    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-        // Written from a thread: git may fill its stdout before it has
-        // read all of its input.
-        let input = input.to_vec();
-        let writer = std::thread::spawn(move || stdin.write_all(&input));
-        let out = child.wait_with_output().map_err(failed)?;
-        let _ = writer.join();
-        return finish(args, out);
-    }
-    finish(args, child.wait_with_output().map_err(failed)?)
-}
-
-fn finish(args: &[&str], out: std::process::Output) -> Result<Vec<u8>, CheckpointError> {
-    if out.status.success() {
-        return Ok(out.stdout);
-    }
+fn failure(args: &[&str], out: &std::process::Output) -> CheckpointError {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    Err(CheckpointError::Git(format!(
+    CheckpointError::Git(format!(
         "git {} failed: {}",
         args.first().copied().unwrap_or_default(),
         stderr.trim()
-    )))
+    ))
 }
 
 /// The NUL-separated fields of `-z` output.

@@ -494,11 +494,9 @@ impl Store {
         self.use_index(session_id)?;
         let whole = self.prepare(project)?;
         if whole {
-            self.git
-                .output(&["add", "--all", "--ignore-errors", "--", "."], None)?;
+            self.git.add(&["--all", "--", "."])?;
         } else {
-            self.git
-                .output(&["add", "--update", "--ignore-errors"], None)?;
+            self.git.add(&["--update"])?;
             self.add_paths(project, touched)?;
         }
         let commit = self.commit(session_id)?;
@@ -519,9 +517,9 @@ impl Store {
             .map(String::as_str)
             .collect();
         for chunk in present.chunks(PATHS_PER_CALL) {
-            let mut args = vec!["add", "--force", "--ignore-errors", "--"];
+            let mut args = vec!["--force", "--"];
             args.extend_from_slice(chunk);
-            self.git.output(&args, None)?;
+            self.git.add(&args)?;
         }
         Ok(())
     }
@@ -529,28 +527,25 @@ impl Store {
     /// A commit of the index, on this session's chain; the session's last
     /// one again when nothing changed.
     fn commit(&mut self, session_id: &str) -> Result<String, CheckpointError> {
-        let tree = self.git.line(&["write-tree"], None)?;
+        let tree = self.git.line(&["write-tree"])?;
         let reference = format!("refs/zot/{session_id}");
         let head = match self.heads.get(session_id) {
             Some(head) => Some(head.clone()),
             // Once per session and run: after that the head is known.
             None => self
                 .git
-                .line(
-                    &[
-                        "rev-parse",
-                        "--verify",
-                        "--quiet",
-                        &format!("{reference}^{{commit}}"),
-                    ],
-                    None,
-                )
+                .line(&[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("{reference}^{{commit}}"),
+                ])
                 .ok()
                 .filter(|p| !p.is_empty())
                 .map(|commit| {
                     let tree = self
                         .git
-                        .line(&["rev-parse", &format!("{commit}^{{tree}}")], None)
+                        .line(&["rev-parse", &format!("{commit}^{{tree}}")])
                         .unwrap_or_default();
                     (commit, tree)
                 }),
@@ -564,9 +559,8 @@ impl Store {
         if let Some((parent, _)) = &head {
             args.extend(["-p", parent.as_str()]);
         }
-        let commit = self.git.line(&args, None)?;
-        self.git
-            .output(&["update-ref", &reference, &commit], None)?;
+        let commit = self.git.line(&args)?;
+        self.git.output(&["update-ref", &reference, &commit])?;
         self.heads
             .insert(session_id.to_owned(), (commit.clone(), tree));
         Ok(commit)
@@ -574,18 +568,15 @@ impl Store {
 
     /// The files that differ between two snapshots.
     fn diff(&self, from: &str, to: &str) -> Result<Vec<FileChange>, CheckpointError> {
-        let out = self.git.output(
-            &[
-                "diff-tree",
-                "-r",
-                "-z",
-                "--no-renames",
-                "--name-status",
-                from,
-                to,
-            ],
-            None,
-        )?;
+        let out = self.git.output(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            from,
+            to,
+        ])?;
         let mut fields = nul_fields(&out);
         let mut files = Vec::new();
         while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
@@ -612,7 +603,7 @@ impl Store {
         for chunk in paths.chunks(PATHS_PER_CALL) {
             let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit, "--"];
             args.extend_from_slice(chunk);
-            let out = self.git.output(&args, None)?;
+            let out = self.git.output(&args)?;
             for line in nul_fields(&out) {
                 // `<mode> <type> <object>\t<path>`
                 let line = String::from_utf8_lossy(line);

@@ -59,7 +59,7 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
             }
         }
         if gone {
-            let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")], None);
+            let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
         }
     }
     let now = std::time::SystemTime::now()
@@ -72,7 +72,7 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
             break;
         }
         drop_session(&git, &id);
-        let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")], None);
+        let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
         removed += 1;
     }
     removed
@@ -80,14 +80,11 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
 
 /// Each session's ref: its last snapshot's time and the session id.
 fn session_refs(git: &Git) -> Vec<(u64, String)> {
-    let Ok(out) = git.output(
-        &[
-            "for-each-ref",
-            "--format=%(committerdate:unix) %(refname)",
-            "refs/zot/",
-        ],
-        None,
-    ) else {
+    let Ok(out) = git.output(&[
+        "for-each-ref",
+        "--format=%(committerdate:unix) %(refname)",
+        "refs/zot/",
+    ]) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&out)
@@ -103,7 +100,7 @@ fn session_refs(git: &Git) -> Vec<(u64, String)> {
 }
 
 fn drop_session(git: &Git, id: &str) {
-    let _ = git.output(&["update-ref", "-d", &format!("refs/zot/{id}")], None);
+    let _ = git.output(&["update-ref", "-d", &format!("refs/zot/{id}")]);
     let _ = std::fs::remove_file(git.git_dir.join("indexes").join(id));
     let _ = std::fs::remove_file(git.git_dir.join("sessions").join(id));
 }

@@ -115,7 +115,7 @@ pub(super) fn apply(git: &Git, root: &Path, steps: &[Step]) -> Result<(), Checkp
 }
 
 fn write_stored(git: &Git, target: &Path, stored: &Stored) -> Result<(), CheckpointError> {
-    let bytes = git.output(&["cat-file", "blob", &stored.blob], None)?;
+    let bytes = git.output(&["cat-file", "blob", &stored.blob])?;
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| CheckpointError::io(parent, e))?;
     }
