@@ -15,7 +15,7 @@ use zot_testkit::{MockModel, Response, anthropic};
 
 use super::conversation::prompt;
 use super::rpc::Rpc;
-use super::support::{World, git};
+use super::support::{Run, World, events, git};
 use super::tui::Tmux;
 
 /// The project's files before the prompt (`.git` aside).
@@ -369,16 +369,23 @@ async fn a_restore_interrupted_half_way_leaves_each_file_old_or_new() {
 }
 
 #[test]
-fn checkpoints_of_a_deleted_session_are_pruned_at_the_next_start() {
+fn json_mode_reports_the_checkpoint_and_a_deleted_sessions_is_pruned_at_the_next_start() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let w = World::new();
     setup(&w, false);
     let model = rt.block_on(MockModel::start(changing_turns()));
-    let run = w
-        .against(&model, "anthropic", &["-p", "change everything"])
+    let run: Run = w
+        .against(&model, "anthropic", &["--json", "change everything"])
         .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    // Every line is checked against the event schema.
+    let checkpoint = events(&run)
+        .into_iter()
+        .find(|e| e["type"] == "checkpoint")
+        .unwrap_or_else(|| panic!("no checkpoint event: {run:?}"));
+    assert_eq!(changes(&checkpoint["files"]), expected_changes());
     let store = std::fs::read_dir(w.home.join("checkpoints"))
         .unwrap()
         .flatten()
@@ -418,6 +425,24 @@ fn send(tmux: &Tmux, text: &str, answer: &str) -> String {
     tmux.type_text(text);
     tmux.keys(&["Enter"]);
     tmux.wait_for(answer)
+}
+
+/// Waits until the session file holds `count` checkpoint lines.
+fn wait_checkpoints(w: &World, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        // Read as text: a line may be half written while zot runs.
+        let lines = super::conversation::session_files(w)
+            .iter()
+            .filter_map(|file| std::fs::read_to_string(file).ok())
+            .map(|text| text.matches(r#"{"type":"checkpoint""#).count())
+            .sum::<usize>();
+        if lines >= count {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{lines} checkpoint lines");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Waits for `path` to hold `text`.
@@ -547,7 +572,8 @@ async fn rewind_in_the_tui_flags_the_users_edit_and_can_take_back_the_code_only(
     tmux.wait_for("anthropic/claude-sonnet-5-5");
     send(&tmux, "first", "first done");
     send(&tmux, "second", "second done");
-    // The user changes a file zot wrote.
+    // Once the prompt's checkpoint is written, the user changes a file zot wrote.
+    wait_checkpoints(&w, 2);
     std::fs::write(w.project.join("a.txt"), "mine\n").unwrap();
 
     send(&tmux, "/rewind", "Rewind: back to before a prompt");
