@@ -1402,13 +1402,7 @@ impl App {
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,
-            AgentEvent::Checkpoint { files, notes, .. } => {
-                notes
-                    .into_iter()
-                    .for_each(|n| self.transcript.push(Entry::Info(n)));
-                let text = format!("checkpoint: {} files changed (/undo)", files.len());
-                self.set_status(text, StatusKind::Info);
-            }
+            AgentEvent::Checkpoint { files, notes, .. } => self.on_checkpoint(files.len(), notes),
             _ => {}
         }
     }

@@ -475,6 +475,7 @@ async fn undo_in_the_tui_takes_back_the_last_prompt_twice() {
     let tmux = Tmux::keeping_session(&w, "undo", &model, &[], &[]);
     tmux.wait_for("anthropic/claude-sonnet-5-5");
     send(&tmux, "change everything", "all changed");
+    tmux.wait_for("checkpoint: 6 files changed (/undo takes them back)");
     send(&tmux, "change more", "more changed");
     wait_file(&w.project.join("later.txt"), Some(""));
 

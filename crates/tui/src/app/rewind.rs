@@ -4,6 +4,7 @@
 use super::{App, StatusKind};
 use crate::modal::Dialog;
 use crate::rewind::RewindOffer;
+use crate::transcript::Entry;
 use crate::worker::Work;
 
 impl App {
@@ -32,5 +33,18 @@ impl App {
             });
             self.busy = true;
         }
+    }
+
+    /// A prompt's checkpoint was recorded: what it leaves out goes to the
+    /// transcript, the count to the status line.
+    pub(super) fn on_checkpoint(&mut self, files: usize, notes: Vec<String>) {
+        for note in notes {
+            self.transcript.push(Entry::Info(note));
+        }
+        let text = match files {
+            1 => "checkpoint: 1 file changed (/undo takes it back)".to_owned(),
+            n => format!("checkpoint: {n} files changed (/undo takes them back)"),
+        };
+        self.set_status(text, StatusKind::Info);
     }
 }
