@@ -594,3 +594,28 @@ async fn rewind_in_the_tui_flags_the_users_edit_and_can_take_back_the_code_only(
     assert!(tmux.screen().contains("second done"));
     tmux.type_text("/exit");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_that_changed_nothing_rewinds_its_conversation_without_a_snapshot() {
+    let w = World::new();
+    setup(&w, false);
+    let model = MockModel::start([anthropic::text("just talk")]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &["-c"], None);
+    prompt(&mut rpc, "only talk");
+    rpc.until(|v| v["type"] == "done");
+    let listed = ok_data(call(&mut rpc, json!({"type": "get_checkpoints"})));
+    assert_eq!(listed["checkpoints"][0]["files"], json!([]), "{listed}");
+    let entry = listed["checkpoints"][0]["entry_id"].as_str().unwrap();
+    let rewound = ok_data(call(&mut rpc, json!({"type": "rewind", "entry_id": entry})));
+    assert_eq!(rewound["restored"], json!([]));
+    assert_eq!(rewound["text"], "only talk");
+    // No prompt wrote, so no store was made, not even for the rewind.
+    assert!(!w.home.join("checkpoints").exists());
+    let unknown = call(&mut rpc, json!({"type": "rewind", "entry_id": entry}));
+    assert_eq!(unknown["success"], false, "{unknown}");
+    assert!(
+        unknown["error"].as_str().unwrap().contains("no prompt"),
+        "{unknown}"
+    );
+    assert_eq!(rpc.close(), 0);
+}

@@ -126,6 +126,18 @@ pub async fn plan(
     }
     let session_id = session.id().to_owned();
     let entry_id = entry_id.to_owned();
+    if wanted.is_empty() {
+        // Nothing recorded from the prompt on: no snapshot needed.
+        return Ok(Plan {
+            entry_id,
+            text,
+            changes: Vec::new(),
+            edited: Vec::new(),
+            unrestorable,
+            steps: Vec::new(),
+            current: String::new(),
+        });
+    }
     checkpoints
         .blocking(move |state| {
             let (steps, changes, edited, current) =
