@@ -542,6 +542,16 @@ async fn large_files_and_nested_repositories_are_named_and_left_alone() {
     assert!(notes.contains("not restorable: big.bin"), "{notes}");
     let listed = ok_data(call(&mut rpc, json!({"type": "get_checkpoints"})));
     assert_eq!(listed["checkpoints"][0]["unrestorable"], json!(["big.bin"]));
+    // The session keeps its hash only: sha256 of its 100 zero bytes.
+    let recorded: Vec<Value> = super::conversation::session_files(&w)
+        .iter()
+        .flat_map(|file| super::conversation::session_lines(file))
+        .filter(|line| line["type"] == "checkpoint")
+        .collect();
+    assert_eq!(
+        recorded[0]["checkpoint"]["hashes"]["big.bin"],
+        "cd00e292c5970d3c5e2f0ffa5171e555bc46bfc4faddfb4a418b6840b86e79a3"
+    );
 
     let entry = event["entry_id"].as_str().unwrap();
     ok_data(call(&mut rpc, json!({"type": "rewind", "entry_id": entry})));

@@ -81,6 +81,10 @@ pub struct Record {
     /// Files that changed but were over the size limit: named, not kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrestorable: Vec<String>,
+    /// The sha256 of each of those still present after the prompt: what
+    /// the checkpoint knows of their content.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hashes: std::collections::BTreeMap<String, String>,
     /// Written by a rewind, not by a prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rewind: bool,
@@ -340,10 +344,14 @@ impl State {
             let after = store.snapshot(&project, session_id, &turn.touched)?;
             let files = store.diff(&before, &after)?;
             let unrestorable = store.large_changes(&turn.large);
-            Ok::<_, CheckpointError>((after, files, unrestorable))
+            let hashes = unrestorable
+                .iter()
+                .filter_map(|path| Some((path.clone(), scan::sha256(&project.join(path)).ok()?)))
+                .collect();
+            Ok::<_, CheckpointError>((after, files, unrestorable, hashes))
         })();
         match made {
-            Ok((after, files, unrestorable)) => {
+            Ok((after, files, unrestorable, hashes)) => {
                 let mut notes = self.take_notes();
                 if !unrestorable.is_empty() {
                     notes.push(format!(
@@ -360,6 +368,7 @@ impl State {
                     after,
                     files,
                     unrestorable,
+                    hashes,
                     rewind: false,
                 };
                 (Some(record), notes)

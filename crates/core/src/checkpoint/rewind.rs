@@ -225,6 +225,7 @@ impl State {
             after,
             files: plan.changes.clone(),
             unrestorable: Vec::new(),
+            hashes: std::collections::BTreeMap::new(),
             rewind: true,
         }))
     }

@@ -150,6 +150,28 @@ pub(super) fn scan(root: &Path, limits: &Limits) -> Scan {
     found
 }
 
+/// The sha256 of a file, hex, read in pieces (a large file is never
+/// held whole).
+pub(super) fn sha256(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
 /// A relative path as git writes it.
 pub(super) fn slashed(path: &Path) -> String {
     path.components()
