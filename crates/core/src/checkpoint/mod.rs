@@ -226,11 +226,6 @@ impl Checkpoints {
             .await
             .unwrap_or_default()
     }
-
-    /// The project these checkpoints cover.
-    pub fn project(&self) -> PathBuf {
-        self.lock().project.clone()
-    }
 }
 
 impl State {
