@@ -36,10 +36,17 @@ pub const KEYS: &[&str] = &[
     "bash_timeout",
     "web_fetch.allow_private",
     "cache",
+    "subagent_model",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
-pub const PROJECT_KEYS: &[&str] = &["model", "reasoning", "max_steps", "auto_compact"];
+pub const PROJECT_KEYS: &[&str] = &[
+    "model",
+    "reasoning",
+    "max_steps",
+    "auto_compact",
+    "subagent_model",
+];
 
 /// The environment variables that set a key.
 pub const ENV: &[(&str, &str)] = &[
@@ -294,6 +301,11 @@ impl Settings {
             .unwrap_or_default()
     }
 
+    /// The model subagents (the `task` tool) run; `None`: the agent's.
+    pub fn subagent_model(&self) -> Option<String> {
+        self.string("subagent_model")
+    }
+
     /// The theme bundle's name, if one is chosen.
     pub fn theme(&self) -> Option<String> {
         self.string("theme")
@@ -391,7 +403,9 @@ impl Settings {
 pub fn check(key: &str, value: &Value) -> Result<(), String> {
     let ok = match key {
         "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
-        "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
+        "model" | "base_url" | "theme" | "subagent_model" => {
+            value.as_str().is_some_and(|s| !s.trim().is_empty())
+        }
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
         "api" => matches!(value.as_str(), Some("responses" | "chat")),
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
@@ -421,7 +435,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
     }
     let wanted = match key {
         "provider" => "anthropic, openai or ollama",
-        "model" | "base_url" | "theme" => "a non-empty string",
+        "model" | "base_url" | "theme" | "subagent_model" => "a non-empty string",
         "reasoning" => "low, medium or high",
         "api" => "responses or chat",
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => "true or false",

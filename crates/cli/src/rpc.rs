@@ -18,7 +18,7 @@ use zot_core::provider::Provider;
 use zot_core::session::{Session, index};
 use zot_extensions::ExtensionHost;
 use zot_extensions::zot_protocol::events::{
-    CommandEntry, CommandSource, Data, Event, ModelInfo, ModelPrice, Response,
+    CommandEntry, CommandSource, Data, Event, EventLine, ModelInfo, ModelPrice, Response,
 };
 use zot_extensions::zot_protocol::rpc::{Envelope, Image, Request};
 use zot_extensions::zot_protocol::ui::{BUILTIN_COMMANDS, CommandOrigin};
@@ -50,7 +50,7 @@ struct Server {
     agent: Arc<Mutex<Agent>>,
     host: ExtensionHost,
     commands: Commands,
-    out: mpsc::UnboundedSender<Event>,
+    out: mpsc::UnboundedSender<EventLine>,
     /// Prompts and compactions in the order they came, the one running (or
     /// about to) first; each leaves when done. `abort` cancels the first,
     /// `abort {"queue": true}` also takes the others out.
@@ -130,20 +130,20 @@ pub async fn serve(
     zot_home: Option<&std::path::Path>,
     token: Option<String>,
     input: impl AsyncBufRead + Unpin,
-    out: mpsc::UnboundedSender<Event>,
+    out: mpsc::UnboundedSender<EventLine>,
 ) -> ExitCode {
     for error in &running.load_errors {
-        let _ = out.send(load_error_event(error));
+        let _ = out.send(load_error_event(error).into());
     }
     for error in &running.manifest_errors {
-        let _ = out.send(manifest_error_event(error));
+        let _ = out.send(manifest_error_event(error).into());
     }
     let mut host_events = running.host_events;
     let host_out = out.clone();
     let host_task = tokio::spawn(async move {
         while let Some(event) = host_events.recv().await {
             if let Some(line) = Event::from_host(&event) {
-                let _ = host_out.send(line);
+                let _ = host_out.send(line.into());
             }
         }
     });
@@ -260,17 +260,17 @@ impl Server {
             Ok(data) => (data, None),
             Err(error) => (None, Some(error)),
         };
-        let _ = self.out.send(Event::Response(Response {
+        let _ = self.out.send(EventLine::from(Event::Response(Response {
             command: command.to_owned(),
             success: error.is_none(),
             data,
             error,
             id,
-        }));
+        })));
     }
 
-    fn event(&self, event: Event) {
-        let _ = self.out.send(event);
+    fn event(&self, event: impl Into<EventLine>) {
+        let _ = self.out.send(event.into());
     }
 
     fn remember(&self, agent: &Agent) {
@@ -340,7 +340,7 @@ impl Server {
                 .busy
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             if let Some(finish) = finish.filter(|_| !dropped) {
-                let _ = server.out.send(finish);
+                let _ = server.out.send(finish.into());
             }
         });
         self.tasks
@@ -401,7 +401,7 @@ impl Server {
                     server.remember(&agent);
                     drop(events);
                     while let Some(event) = rx.recv().await {
-                        server.event(event.to_wire());
+                        server.event(event.to_line());
                     }
                     if let Err(e) = result {
                         server.event(Event::Error {
@@ -650,7 +650,7 @@ impl Server {
                 if matches!(event, zot_core::AgentEvent::Done) {
                     continue;
                 }
-                let _ = out.send(event.to_wire());
+                let _ = out.send(event.to_line());
             }
         });
         // A failed prompt has emitted turn_end and error; `spawn` still ends it with done.
@@ -718,7 +718,7 @@ mod tests {
             out,
         )
         .await;
-        (code, drain(rx).await)
+        (code, drain(rx).await.into_iter().map(|l| l.event).collect())
     }
 
     fn responses(events: &[Event]) -> Vec<&Response> {

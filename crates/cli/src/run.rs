@@ -225,6 +225,17 @@ pub fn agent(
     config.bash_timeout = ctx.settings.bash_timeout();
     config.web_fetch_private = ctx.settings.web_fetch_private();
     config.cache = ctx.settings.cache();
+    config.subagent_model = ctx.settings.subagent_model();
+    config.subagent_prompt = Some(assemble(
+        &ctx.zot_home,
+        &ctx.project,
+        &PromptParts {
+            system_prompt: Some(zot_core::agent::SUBAGENT_SYSTEM.to_owned()),
+            home: ctx.config.user_home.clone(),
+            project_trusted: ctx.config.project_trusted,
+            ..PromptParts::default()
+        },
+    ));
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),

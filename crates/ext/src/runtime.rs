@@ -292,6 +292,7 @@ impl Dispatch {
                 tool_id,
                 tool_name,
                 tool_args,
+                ..
             } => {
                 let Some(hook) = &hooks.tool_call else {
                     return allow(id);

@@ -41,7 +41,8 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
 ];
 
 /// The names of the agent's own tools, in the order the model sees them,
-/// then `skill` (added beside them when the agent has skills): the names no
+/// then `skill` (added beside them when the agent has skills) and `task`
+/// (the subagent tool, after every other built-in): the names no
 /// extension tool can take (one taking one is reported as shadowed).
 pub const BUILTIN_TOOLS: &[&str] = &[
     "read",
@@ -54,6 +55,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "web_fetch",
     "todo_write",
     "skill",
+    "task",
 ];
 
 /// Whether `name` (without `/`) is a built-in command, case-insensitively.

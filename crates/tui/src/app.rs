@@ -1393,6 +1393,13 @@ impl App {
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,
+            AgentEvent::Subagent {
+                parent_tool_call_id,
+                event,
+            } => match *event {
+                AgentEvent::Usage { cumulative, .. } => self.cost = cumulative.cost_usd,
+                event => crate::subagent::show(&mut self.transcript, &parent_tool_call_id, event),
+            },
             _ => {}
         }
     }

@@ -9,6 +9,7 @@ pub mod editor;
 pub mod markdown;
 pub mod modal;
 pub mod picker;
+mod subagent;
 pub mod theme;
 pub mod transcript;
 pub mod view;

@@ -391,6 +391,7 @@ fn tool_lines(
         }
         return lines;
     };
+    lines.extend(crate::subagent::finished_steps(name, live, expanded, theme));
     let (mark, color) = if *is_error {
         ("✗", theme.error)
     } else {

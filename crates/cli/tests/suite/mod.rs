@@ -32,6 +32,7 @@ mod search_tools;
 mod sessions;
 mod start;
 mod stops;
+mod subagents;
 mod terminal;
 mod todo;
 mod trust;
