@@ -1407,6 +1407,7 @@ impl App {
     /// Spinner, status expiry.
     pub fn tick(&mut self) {
         self.spinner = self.spinner.wrapping_add(1);
+        crate::subagent::tick(&mut self.transcript, self.spinner);
         if self
             .status
             .as_ref()

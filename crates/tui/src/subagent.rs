@@ -3,7 +3,7 @@
 //! itself shown by its description.
 
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use zot_core::AgentEvent;
 use zot_core::agent::TASK;
 
@@ -56,4 +56,37 @@ pub(crate) fn finished_steps(
         format!("    ↳ {calls} tool call{plural} (ctrl+o to show)"),
         muted,
     )]
+}
+
+/// A running task's spinner: its frame from the app's ticks.
+pub(crate) fn tick(transcript: &mut Transcript, spinner: usize) {
+    transcript.update_each(running_task, |e| {
+        if let Entry::Tool { frame, .. } = e {
+            *frame = spinner;
+        }
+    });
+}
+
+fn running_task(entry: &Entry) -> bool {
+    matches!(entry, Entry::Tool { name, result: None, .. } if name == TASK)
+}
+
+/// Puts a running task's spinner after its description.
+pub(crate) fn spin(
+    lines: &mut [Line<'static>],
+    name: &str,
+    running: bool,
+    frame: usize,
+    theme: &Theme,
+) {
+    if name != TASK || !running {
+        return;
+    }
+    if let Some(header) = lines.first_mut() {
+        let glyph = crate::view::SPINNER[frame % crate::view::SPINNER.len()];
+        header.spans.push(Span::styled(
+            format!(" {glyph}"),
+            Style::default().fg(theme.accent),
+        ));
+    }
 }

@@ -20,7 +20,7 @@ use crate::transcript::Entry;
 use crate::wrap::wrap;
 use zot_protocol::ui::FieldKind;
 
-const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+pub(crate) const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 /// Most rows the editor grows to.
 const EDITOR_MAX_ROWS: usize = 8;
 /// Queued prompts shown at most.
@@ -256,8 +256,13 @@ fn entry_lines(entry: &Entry, theme: &Theme, width: usize) -> Vec<Line<'static>>
             result,
             expanded,
             live,
+            frame,
             ..
-        } => tool_lines(name, preview, result.as_ref(), *expanded, live, theme),
+        } => {
+            let mut lines = tool_lines(name, preview, result.as_ref(), *expanded, live, theme);
+            crate::subagent::spin(&mut lines, name, result.is_none(), *frame, theme);
+            lines
+        }
         Entry::Error(text) => text
             .lines()
             .map(|l| Line::styled(format!("✗ {l}"), Style::default().fg(theme.error)))
