@@ -407,3 +407,71 @@ async fn the_tui_shows_a_task_folded_with_its_calls_on_expand() {
     tmux.type_text("/exit");
     tmux.keys(&["Enter"]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_childs_call_is_confirmed_and_a_refusal_stops_the_prompt() {
+    let w = World::new();
+    let model = MockModel::start_responding(|request| {
+        let job = first_text(request);
+        match (is_child(request), messages(request).len()) {
+            (true, 1) if job.contains("job one") => {
+                anthropic::tool_call("c1", "write", r#"{"path":"a.txt","content":"a"}"#)
+            }
+            (true, 1) => anthropic::tool_call("c2", "write", r#"{"path":"b.txt","content":"b"}"#),
+            (true, _) => anthropic::text("written"),
+            (false, 1) => tasks(&[task("t1", "write a", "Do job one.", Some(&["write"]))]),
+            (false, 5) => tasks(&[task("t2", "write b", "Do job two.", Some(&["write"]))]),
+            (false, _) => anthropic::text("the helper is done"),
+        }
+    })
+    .await;
+    let tmux = Tmux::against(&w, "subagent-confirm", &model, &["--no-yolo"]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("write a");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("a.txt"), "{screen}");
+    tmux.type_text("y");
+    tmux.wait_for("the helper is done");
+    assert_eq!(
+        std::fs::read_to_string(w.project.join("a.txt")).unwrap(),
+        "a"
+    );
+
+    tmux.type_text("write b");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Run this tool?");
+    assert!(screen.contains("b.txt"), "{screen}");
+    tmux.type_text("n");
+    tmux.wait_for("type what to do instead");
+    assert!(!w.project.join("b.txt").exists());
+    // The parent model is not asked again after the refusal.
+    let parents = parent_requests(&model);
+    assert_eq!(parents.len(), 3, "{parents:?}");
+    assert_eq!(child_requests(&model).len(), 3);
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_that_never_answers_stops_at_its_step_limit() {
+    let w = World::new();
+    let model = MockModel::start_responding(|request| {
+        let turn = messages(request).len();
+        match (is_child(request), turn) {
+            (true, _) => anthropic::tool_call(&format!("c{turn}"), "ls", "{}"),
+            (false, 1) => tasks(&[task("t1", "loop", "Look around.", None)]),
+            (false, _) => anthropic::text("gave up"),
+        }
+    })
+    .await;
+    let run = zot(&w, &model, &["--json", "--no-session", "look"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(child_requests(&model).len(), 40);
+    let result = result_for(parent_requests(&model).last().unwrap(), "t1");
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result.to_string().contains("limit of 40 model calls"),
+        "{result}"
+    );
+}

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, ToolFilter};
+use super::{Agent, REFUSAL_STOP, REFUSED, ToolFilter};
 use crate::event::{AgentEvent, UsageReport};
 use crate::message::{Block, Message, Role};
 use crate::tool::{ToolOutput, ToolSpec};
@@ -285,6 +285,15 @@ impl Agent {
         match result {
             Err(e) => ToolOutput::error(format!("the subagent failed: {e}")),
             Ok(()) if cancel.is_cancelled() => ToolOutput::error("aborted"),
+            Ok(()) if refused(child.messages()) => {
+                // The user said no to the subagent's call: the prompt stops
+                // after this step, as it does for the agent's own calls.
+                self.halt
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert_with(|| REFUSAL_STOP.to_owned());
+                ToolOutput::error(format!("{REFUSED}: the subagent stopped"))
+            }
             Ok(()) => match final_answer(child.messages()) {
                 Some(answer) => ToolOutput::text(answer),
                 None => ToolOutput::error(format!(
@@ -354,6 +363,17 @@ impl Agent {
             }
         }
     }
+}
+
+/// Whether the subagent stopped because the user refused one of its calls.
+fn refused(messages: &[Message]) -> bool {
+    messages.last().is_some_and(|last| {
+        last.role == Role::Tool
+            && last.content.iter().any(|block| {
+                matches!(block, Block::ToolResult { is_error: true, content, .. }
+                    if matches!(content.first(), Some(Block::Text { text }) if text == REFUSED))
+            })
+    })
 }
 
 /// The subagent's answer: its last message, when that is the model's text
