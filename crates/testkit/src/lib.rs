@@ -428,6 +428,11 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
                 .await
                 .is_err()
             {
+                // Gone before the stall began: that too is a client
+                // letting go of a stalled stream.
+                if stall {
+                    shared.hangups.send_modify(|n| *n += 1);
+                }
                 return;
             }
             if stall {

@@ -221,16 +221,30 @@ async fn interceptors_and_command_hooks_apply_to_a_childs_calls() {
         &hook_log,
         r#"d["hook_event_name"], d.get("tool_name"), d.get("parent_tool_call_id")"#,
     );
+    // SubagentStop records its input and sends the child on once.
+    let stop = w.scratch.join("subagent-stop.py");
+    zot_testkit::write_exec(
+        &stop,
+        &format!(
+            "#!/usr/bin/env python3\nimport json, sys\nd = json.load(sys.stdin)\n\
+             print(d['hook_event_name'], d['parent_tool_call_id'], d['stop_hook_active'], \
+             file=open({:?}, 'a'))\nif not d['stop_hook_active']:\n    \
+             print('look in .env too', file=sys.stderr)\n    sys.exit(2)\n",
+            hook_log.display().to_string()
+        ),
+    );
+    let stop = stop.display().to_string();
     let hooks = json!({"hooks": {
         "PreToolUse": [{"matcher": "", "hooks": [{"type": "command", "command": record}]}],
-        "SubagentStop": [{"hooks": [{"type": "command", "command": record}]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": stop}]}],
     }});
     std::fs::write(w.home.join("hooks.json"), hooks.to_string()).unwrap();
     let model =
         MockModel::start_responding(
             |request| match (is_child(request), messages(request).len()) {
                 (true, 1) => anthropic::tool_call("c1", "read", r#"{"path":"secret.txt"}"#),
-                (true, _) => anthropic::text("I could not read it"),
+                (true, 3) => anthropic::text("I could not read it"),
+                (true, _) => anthropic::text("no .env either"),
                 (false, 1) => tasks(&[task("t1", "read the secret", "Read secret.txt.", None)]),
                 (false, _) => anthropic::text("done"),
             },
@@ -249,7 +263,7 @@ async fn interceptors_and_command_hooks_apply_to_a_childs_calls() {
         .into();
     assert_eq!(run.code, 0, "{run:?}");
     let children = child_requests(&model);
-    assert_eq!(children.len(), 2, "{run:?}");
+    assert_eq!(children.len(), 3, "{run:?}");
     let blocked = result_for(&children[1], "c1");
     assert_eq!(blocked["is_error"], true, "{blocked}");
     assert!(blocked.to_string().contains("secrets stay secret"));
@@ -262,7 +276,13 @@ async fn interceptors_and_command_hooks_apply_to_a_childs_calls() {
     let hooks = std::fs::read_to_string(&hook_log).unwrap();
     assert!(hooks.contains("PreToolUse Task None"), "{hooks}");
     assert!(hooks.contains("PreToolUse Read t1"), "{hooks}");
-    assert!(hooks.contains("SubagentStop None t1"), "{hooks}");
+    assert!(hooks.contains("SubagentStop t1 False"), "{hooks}");
+    assert!(hooks.contains("SubagentStop t1 True"), "{hooks}");
+    // The hook's reason sent the child on; its answer after that is the result.
+    assert!(children[2].raw_body.contains("look in .env too"));
+    let parent = parent_requests(&model);
+    let answer = result_for(parent.last().unwrap(), "t1").to_string();
+    assert!(answer.contains("no .env either"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
