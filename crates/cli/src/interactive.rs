@@ -110,6 +110,8 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!("the interactive TUI needs a terminal; use -p (print), --json, or `zot rpc`");
     }
+    // A bad image is refused before the terminal is taken over.
+    let images = zot_core::image::load_all(&args.images)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         // Without a usable provider the TUI still starts: commands work, prompts explain.
@@ -213,6 +215,7 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
             warnings,
             model_override: ctx.settings.model_override().map(|s| s.describe()),
             prompt: (!prompt.is_empty()).then(|| prompt.join(" ")),
+            images,
         };
         let host_updates = loaded.host_events;
         let host = loaded.host.clone();

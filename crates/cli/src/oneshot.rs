@@ -118,11 +118,7 @@ pub fn run(
     mode: Mode,
 ) -> anyhow::Result<ExitCode> {
     // Images first: a bad one is refused before stdin is waited on.
-    let images = args
-        .images
-        .iter()
-        .map(|path| zot_core::image::load(path))
-        .collect::<Result<Vec<_>, _>>()?;
+    let images = zot_core::image::load_all(&args.images)?;
     let mut prompt = prompt_words.join(" ");
     if prompt.trim().is_empty() {
         std::io::stdin().read_to_string(&mut prompt)?;

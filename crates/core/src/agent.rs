@@ -30,6 +30,7 @@ use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_c
 use crate::tools::output;
 
 mod compact;
+mod side_question;
 mod subagent;
 mod validate;
 pub use compact::{AUTO_COMPACT_RATIO, COMPACT_KEEP_TAIL, COMPACT_MAX_TOKENS};
@@ -478,6 +479,32 @@ impl Agent {
         Ok(())
     }
 
+    /// Prepares the system prompt unless it is; false when cancelled meanwhile.
+    async fn prepare_system_prompt(&mut self, cancel: &CancellationToken) -> bool {
+        if self.prepared.is_none() {
+            let mut base = self.base_prompt.subscribe();
+            self.prepared = self
+                .hooks
+                .system_prompt(&self.session_id, &mut base, cancel)
+                .await;
+        }
+        self.prepared.is_some()
+    }
+
+    /// Adds a call's usage to the running cost, the session's record and the front ends'.
+    fn count_usage(&mut self, served: Served, events: &mpsc::UnboundedSender<AgentEvent>) {
+        let price = crate::models::price(self.provider.kind(), &served.model);
+        let usage = UsageReport::priced(served.usage, price);
+        self.usage += usage;
+        if let Some(session) = &mut self.session {
+            session.append_usage(&served.model, usage);
+        }
+        let _ = events.send(AgentEvent::Usage {
+            usage,
+            cumulative: self.usage,
+        });
+    }
+
     /// The tools the model sees now: allowed built-ins, then allowed
     /// extension tools whose names no built-in takes.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
@@ -526,30 +553,20 @@ impl Agent {
                 content.splice(0..0, blocks);
             }
         }
-        if self.prepared.is_none() {
-            let mut base = self.base_prompt.subscribe();
-            match self
-                .hooks
-                .system_prompt(&self.session_id, &mut base, cancel)
-                .await
-            {
-                Some(prompt) => self.prepared = Some(prompt),
-                None => {
-                    // Cancelled while the system prompt was prepared: the
-                    // prompt is kept and closed like any cancelled one, so
-                    // the session and the next request show it.
-                    let user = Message::new(Role::User, content);
-                    emit(AgentEvent::UserMessage {
-                        content: user.content.clone(),
-                        time: user.time.clone(),
-                    });
-                    self.push(user);
-                    self.close_interrupted("");
-                    self.end_turn(events, StopReason::Aborted, None).await;
-                    emit(AgentEvent::Done);
-                    return Ok(());
-                }
-            }
+        if !self.prepare_system_prompt(cancel).await {
+            // Cancelled while the system prompt was prepared: the prompt is
+            // kept and closed like any cancelled one, so the session and
+            // the next request show it.
+            let user = Message::new(Role::User, content);
+            emit(AgentEvent::UserMessage {
+                content: user.content.clone(),
+                time: user.time.clone(),
+            });
+            self.push(user);
+            self.close_interrupted("");
+            self.end_turn(events, StopReason::Aborted, None).await;
+            emit(AgentEvent::Done);
+            return Ok(());
         }
         let user = Message::new(Role::User, content);
         emit(AgentEvent::UserMessage {

@@ -26,6 +26,10 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
         "this session as a web page here (/export md: Markdown)",
     ),
     ("copy", "copy the last answer to the clipboard"),
+    (
+        "btw",
+        "a side question, answered apart from the conversation: /btw QUESTION",
+    ),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),
     ("mcp", "MCP servers and their tools: /mcp off|on <server>"),

@@ -32,6 +32,7 @@ use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
+mod images;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -93,6 +94,9 @@ pub struct AppConfig {
     pub model_override: Option<String>,
     /// A prompt to send once the TUI is up (`zot "prompt"`).
     pub prompt: Option<String>,
+    /// Images to attach at start-up (`zot -i FILE`): with the start-up
+    /// prompt, else as chips in the editor.
+    pub images: Vec<Block>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +144,8 @@ pub struct App {
     queue: VecDeque<String>,
     /// `!command`s run so far (each one's call id).
     shells: u64,
+    /// Images attached (pasted paths, `-i`): `[image N]` is the Nth.
+    images: Vec<Block>,
     /// A prompt held back while extensions start in the background, and
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
@@ -199,6 +205,7 @@ impl App {
             status: None,
             queue: VecDeque::new(),
             shells: 0,
+            images: Vec::new(),
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
@@ -593,7 +600,7 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if matches!(self.modal, Modal::Editor { .. }) {
+        if matches!(self.modal, Modal::Editor { .. }) && !self.paste_image(text) {
             self.editor.paste(text);
         }
     }
@@ -700,6 +707,8 @@ impl App {
         match panel.key(key) {
             PanelStep::Stay => {}
             PanelStep::Close => self.close_panel(true),
+            // The TUI's own panel (`/btw`) has no owner to tell.
+            PanelStep::Send(..) if panel.extension.is_empty() => {}
             PanelStep::Send(name, text) => {
                 self.ext.panel_key(&panel.extension, &panel.id, name, text);
             }
@@ -709,6 +718,7 @@ impl App {
     fn close_panel(&mut self, tell_owner: bool) {
         if let Some(panel) = self.modal.take_panel()
             && tell_owner
+            && !panel.extension.is_empty()
         {
             self.ext.panel_close(&panel.extension, &panel.id);
         }
@@ -782,6 +792,20 @@ impl App {
         self.busy = true;
     }
 
+    /// `/btw QUESTION`: the worker asks it apart from the conversation; the
+    /// answer opens in a panel.
+    fn side_question(&mut self, question: &str) {
+        if question.is_empty() {
+            return self.set_status("/btw QUESTION asks a side question", StatusKind::Error);
+        }
+        let Some(worker) = &self.worker else {
+            return self.push_error_once("no agent to ask".into());
+        };
+        worker.send(Work::SideQuestion(question.to_owned()));
+        self.busy = true;
+        self.set_status("asking aside (Esc closes the answer)", StatusKind::Info);
+    }
+
     /// `/model <id>` is remembered in the user config; the status line
     /// says where it went and who overrides it at the next start.
     fn save_model(&mut self, model: &str) {
@@ -842,7 +866,8 @@ impl App {
 
     fn send_prompt(&mut self, text: String) {
         if let Some(worker) = &self.worker {
-            worker.send(Work::Prompt(text));
+            let images = self.images_in(&text);
+            worker.send(Work::Prompt { text, images });
             self.busy = true;
         }
     }
@@ -960,6 +985,7 @@ impl App {
             }
             Builtin::Sandbox => self.sandbox(args),
             Builtin::Copy => self.copy_last_answer(),
+            Builtin::Btw => self.side_question(args),
             Builtin::Exit => self.quit = true,
         }
     }
@@ -1223,6 +1249,17 @@ impl App {
             WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
             WorkerEvent::EditorText(text) => self.editor.set_text(&text),
             WorkerEvent::Sessions(all) => self.open_sessions(all),
+            WorkerEvent::SideAnswer { question, answer } => {
+                self.close_panel(true);
+                self.modal.put_panel(Panel {
+                    extension: String::new(),
+                    id: "btw".to_owned(),
+                    title: format!("btw: {}", zot_core::agent::preview(&question.into())),
+                    lines: answer.lines().map(str::to_owned).collect(),
+                    footer: "Esc closes · not kept in the conversation".to_owned(),
+                    scroll: 0,
+                });
+            }
         }
     }
 

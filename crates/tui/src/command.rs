@@ -34,6 +34,7 @@ pub enum Builtin {
     Name,
     Export,
     Copy,
+    Btw,
     Skills,
     Hooks,
     Mcp,
@@ -46,7 +47,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 20] = [
+    const ALL: [Self; 21] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -58,6 +59,7 @@ impl Builtin {
         Self::Name,
         Self::Export,
         Self::Copy,
+        Self::Btw,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -83,6 +85,7 @@ impl Builtin {
             Self::Name => "name",
             Self::Export => "export",
             Self::Copy => "copy",
+            Self::Btw => "btw",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

@@ -71,10 +71,7 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         let todo = zot_core::event::AgentEvent::Todo { items: plan };
         app.on_worker(worker::WorkerEvent::Agent(todo));
     }
-    if let Some(prompt) = app.config().prompt.clone() {
-        // As if typed: a command runs, a prompt goes to the model.
-        app.submit(&prompt);
-    }
+    app.start_up_prompt();
 
     // ratatui::init installs a panic hook that restores the terminal first.
     let mut terminal = ratatui::init();

@@ -20,13 +20,19 @@ use zot_core::tool::BoxFuture;
 /// Work for the agent.
 #[derive(Debug)]
 pub enum Work {
-    Prompt(String),
+    /// A prompt's text and the images attached to it.
+    Prompt {
+        text: String,
+        images: Vec<Block>,
+    },
     /// `!command`: runs it under the bash tool's rules; the command and its
     /// output go with the next prompt.
     Shell {
         id: String,
         command: String,
     },
+    /// `/btw QUESTION`: answered apart; the conversation stays as it is.
+    SideQuestion(String),
     Compact,
     Clear,
     SetModel(String),
@@ -71,6 +77,11 @@ pub enum WorkerEvent {
     Tree(PromptAction, Vec<OutlineRow>),
     /// Text for the editor (a forked prompt's, to edit and send again).
     EditorText(String),
+    /// The answer to a `/btw` question.
+    SideAnswer {
+        question: String,
+        answer: String,
+    },
     /// The session picker is to open again: every directory's (`true`) or this one's.
     Sessions(bool),
 }
@@ -242,9 +253,23 @@ async fn run(
                 text: shell_text(&command, &output),
             });
         }
-        Work::Prompt(text) => {
+        Work::SideQuestion(question) => {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let answer = agent.side_question(&question, &tx, cancel).await;
+            drop(tx);
+            // Its usage, counted like any call's.
+            while let Some(event) = rx.recv().await {
+                let _ = events.send(WorkerEvent::Agent(event));
+            }
+            let _ = events.send(match answer {
+                Ok(answer) => WorkerEvent::SideAnswer { question, answer },
+                Err(e) => WorkerEvent::Error(format!("/btw: {e}")),
+            });
+        }
+        Work::Prompt { text, images } => {
             let mut content = std::mem::take(shell_context);
             content.push(Block::Text { text });
+            content.extend(images);
             let (tx, mut rx) = mpsc::unbounded_channel();
             let forward = async {
                 while let Some(event) = rx.recv().await {

@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError};
-use crate::event::{AgentEvent, UsageReport};
+use crate::event::AgentEvent;
 use crate::hooks::{CompactOutcome, CompactPlan, HookEvent, SessionSource};
 use crate::message::{Block, Message, Role};
 use crate::provider::{Request, StopReason};
@@ -126,16 +126,7 @@ impl Agent {
             }
             _ => match self.summarise(keep_tail, extra.as_deref(), cancel).await {
                 Ok((summary, split, served)) => {
-                    let price = crate::models::price(self.provider.kind(), &served.model);
-                    let usage = UsageReport::priced(served.usage, price);
-                    self.usage += usage;
-                    if let Some(session) = &mut self.session {
-                        session.append_usage(&served.model, usage);
-                    }
-                    let _ = events.send(AgentEvent::Usage {
-                        usage,
-                        cumulative: self.usage,
-                    });
+                    self.count_usage(served.clone(), events);
                     self.replace_with_summary(Compaction {
                         summary: summary.clone(),
                         first_kept: split,
