@@ -366,6 +366,27 @@ impl Provider {
         &self.config
     }
 
+    /// The wire API a call for `model` goes through: the configured one,
+    /// unless the model table says the model is served only by the other
+    /// API an OpenAI-style server speaks (the `*-codex` models exist only on
+    /// the Responses API, so asking for them by chat completions fails
+    /// whatever the server).
+    pub fn wire_for(&self, model: &str) -> Wire {
+        let wire = self.config.wire;
+        if wire == Wire::Messages {
+            return wire;
+        }
+        let served = &crate::models::info(self.config.kind, model).wire;
+        if served.is_empty() || served.contains(&wire) {
+            return wire;
+        }
+        served
+            .iter()
+            .copied()
+            .find(|w| *w != Wire::Messages)
+            .unwrap_or(wire)
+    }
+
     /// Runs one model call, sending stream events to `events` as they arrive.
     pub async fn complete(
         &self,
@@ -375,7 +396,7 @@ impl Provider {
     ) -> Result<Completion, ProviderError> {
         let call = async {
             let http = self.http()?;
-            match self.config.wire {
+            match self.wire_for(request.model) {
                 Wire::Messages => anthropic::complete(http, &self.config, request, events).await,
                 Wire::Chat => openai::complete(http, &self.config, request, events).await,
                 Wire::Responses => responses::complete(http, &self.config, request, events).await,
