@@ -495,3 +495,53 @@ async fn a_child_that_never_answers_stops_at_its_step_limit() {
         "{result}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_works_on_chat_completions_too() {
+    let w = World::new();
+    let is_child = |request: &Recorded| request.body["messages"][0].to_string().contains(CHILD);
+    let model = MockModel::start_responding(move |request| {
+        let turn = request.body["messages"].as_array().unwrap().len();
+        match (is_child(request), turn) {
+            // The system prompt, then the task's prompt.
+            (true, 2) => zot_testkit::openai::tool_call("c1", "ls", "{}"),
+            (true, _) => zot_testkit::openai::text("two files"),
+            (false, 2) => zot_testkit::openai::tool_call(
+                "t1",
+                "task",
+                r#"{"description":"count files","prompt":"How many files are there?"}"#,
+            ),
+            (false, _) => zot_testkit::openai::text("there are two"),
+        }
+    })
+    .await;
+    std::fs::write(w.project.join("one.txt"), "1").unwrap();
+    let run: Run = w
+        .against(&model, "openai", &["--json", "--no-session", "count"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let requests = model.requests();
+    let children: Vec<&Recorded> = requests.iter().filter(|r| is_child(r)).collect();
+    assert_eq!(children.len(), 2);
+    let first = children[0].body["messages"].as_array().unwrap();
+    assert_eq!(first[1]["role"], "user");
+    assert!(first[1].to_string().contains("How many files are there?"));
+    let offered: Vec<&str> = children[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !offered.contains(&"write") && !offered.contains(&"task"),
+        "{offered:?}"
+    );
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert!(last.contains("two files"), "{last}");
+    let evs = events(&run);
+    assert!(evs.iter().any(|e| e["type"] == "tool_result"
+        && e["id"] == "c1"
+        && e["parent_tool_call_id"] == "t1"));
+}
