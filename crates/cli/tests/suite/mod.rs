@@ -24,6 +24,7 @@ mod mcp_tui;
 mod models;
 mod nimlet;
 mod permissions;
+mod providers;
 mod remote;
 mod responses;
 mod rpc;

@@ -16,11 +16,11 @@ use zot_testkit::MockModel;
 /// An agent on `config` whose model is the loopback `model`, spoken to in
 /// the Anthropic wire format.
 fn agent_against(model: &MockModel, config: AgentConfig, hooks: Arc<dyn Hooks>) -> Agent {
-    let provider = Provider::new(ProviderConfig {
-        kind: ProviderKind::Anthropic,
-        base_url: model.url(),
-        api_key: "k".into(),
-        wire: zot_core::provider::Wire::Messages,
-    });
+    let provider = Provider::new(ProviderConfig::builtin(
+        ProviderKind::Anthropic,
+        model.url(),
+        "k".into(),
+        zot_core::provider::Wire::Messages,
+    ));
     Agent::new(provider, config, hooks, "system".into())
 }

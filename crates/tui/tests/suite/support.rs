@@ -95,7 +95,7 @@ impl Extensions for FakeHost {
         *self.trusted.lock().unwrap() = true;
         Ok(())
     }
-    fn save_model(&self, model: &str) -> Result<String, String> {
+    fn save_model(&self, _provider: Option<&str>, model: &str) -> Result<String, String> {
         self.saved_models.lock().unwrap().push(model.into());
         Ok("/home/pat/.local/state/zot/config.json".into())
     }
