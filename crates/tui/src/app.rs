@@ -1058,7 +1058,7 @@ impl App {
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · Ctrl+P pick a model · \
              Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt)",
         );
         text

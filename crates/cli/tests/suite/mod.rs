@@ -37,6 +37,7 @@ mod terminal;
 mod todo;
 mod trust;
 mod tui;
+mod tui_models;
 mod tui_view;
 mod web_fetch;
 mod zot_doctor;
