@@ -63,9 +63,9 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             json!({"needed": false})
         } else {
             // --api-key is the chosen provider's key only.
-            let chosen = choice.as_ref().ok().map(|c| c.provider.kind);
+            let chosen = choice.as_ref().ok().map(|c| c.provider.name.as_str());
             let mut lookup = args.clone();
-            if chosen != Some(kind) {
+            if chosen != Some(kind.name()) {
                 lookup.api_key = None;
             }
             match credentials::find_key(&lookup, &ctx.zot_home, kind) {
