@@ -28,6 +28,8 @@ struct Bridge {
     /// The provider in use (`None` without one), for telling the host about
     /// `/model` and for the model picker.
     provider: std::sync::Mutex<Option<ProviderConfig>>,
+    /// The provider the session started with, as the flags set it up.
+    start: Option<ProviderConfig>,
     commands: Commands,
     zot_home: std::path::PathBuf,
     project: std::path::PathBuf,
@@ -84,10 +86,10 @@ impl Extensions for Bridge {
     }
 
     fn model_choices(&self) -> Vec<ModelChoice> {
-        let Some(current) = self.current() else {
+        let (Some(current), Some(start)) = (self.current(), &self.start) else {
             return Vec::new();
         };
-        crate::models_cmd::offered(Some(&self.zot_home), &current)
+        crate::models_cmd::offered(Some(&self.zot_home), &current, start)
             .into_iter()
             .map(|m| ModelChoice {
                 provider: m.provider,
@@ -99,12 +101,19 @@ impl Extensions for Bridge {
     }
 
     fn switch_provider(&self, name: &str) -> Result<ProviderConfig, String> {
+        let Some(start) = &self.start else {
+            return Err("no provider to switch from".into());
+        };
         let (config, missing) =
-            setup::switch_provider(&self.zot_home, name).map_err(|e| format!("{e:#}"))?;
+            setup::switch_provider(&self.zot_home, name, start).map_err(|e| format!("{e:#}"))?;
         if let Some(why) = missing {
             return Err(why);
         }
         *self.provider.lock().unwrap_or_else(PoisonError::into_inner) = Some(config.clone());
+        // An MCP server's sampling request goes to the model the session uses.
+        let provider = zot_core::provider::Provider::new(config.clone());
+        self.host
+            .set_sampler(Arc::new(crate::sampling::ModelSampler { provider }));
         Ok(config)
     }
 
@@ -261,7 +270,8 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
         let host = loaded.host.clone();
         let bridge = Arc::new(Bridge {
             host: host.clone(),
-            provider: std::sync::Mutex::new(current),
+            provider: std::sync::Mutex::new(current.clone()),
+            start: current,
             commands: loaded.commands.clone(),
             zot_home: ctx.zot_home.clone(),
             project: ctx.project.clone(),

@@ -191,9 +191,13 @@ pub struct Offered {
 /// Every model of every provider a session can switch to, the current
 /// provider's first: the table's and the user's, then what each provider
 /// served at its last listing (`zot models`, kept a day), asking no one.
-pub fn offered(zot_home: Option<&Path>, current: &ProviderConfig) -> Vec<Offered> {
+pub fn offered(
+    zot_home: Option<&Path>,
+    current: &ProviderConfig,
+    start: &ProviderConfig,
+) -> Vec<Offered> {
     let mut offered = Vec::new();
-    for target in crate::run::switchable(zot_home, current) {
+    for target in crate::run::switchable(zot_home, current, start) {
         let listed = models::models(&target.name).map(|info| (info.id.clone(), info));
         let served = zot_home
             .and_then(|home| read_cache(&cache_path(home, &target), &target.base_url))

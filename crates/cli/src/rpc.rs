@@ -72,6 +72,8 @@ struct Server {
     missing_credentials: std::sync::Mutex<Option<String>>,
     /// Where `set_model` with `save` writes (`None` in tests that save nothing).
     zot_home: Option<std::path::PathBuf>,
+    /// The provider the session started with, as the flags set it up.
+    start: zot_core::provider::ProviderConfig,
 }
 
 /// A prompt or compaction waiting its turn (or running, first in line).
@@ -150,10 +152,12 @@ pub async fn serve(
         }
     });
     let last = std::sync::Mutex::new(Snapshot::of(&running.agent));
+    let start = running.agent.provider().config().clone();
     let server = Arc::new(Server {
         last,
         missing_credentials: std::sync::Mutex::new(running.missing_credentials),
         zot_home: zot_home.map(std::path::Path::to_path_buf),
+        start,
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
         commands: running.commands,
@@ -296,7 +300,8 @@ impl Server {
                 let Some(zot_home) = &self.zot_home else {
                     return Err("cannot switch provider: no $ZOT_HOME".into());
                 };
-                crate::run::switch_provider(zot_home, name).map_err(|e| format!("{e:#}"))?
+                crate::run::switch_provider(zot_home, name, &self.start)
+                    .map_err(|e| format!("{e:#}"))?
             }
             _ => (current, self.missing()),
         };
@@ -572,22 +577,23 @@ impl Server {
                 let agent = self.agent.lock().await;
                 let current = agent.provider().config().clone();
                 drop(agent);
-                let models = crate::models_cmd::offered(self.zot_home.as_deref(), &current)
-                    .into_iter()
-                    .map(|m| ModelInfo {
-                        id: m.id,
-                        provider: m.provider,
-                        context_window: m.info.context_window,
-                        max_output: m.info.max_output,
-                        reasoning: m.info.reasoning(),
-                        price: m.info.price.as_ref().map(|p| ModelPrice {
-                            input: p.base.input,
-                            output: p.base.output,
-                            cache_write: p.base.cache_write_5m,
-                            cache_read: p.base.cache_read,
-                        }),
-                    })
-                    .collect();
+                let models =
+                    crate::models_cmd::offered(self.zot_home.as_deref(), &current, &self.start)
+                        .into_iter()
+                        .map(|m| ModelInfo {
+                            id: m.id,
+                            provider: m.provider,
+                            context_window: m.info.context_window,
+                            max_output: m.info.max_output,
+                            reasoning: m.info.reasoning(),
+                            price: m.info.price.as_ref().map(|p| ModelPrice {
+                                input: p.base.input,
+                                output: p.base.output,
+                                cache_write: p.base.cache_write_5m,
+                                cache_read: p.base.cache_read,
+                            }),
+                        })
+                        .collect();
                 Data::Models { models }
             }
             Request::GetCommands => {

@@ -114,14 +114,19 @@ pub fn split_model(
     Ok(())
 }
 
-/// The provider called `name` with its own base URL and key (none of the
-/// run's `--base-url` or `--api-key`, which were for the provider it
-/// started with): a switch of provider mid-session. The message, when no
-/// key was found, is what to say at the next model request.
+/// The provider called `name` for a switch mid-session: `start` when it
+/// is the one the session started with (its `--base-url` and `--api-key`
+/// stay its own), else with its own base URL and key (none of the run's
+/// flags, which were for the starting provider). The message, when no key
+/// was found, is what to say at the next model request.
 pub fn switch_provider(
     zot_home: &std::path::Path,
     name: &str,
+    start: &ProviderConfig,
 ) -> anyhow::Result<(ProviderConfig, Option<String>)> {
+    if name == start.name {
+        return Ok((start.clone(), None));
+    }
     let args = AgentArgs {
         provider: Some(name.to_owned()),
         ..AgentArgs::default()
@@ -130,10 +135,12 @@ pub fn switch_provider(
 }
 
 /// Every provider a session can switch to: the current one first, then
-/// each built-in and named provider that has a key or needs none.
+/// each built-in and named provider that has a key or needs none (the one
+/// it started with as it started).
 pub fn switchable(
     zot_home: Option<&std::path::Path>,
     current: &ProviderConfig,
+    start: &ProviderConfig,
 ) -> Vec<ProviderConfig> {
     let mut targets = vec![current.clone()];
     let Some(zot_home) = zot_home else {
@@ -145,7 +152,7 @@ pub fn switchable(
         .map(|&name| name.to_owned())
         .chain(configured.into_iter().map(|n| n.name));
     for name in names.filter(|name| *name != current.name) {
-        if let Ok((config, None)) = switch_provider(zot_home, &name) {
+        if let Ok((config, None)) = switch_provider(zot_home, &name, start) {
             targets.push(config);
         }
     }

@@ -888,7 +888,7 @@ impl App {
             Builtin::Model => {
                 if args.is_empty() {
                     self.open_model_picker(false);
-                } else {
+                } else if !self.switch_by_name(args) {
                     if let Some(worker) = &self.worker {
                         worker.abort();
                         let model = args.to_owned();

@@ -321,6 +321,7 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
             .text("first answer")
             .build(),
         anthropic::text("second answer"),
+        anthropic::text("third answer"),
     ])
     .await;
     let url = model.url();
@@ -331,6 +332,9 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
                         "price": {"input": 0.5, "output": 1.5}}]}}}),
     );
     assert_eq!(login(&w, "claudish", "sk-claudish-stored").code, 0);
+    // What it served at its last listing is offered too.
+    model.serve_models(&["k2", "k3"]);
+    assert_eq!(w.zot(&["models", "--provider", "claudish"]).code, 0);
     let mut rpc = Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
     rpc.send(r#"{"type":"prompt","message":"one"}"#);
     rpc.until(|v| v["type"] == "done");
@@ -343,6 +347,14 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
         .find(|m| m["provider"] == "claudish" && m["id"] == "k2")
         .unwrap_or_else(|| panic!("{listed}"));
     assert_eq!(k2["price"]["input"], 0.5, "{k2}");
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["provider"] == "claudish" && m["id"] == "k3"),
+        "{listed}"
+    );
     rpc.send(r#"{"type":"set_model","model":"k2","provider":"claudish"}"#);
     let set = rpc.response("set_model");
     assert_eq!(set["data"]["provider"], "claudish", "{set}");
@@ -354,9 +366,17 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
     rpc.send(r#"{"type":"set_model","model":"m","provider":"nowhere"}"#);
     let refused = rpc.response("set_model");
     assert_eq!(refused["success"], false, "{refused}");
+    // Back to the provider it started with, with the key its flags gave.
+    rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5","provider":"anthropic"}"#);
+    assert_eq!(rpc.response("set_model")["data"]["provider"], "anthropic");
+    rpc.send(r#"{"type":"prompt","message":"three"}"#);
+    rpc.until(|v| v["type"] == "done");
     assert_eq!(rpc.close(), 0);
+    let third = model.requests().pop().unwrap();
+    assert_eq!(third.header("x-api-key"), Some("test-key"));
+    assert_eq!(third.body["model"], "claude-haiku-4-5");
 
-    let second = &model.requests()[1];
+    let second = &model.requests()[2];
     assert_eq!(second.header("x-api-key"), Some("sk-claudish-stored"));
     assert_eq!(second.body["model"], "k2");
     assert_eq!(second.body["max_tokens"], 2000);

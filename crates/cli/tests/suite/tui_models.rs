@@ -81,6 +81,13 @@ async fn ctrl_p_switches_to_another_providers_model_keeping_the_conversation() {
     tmux.keys(&["Escape"]);
     // Typed at once, the text would read as Alt+keys after the Escape.
     closed(&tmux, "Switch model");
+    // `/model PROVIDER:ID` switches without the picker.
+    tmux.type_text("/model anthropic:claude-haiku-4-5");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("model: anthropic:claude-haiku-4-5 (saved to");
+    tmux.type_text("/model chatty:c2");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("model: chatty:c2 (saved to");
     tmux.type_text("two");
     tmux.keys(&["Enter"]);
     tmux.wait_for("second answer");

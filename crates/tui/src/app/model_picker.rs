@@ -161,6 +161,31 @@ impl App {
             .open_dialog(Dialog::Models(ModelPicker::new(choices, current, retry)));
     }
 
+    /// `/model PROVIDER:ID` naming a provider the picker offers: switches
+    /// as picking that model would (an id it does not list is taken, with
+    /// the limits assumed for an unknown model). False when `name` names no
+    /// such provider.
+    pub(super) fn switch_by_name(&mut self, name: &str) -> bool {
+        let Some((provider, id)) = name.split_once(':') else {
+            return false;
+        };
+        let choices = self.ext.model_choices();
+        if id.is_empty() || !choices.iter().any(|m| m.provider == provider) {
+            return false;
+        }
+        let choice = choices
+            .into_iter()
+            .find(|m| m.provider == provider && m.id == id)
+            .unwrap_or_else(|| ModelChoice {
+                provider: provider.to_owned(),
+                id: id.to_owned(),
+                context_window: zot_core::models::UNKNOWN_CONTEXT_WINDOW,
+                price: None,
+            });
+        self.model_picked(choice, false);
+        true
+    }
+
     /// A model picked: the session goes on with it (another provider keeps
     /// the transcript), the choice is saved, and with `retry` the failed
     /// turn runs again on it.
