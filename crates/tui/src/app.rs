@@ -872,6 +872,8 @@ impl App {
     }
 
     fn send_prompt(&mut self, text: String) {
+        // A new prompt: the failed turn is no longer the one to run again.
+        self.retry_offered = false;
         if let Some(worker) = &self.worker {
             let images = self.images_in(&text);
             worker.send(Work::Prompt { text, images });
