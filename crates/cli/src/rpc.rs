@@ -72,8 +72,9 @@ struct Server {
     missing_credentials: std::sync::Mutex<Option<String>>,
     /// Where `set_model` with `save` writes (`None` in tests that save nothing).
     zot_home: Option<std::path::PathBuf>,
-    /// The provider the session started with, as the flags set it up.
-    start: zot_core::provider::ProviderConfig,
+    /// The provider the session started with, as the flags set it up, and
+    /// what a prompt to it answers when it had no key.
+    start: (zot_core::provider::ProviderConfig, Option<String>),
 }
 
 /// A prompt or compaction waiting its turn (or running, first in line).
@@ -152,7 +153,10 @@ pub async fn serve(
         }
     });
     let last = std::sync::Mutex::new(Snapshot::of(&running.agent));
-    let start = running.agent.provider().config().clone();
+    let start = (
+        running.agent.provider().config().clone(),
+        running.missing_credentials.clone(),
+    );
     let server = Arc::new(Server {
         last,
         missing_credentials: std::sync::Mutex::new(running.missing_credentials),
@@ -296,11 +300,12 @@ impl Server {
         let mut agent = self.agent.lock().await;
         let current = agent.provider().config().clone();
         let (config, missing) = match &provider {
+            Some(name) if *name == self.start.0.name && *name != current.name => self.start.clone(),
             Some(name) if *name != current.name => {
                 let Some(zot_home) = &self.zot_home else {
                     return Err("cannot switch provider: no $ZOT_HOME".into());
                 };
-                crate::run::switch_provider(zot_home, name, &self.start)
+                crate::run::switch_provider(zot_home, name, &self.start.0)
                     .map_err(|e| format!("{e:#}"))?
             }
             _ => (current, self.missing()),
@@ -578,7 +583,7 @@ impl Server {
                 let current = agent.provider().config().clone();
                 drop(agent);
                 let models =
-                    crate::models_cmd::offered(self.zot_home.as_deref(), &current, &self.start)
+                    crate::models_cmd::offered(self.zot_home.as_deref(), &current, &self.start.0)
                         .into_iter()
                         .map(|m| ModelInfo {
                             id: m.id,

@@ -387,3 +387,38 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
     );
     assert!(!sent.contains("sig-from-anthropic"), "{sent}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_without_a_key_switches_to_a_named_provider_that_has_one_and_back() {
+    let w = World::new();
+    let model = MockModel::start([openai::text("served by local")]).await;
+    write_config(
+        &w,
+        &json!({"providers": {"local": {"base_url": format!("{}/v1", model.url())}}}),
+    );
+    let mut cmd = w.cmd(&["rpc", "--no-session"]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut rpc = Rpc::from_command(cmd);
+    rpc.send(r#"{"type":"set_model","model":"qwen","provider":"local"}"#);
+    assert_eq!(rpc.response("set_model")["data"]["provider"], "local");
+    rpc.send(r#"{"type":"prompt","message":"hi"}"#);
+    let end = rpc.until(|v| v["type"] == "done" || v["type"] == "error");
+    assert_eq!(end["type"], "done", "{end}");
+    assert_eq!(model.requests()[0].body["model"], "qwen");
+    // The provider it started with still has no key, and says so.
+    rpc.send(r#"{"type":"set_model","model":"claude-sonnet-5-5","provider":"anthropic"}"#);
+    assert_eq!(rpc.response("set_model")["data"]["provider"], "anthropic");
+    rpc.send(r#"{"type":"prompt","message":"hi again"}"#);
+    let error = rpc.until(|v| v["type"] == "error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{error}"
+    );
+    assert_eq!(rpc.close(), 0);
+    assert_eq!(model.requests().len(), 1);
+}

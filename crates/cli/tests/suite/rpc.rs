@@ -41,7 +41,7 @@ impl Rpc {
     }
 
     /// Starts `cmd` (stdin and stdout piped) as the server.
-    fn from_command(mut cmd: std::process::Command) -> Self {
+    pub(super) fn from_command(mut cmd: std::process::Command) -> Self {
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
