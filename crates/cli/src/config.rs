@@ -209,8 +209,16 @@ impl Settings {
         fill(&mut args.provider, "provider");
         let model_given = args.model.is_some();
         fill(&mut args.model, "model");
-        fill(&mut args.base_url, "base_url");
-        fill(&mut args.api, "api");
+        // `base_url` and `api` are the built-in providers' settings: a named
+        // provider has its own (only the flags override them for a run).
+        let named = args
+            .provider
+            .as_deref()
+            .is_some_and(|p| !crate::providers::is_builtin(p));
+        if !named {
+            fill(&mut args.base_url, "base_url");
+            fill(&mut args.api, "api");
+        }
         fill(&mut args.reasoning, "reasoning");
         fill(&mut args.sandbox, "sandbox");
         if !args.sandbox_net {
@@ -780,6 +788,23 @@ mod tests {
         assert_eq!(args.model.as_deref(), Some("flag-m"));
         let resolved = s.resolved(&args);
         assert_eq!(resolved[1], ("model", json!("flag-m"), Source::Flag));
+    }
+
+    #[test]
+    fn a_named_provider_keeps_its_own_base_url_over_the_configs() {
+        let (_d, home, proj) = files(
+            Some(
+                r#"{"provider":"chatty","base_url":"https://old.example","api":"responses",
+                    "providers":{"chatty":{"base_url":"https://chatty.example"}}}"#,
+            ),
+            None,
+        );
+        let mut s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert_eq!(s.providers[0].name, "chatty");
+        let mut args = AgentArgs::default();
+        s.apply(&mut args);
+        assert_eq!(args.provider.as_deref(), Some("chatty"));
+        assert_eq!((args.base_url, args.api), (None, None));
     }
 
     #[test]
