@@ -107,7 +107,10 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             if let Some(missing) = &choice.missing_credentials {
                 found.problems.push(missing.clone());
             }
-            let result = endpoint(&choice.provider, choice.missing_credentials.is_none());
+            // A provider that needs no key (ollama, a local server) is sent
+            // none: its 401 is not a refused key.
+            let keyed = choice.missing_credentials.is_none() && !choice.provider.api_key.is_empty();
+            let result = endpoint(&choice.provider, keyed);
             if let Some(problem) = result["error"].as_str() {
                 found.problems.push(format!(
                     "the model endpoint {}: {problem}",

@@ -274,6 +274,26 @@ async fn the_rules_masking_presets_and_what_a_project_may_not_set() {
         doctor["credentials"]["lmstudio"]["needed"], false,
         "{doctor}"
     );
+    // The chosen named provider's endpoint is checked at its own URL.
+    let run = w.zot(&[
+        "--provider",
+        "lmstudio",
+        "--model",
+        "qwen",
+        "doctor",
+        "--json",
+    ]);
+    let doctor: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        doctor["endpoint"]["url"],
+        format!("{url}/v1/models"),
+        "{doctor}"
+    );
+    assert_eq!(doctor["endpoint"]["ok"], true, "{doctor}");
+    assert_eq!(
+        doctor["config"]["provider"]["value"], "lmstudio",
+        "{doctor}"
+    );
 
     let run = w.zot(&["config", "set", "provider", "gw"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -309,7 +329,8 @@ async fn the_rules_masking_presets_and_what_a_project_may_not_set() {
     assert_eq!(run.stdout, "project model ignored\n", "{run:?}");
     assert!(run.stderr.contains("\"providers\" is ignored"), "{run:?}");
     assert!(run.stderr.contains("names a provider"), "{run:?}");
-    assert_eq!(model.requests()[1].body["model"], "gpt-6.2-sol");
+    let last = model.requests().pop().unwrap();
+    assert_eq!(last.body["model"], "gpt-6.2-sol");
 }
 
 #[tokio::test(flavor = "multi_thread")]
