@@ -26,11 +26,13 @@ pub struct Preset {
     pub api_key_env: Option<&'static str>,
 }
 
-/// Each with the base URL and key variable its vendor documents (OpenAI
-/// SDK examples: openrouter.ai/docs/quickstart, api-docs.deepseek.com,
-/// console.groq.com/docs/openai, docs.mistral.ai, docs.x.ai,
-/// platform.moonshot.ai, ai.google.dev/gemini-api/docs/openai); LM Studio
-/// and vLLM at their local servers' default ports.
+/// Each with the base URL and key variable documented for OpenAI SDK
+/// clients: OpenRouter, DeepSeek, Groq and xAI on their own pages
+/// (openrouter.ai/docs/quickstart, api-docs.deepseek.com,
+/// console.groq.com/docs/openai, docs.x.ai/api/integrations); Mistral,
+/// Moonshot and Gemini's OpenAI-compatible endpoint as the integrations
+/// built on them document them. LM Studio and vLLM at their local
+/// servers' default ports.
 pub const PRESETS: &[Preset] = &[
     preset(
         "openrouter",
