@@ -412,13 +412,14 @@ impl Provider {
     /// unless the model table says the model is served only by the other
     /// API an OpenAI-style server speaks (the `*-codex` models exist only on
     /// the Responses API, so asking for them by chat completions fails
-    /// whatever the server).
+    /// whatever the server). A named provider's own `api` always wins: the
+    /// user set it for that server.
     pub fn wire_for(&self, model: &str) -> Wire {
         let wire = self.config.wire;
-        if wire == Wire::Messages {
+        if wire == Wire::Messages || self.config.name != self.config.kind.name() {
             return wire;
         }
-        let served = &crate::models::info(self.config.kind, model).wire;
+        let served = &crate::models::of(&self.config, model).wire;
         if served.is_empty() || served.contains(&wire) {
             return wire;
         }
