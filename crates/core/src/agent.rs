@@ -28,6 +28,7 @@ use crate::provider::{
 use crate::session::{Served, Session, SessionError};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
+mod switch;
 
 mod compact;
 mod side_question;
@@ -420,18 +421,18 @@ impl Agent {
         self.base_prompt.send_replace(prompt);
     }
 
-    /// Goes on with `model` (each call is priced at the model that served
-    /// it): its context window from now on, and a model-change line in the
-    /// session.
+    /// Goes on with `model` (priced per call): its limits, a model-change line
+    /// in the session; another provider keeps the transcript, not its thinking.
     pub fn set_model(&mut self, provider: Provider, model: String) {
-        let info = crate::models::info(provider.kind(), &model);
+        let info = crate::models::of(provider.config(), &model);
+        self.config.max_tokens = info.max_output.min(crate::models::MAX_TOKENS_CAP);
         if self.config.context_window.is_some() {
             self.config.context_window = Some(info.context_window);
         }
-        self.provider = provider;
-        self.config.model = model;
+        self.forget_thinking_unless(&provider);
+        (self.provider, self.config.model) = (provider, model);
         if let Some(session) = &mut self.session {
-            session.append_model_change(self.provider.kind().name(), &self.config.model);
+            session.append_model_change(self.provider.name(), &self.config.model);
         }
         self.reset_system_prompt();
     }
@@ -461,9 +462,7 @@ impl Agent {
         self.announce_plan = false;
         self.last_input = 0;
         let next = match &self.session {
-            Some(session) => {
-                Some(session.successor(self.provider.kind().name(), &self.config.model)?)
-            }
+            Some(session) => Some(session.successor(self.provider.name(), &self.config.model)?),
             None => None,
         };
         if let Some(next) = next {
@@ -493,7 +492,7 @@ impl Agent {
 
     /// Adds a call's usage to the running cost, the session's record and the front ends'.
     fn count_usage(&mut self, served: Served, events: &mpsc::UnboundedSender<AgentEvent>) {
-        let price = crate::models::price(self.provider.kind(), &served.model);
+        let price = crate::models::price(self.provider.config(), &served.model);
         let usage = UsageReport::priced(served.usage, price);
         self.usage += usage;
         if let Some(session) = &mut self.session {
@@ -655,7 +654,7 @@ impl Agent {
             };
             // Priced with the model that served the call (`/model` may
             // have switched it since the last one).
-            let price = crate::models::price(self.provider.kind(), &self.config.model);
+            let price = crate::models::price(self.provider.config(), &self.config.model);
             let usage = UsageReport::priced(completion.usage, price);
             self.usage += usage;
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
@@ -793,7 +792,7 @@ impl Agent {
     /// The current provider and model, for a call's `usage`.
     fn served(&self, usage: crate::provider::Usage) -> Served {
         Served {
-            provider: self.provider.kind().name().to_owned(),
+            provider: self.provider.name().to_owned(),
             model: self.config.model.clone(),
             usage,
         }
@@ -873,7 +872,7 @@ impl Agent {
             drop_thinking_before: self.stale_thinking_before,
         };
         tracing::debug!(
-            provider = self.provider.kind().name(),
+            provider = self.provider.name(),
             model = %request.model,
             messages = request.messages.len(),
             tools = ?request.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),

@@ -352,6 +352,8 @@ pub enum Data {
     /// means for limits and prices).
     ModelSet {
         model: String,
+        /// The provider now in use.
+        provider: String,
         known: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,

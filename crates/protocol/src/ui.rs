@@ -28,7 +28,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("copy", "copy the last answer to the clipboard"),
     (
         "btw",
-        "a side question, answered apart from the conversation: /btw QUESTION",
+        "a side question, kept out of the conversation: /btw QUESTION",
     ),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),

@@ -33,6 +33,7 @@ use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
 mod images;
+pub(crate) mod model_picker;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -169,6 +170,8 @@ pub struct App {
     clipboard: Option<String>,
     /// A `/model` the provider's list lacks: saved once it has answered.
     unsaved_model: Option<String>,
+    /// The last turn failed in a way another model may not: Ctrl+P runs it again.
+    retry_offered: bool,
     /// The share of the session's prompt tokens read from the cache, once
     /// the cache was used.
     cache_share: Option<f64>,
@@ -219,6 +222,7 @@ impl App {
             cost: 0.0,
             clipboard: None,
             unsaved_model: None,
+            retry_offered: false,
             cache_share: None,
             quit: false,
             last_ctrl_c: None,
@@ -561,6 +565,7 @@ impl App {
             KeyCode::Char('u') if ctrl => self.editor.kill_line(),
             KeyCode::Char('x') if ctrl => self.editor.expand_pastes(),
             KeyCode::Char('o') if ctrl => self.toggle_last_expandable(),
+            KeyCode::Char('p') if ctrl => self.open_model_picker(self.retry_offered),
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Char(c) if !ctrl => {
@@ -689,6 +694,7 @@ impl App {
             Step::DeleteSession(summary, all) => self.delete_session(summary, all),
             Step::WidenSessions(all) => self.open_sessions(all),
             Step::Prompt(action, entry_id, back) => self.prompt_picked(action, entry_id, back),
+            Step::PickModel(choice, retry) => self.model_picked(choice, retry),
             Step::Trust(true) => match self.ext.trust_project() {
                 Ok(()) => self.reload(),
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
@@ -808,21 +814,22 @@ impl App {
 
     /// `/model <id>` is remembered in the user config; the status line
     /// says where it went and who overrides it at the next start.
-    fn save_model(&mut self, model: &str) {
-        match self.ext.save_model(model) {
+    fn save_model(&mut self, provider: Option<&str>, model: &str) {
+        let shown = provider.map_or_else(|| model.to_owned(), |p| format!("{p}:{model}"));
+        match self.ext.save_model(provider, model) {
             Ok(file) => {
                 let text = match &self.config.model_override {
                     Some(by) => format!(
-                        "model: {model} (saved to {file}, but {by} overrides it at start-up)"
+                        "model: {shown} (saved to {file}, but {by} overrides it at start-up)"
                     ),
-                    None => format!("model: {model} (saved to {file})"),
+                    None => format!("model: {shown} (saved to {file})"),
                 };
                 // In the transcript, where the switch happened.
                 self.transcript.push(Entry::Info(text));
             }
             Err(e) => self
                 .transcript
-                .push(Entry::Error(format!("model: {model} (not saved: {e})"))),
+                .push(Entry::Error(format!("model: {shown} (not saved: {e})"))),
         }
     }
 
@@ -865,6 +872,8 @@ impl App {
     }
 
     fn send_prompt(&mut self, text: String) {
+        // A new prompt: the failed turn is no longer the one to run again.
+        self.retry_offered = false;
         if let Some(worker) = &self.worker {
             let images = self.images_in(&text);
             worker.send(Work::Prompt { text, images });
@@ -880,21 +889,21 @@ impl App {
             }
             Builtin::Model => {
                 if args.is_empty() {
-                    let list = self.config.models.join(", ");
-                    self.transcript.push(Entry::Info(format!(
-                        "model: {} ({}); available: {list}",
-                        self.config.model, self.config.provider
-                    )));
-                } else {
+                    self.open_model_picker(false);
+                } else if !self.switch_by_name(args) {
                     if let Some(worker) = &self.worker {
                         worker.abort();
-                        worker.send(Work::SetModel(args.to_owned()));
+                        let model = args.to_owned();
+                        worker.send(Work::SetModel {
+                            provider: None,
+                            model,
+                        });
                     }
                     self.config.model = args.to_owned();
                     let listed = self.config.models.iter().any(|m| m == args);
                     if listed || self.config.models.is_empty() {
                         self.unsaved_model = None;
-                        self.save_model(args);
+                        self.save_model(None, args);
                     } else {
                         // A typo must not become every later start-up's model.
                         self.unsaved_model = Some(args.to_owned());
@@ -1051,7 +1060,7 @@ impl App {
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · Ctrl+P pick a model · \
              Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt)",
         );
         text
@@ -1240,6 +1249,7 @@ impl App {
             }
             WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
             WorkerEvent::Error(text) => self.push_error_once(text),
+            WorkerEvent::Retryable => self.offer_retry(),
             WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
             WorkerEvent::Confirm(request) => {
                 // Replaces any other dialog: the agent waits on this one.
@@ -1392,7 +1402,7 @@ impl App {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
                 self.cost = cumulative.cost_usd;
                 if let Some(model) = self.unsaved_model.take() {
-                    self.save_model(&model);
+                    self.save_model(None, &model);
                 }
                 if cumulative.cache_read + cumulative.cache_write > 0 {
                     self.cache_share = Some(cumulative.cache_share());

@@ -673,6 +673,7 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
         Dialog::Form(form) => (format!(" {} asks ", form.extension), form_body(form, theme)),
         Dialog::Sessions(picker) => (picker.title(), picker.body(theme)),
         Dialog::Prompts(picker) => (picker.title(), picker.body(theme)),
+        Dialog::Models(picker) => (picker.title(), picker.body(theme)),
         Dialog::Trust { inputs } => (" Untrusted project ".to_owned(), trust_body(inputs, theme)),
         Dialog::Retrust { changes } => (
             " Project files changed ".to_owned(),

@@ -249,6 +249,15 @@ pub use zot_extensions::zot_protocol::schema::{
 
 /// One `--json`/RPC line as the protocol's typed event; a line the type
 /// does not read fails the test (the schema and the type must agree).
+/// The `cost_usd` of the run's first `usage` event.
+pub fn first_cost(run: &Run) -> f64 {
+    let usage = events(run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap_or_else(|| panic!("no usage event: {run:?}"));
+    usage["cost_usd"].as_f64().unwrap()
+}
+
 pub fn typed(line: &serde_json::Value) -> Event {
     serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
