@@ -153,6 +153,12 @@ pub enum AgentEvent {
         files: Vec<zot_protocol::checkpoints::FileChange>,
         notes: Vec<String>,
     },
+    /// An event of a subagent: the child agent the `task` call
+    /// `parent_tool_call_id` runs (never another `Subagent`).
+    Subagent {
+        parent_tool_call_id: String,
+        event: Box<AgentEvent>,
+    },
 }
 
 impl AgentEvent {
@@ -235,7 +241,23 @@ fn wire_blocks(blocks: &[Block]) -> Vec<wire::Block> {
 }
 
 impl AgentEvent {
-    /// The event as a `--json` / `zot rpc` line.
+    /// The event as a `--json` / `zot rpc` line: a subagent's carries the
+    /// id of its `task` call.
+    pub fn to_line(&self) -> wire::EventLine {
+        match self {
+            Self::Subagent {
+                parent_tool_call_id,
+                event,
+            } => wire::EventLine {
+                event: event.to_wire(),
+                parent_tool_call_id: Some(parent_tool_call_id.clone()),
+            },
+            event => event.to_wire().into(),
+        }
+    }
+
+    /// The event as a stream event (a subagent's without its `task` call:
+    /// see [`to_line`](Self::to_line)).
     pub fn to_wire(&self) -> wire::Event {
         use wire::Event as W;
         match self.clone() {
@@ -298,6 +320,7 @@ impl AgentEvent {
                 files,
                 notes,
             },
+            Self::Subagent { event, .. } => event.to_wire(),
         }
     }
 }

@@ -163,6 +163,16 @@ enum Line {
     Checkpoint {
         checkpoint: crate::checkpoint::Record,
     },
+    /// A subagent's conversation (its prompt, its model's messages and
+    /// their tool results), beside the `task` call `tool_call_id` that ran
+    /// it. Not a tree entry: the model reads only the call's result, and a
+    /// zot that does not know the line skips it.
+    Subagent {
+        tool_call_id: String,
+        description: String,
+        messages: Vec<Message>,
+        time: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -458,6 +468,17 @@ impl Session {
         );
     }
 
+    /// Records the conversation of the subagent that the `task` call
+    /// `tool_call_id` ran.
+    pub fn append_subagent(&mut self, tool_call_id: &str, description: &str, messages: &[Message]) {
+        self.write(&Record::plain(Line::Subagent {
+            tool_call_id: tool_call_id.to_owned(),
+            description: description.to_owned(),
+            messages: messages.to_vec(),
+            time: now(),
+        }));
+    }
+
     /// The session's name: the one the user gave it, else its first
     /// prompt's first line, trimmed ("" before any prompt).
     pub fn title(&self) -> String {
@@ -732,6 +753,7 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
                 checkpoints.push((tree.len(), checkpoint));
                 continue;
             }
+            Line::Subagent { .. } => continue,
             Line::Branch { leaf_id, .. } => {
                 match leaf_id {
                     None => tree.set_leaf(None),

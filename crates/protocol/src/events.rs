@@ -263,6 +263,27 @@ pub enum Event {
     Response(Response),
 }
 
+/// One line as the streams print it: an event, and, for an event of a
+/// subagent (the child agent a `task` call runs), the id of that call, so a
+/// client can file the child's events under it. Lines of the agent itself
+/// carry no such field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventLine {
+    #[serde(flatten)]
+    pub event: Event,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+impl From<Event> for EventLine {
+    fn from(event: Event) -> Self {
+        Self {
+            event,
+            parent_tool_call_id: None,
+        }
+    }
+}
+
 /// The answer to one RPC request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Response {
@@ -354,6 +375,8 @@ pub enum Data {
     /// means for limits and prices).
     ModelSet {
         model: String,
+        /// The provider now in use.
+        provider: String,
         known: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,

@@ -35,10 +35,14 @@ pub enum Request {
     GetMessages,
     /// Starts a fresh conversation.
     Clear,
-    /// Switches the model for this session; with `"save": true` also
-    /// writes it to the user's config.json (default: not saved).
+    /// Switches the model for this session; with `provider` (a built-in or
+    /// named provider) the provider too, keeping the conversation. With
+    /// `"save": true` also writes them to the user's config.json (default:
+    /// not saved).
     SetModel {
         model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         save: bool,
     },
@@ -211,6 +215,7 @@ mod tests {
             env.request,
             Ok(Request::SetModel {
                 model: "m".into(),
+                provider: None,
                 save: false
             })
         );
@@ -218,6 +223,7 @@ mod tests {
             parse(r#"{"type":"set_model","model":"m","save":true}"#).request,
             Ok(Request::SetModel {
                 model: "m".into(),
+                provider: None,
                 save: true
             })
         );

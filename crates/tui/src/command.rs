@@ -36,6 +36,7 @@ pub enum Builtin {
     Name,
     Export,
     Copy,
+    Btw,
     Skills,
     Hooks,
     Mcp,
@@ -48,7 +49,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 22] = [
+    const ALL: [Self; 23] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -62,6 +63,7 @@ impl Builtin {
         Self::Name,
         Self::Export,
         Self::Copy,
+        Self::Btw,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -89,6 +91,7 @@ impl Builtin {
             Self::Name => "name",
             Self::Export => "export",
             Self::Copy => "copy",
+            Self::Btw => "btw",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

@@ -191,6 +191,8 @@ pub enum Dialog {
     Sessions(SessionPicker),
     /// `/tree`, `/fork`, `/jump`: a prompt of this session.
     Prompts(PromptPicker),
+    /// `/model`, Ctrl+P: a model of any provider that has a key.
+    Models(crate::app::model_picker::ModelPicker),
     /// The project ships what waits for the user's trust: one line per
     /// gated input it has (extensions, MCP servers, hooks, commands, skills).
     Trust { inputs: Vec<String> },
@@ -222,6 +224,8 @@ pub(crate) enum Step {
         code: bool,
         conversation: bool,
     },
+    /// Closed on a model to switch to (and whether to run the failed turn again).
+    PickModel(crate::bridge::ModelChoice, bool),
 }
 
 impl Dialog {
@@ -233,6 +237,7 @@ impl Dialog {
             Self::Sessions(picker) => picker.key(key),
             Self::Prompts(picker) => picker.key(key),
             Self::Rewind(offer) => offer.key(key),
+            Self::Models(picker) => picker.key(key),
             Self::Trust { .. } | Self::Retrust { .. } => match key.code {
                 KeyCode::Char('y' | 'Y') => Step::Trust(true),
                 KeyCode::Char('n' | 'N') | KeyCode::Esc => Step::Trust(false),

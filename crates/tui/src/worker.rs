@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use zot_core::agent::{Agent, AgentError, Confirm, Refusal};
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message};
-use zot_core::provider::Provider;
+use zot_core::provider::{Provider, ProviderConfig, ProviderError};
 use zot_core::session::{OutlineRow, Session, index, outline};
 use zot_protocol::sessions::SessionSummary;
 
@@ -20,16 +20,30 @@ use zot_core::tool::BoxFuture;
 /// Work for the agent.
 #[derive(Debug)]
 pub enum Work {
-    Prompt(String),
+    /// A prompt's text and the images attached to it.
+    Prompt {
+        text: String,
+        images: Vec<Block>,
+    },
     /// `!command`: runs it under the bash tool's rules; the command and its
     /// output go with the next prompt.
     Shell {
         id: String,
         command: String,
     },
+    /// `/btw QUESTION`: answered apart; the conversation stays as it is.
+    SideQuestion(String),
     Compact,
     Clear,
-    SetModel(String),
+    /// `/model` and the model picker: goes on with `model`, at `provider`
+    /// when the switch chose another provider.
+    SetModel {
+        provider: Option<ProviderConfig>,
+        model: String,
+    },
+    /// Runs the prompt whose turn failed again (on the model chosen since),
+    /// taking the failed one back first so it is not sent twice.
+    Retry,
     /// Extensions were reloaded: prepare the system prompt again.
     ResetPrompt,
     /// Plan mode on (`/plan`) or off (`/act`).
@@ -81,10 +95,18 @@ pub enum WorkerEvent {
     Tree(PromptAction, Vec<OutlineRow>),
     /// Text for the editor (a forked prompt's, to edit and send again).
     EditorText(String),
+    /// The answer to a `/btw` question.
+    SideAnswer {
+        question: String,
+        answer: String,
+    },
     /// The session picker is to open again: every directory's (`true`) or this one's.
     Sessions(bool),
     /// A planned rewind, for the user to confirm.
     RewindOffer(Box<crate::rewind::RewindOffer>),
+    /// The turn failed in a way another model may not (401, 403, 429, 5xx):
+    /// it can run again elsewhere (`Work::Retry`).
+    Retryable,
 }
 
 /// A tool call waiting for the user (`--no-yolo`).
@@ -201,8 +223,7 @@ pub fn spawn(
         confirm: Arc::clone(&confirm),
     };
     let mut agent = agent;
-    // `!command` outputs waiting for the next prompt.
-    let mut shell_context: Vec<Block> = Vec::new();
+    let mut held = Held::default();
     if let Some(agent) = &mut agent {
         agent.set_confirm(Arc::new(TuiConfirm {
             state: confirm,
@@ -217,7 +238,7 @@ pub fn spawn(
                 None => {
                     let _ = events.send(WorkerEvent::Error(missing.clone()));
                 }
-                Some(agent) => run(agent, work, &mut shell_context, &events, &token).await,
+                Some(agent) => run(agent, work, &mut held, &events, &token).await,
             }
             let _ = events.send(WorkerEvent::Idle);
         }
@@ -225,10 +246,62 @@ pub fn spawn(
     (handle, rx)
 }
 
+/// Runs one prompt, its events to the app. Returns its content when the
+/// turn failed in a way another model may not, so it can run again there.
+async fn prompt(
+    agent: &mut Agent,
+    content: Vec<Block>,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+    cancel: &CancellationToken,
+) -> Option<Vec<Block>> {
+    let kept = content.clone();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let forward = async {
+        while let Some(event) = rx.recv().await {
+            let _ = events.send(WorkerEvent::Agent(event));
+        }
+    };
+    let run = async {
+        let result = agent.prompt(content, &tx, cancel).await;
+        drop(tx);
+        result
+    };
+    let (result, ()) = tokio::join!(run, forward);
+    let error = result.err()?;
+    let _ = events.send(WorkerEvent::Error(error.to_string()));
+    another_model_may_help(&error).then(|| {
+        let _ = events.send(WorkerEvent::Retryable);
+        kept
+    })
+}
+
+/// What the worker keeps between pieces of work.
+#[derive(Default)]
+struct Held {
+    /// `!command` outputs waiting for the next prompt.
+    shell: Vec<Block>,
+    /// The content of the last prompt, while its turn's failure may be
+    /// retried on another model.
+    failed: Option<Vec<Block>>,
+}
+
+/// Whether another model may get past `error`: a refused key, a rate limit
+/// or a server error (the same request on the same model failed already,
+/// after the provider's retries).
+fn another_model_may_help(error: &AgentError) -> bool {
+    matches!(
+        error,
+        AgentError::Provider(ProviderError::Status {
+            status: 401 | 403 | 429 | 500..=599,
+            ..
+        })
+    )
+}
+
 async fn run(
     agent: &mut Agent,
     work: Work,
-    shell_context: &mut Vec<Block>,
+    held: &mut Held,
     events: &mpsc::UnboundedSender<WorkerEvent>,
     cancel: &CancellationToken,
 ) {
@@ -237,8 +310,10 @@ async fn run(
         Work::Clear | Work::OpenSession(_) | Work::Branch(..) | Work::Rewind { .. }
     ) {
         // Context for a conversation that is no longer the one going on.
-        shell_context.clear();
+        held.shell.clear();
+        held.failed = None;
     }
+    let shell_context = &mut held.shell;
     match work {
         Work::Shell { id, command } => {
             let (tx, mut rx) = mpsc::unbounded_channel();
@@ -257,25 +332,34 @@ async fn run(
                 text: shell_text(&command, &output),
             });
         }
-        Work::Prompt(text) => {
+        Work::SideQuestion(question) => {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let answer = agent.side_question(&question, &tx, cancel).await;
+            drop(tx);
+            // Its usage, counted like any call's.
+            while let Some(event) = rx.recv().await {
+                let _ = events.send(WorkerEvent::Agent(event));
+            }
+            let _ = events.send(match answer {
+                Ok(answer) => WorkerEvent::SideAnswer { question, answer },
+                Err(e) => WorkerEvent::Error(format!("/btw: {e}")),
+            });
+        }
+        Work::Prompt { text, images } => {
             let mut content = std::mem::take(shell_context);
             content.push(Block::Text { text });
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let forward = async {
-                while let Some(event) = rx.recv().await {
-                    let _ = events.send(WorkerEvent::Agent(event));
-                }
-            };
-            let run = async {
-                let result = agent.prompt(content, &tx, cancel).await;
-                drop(tx);
-                result
-            };
-            let (result, ()) = tokio::join!(run, forward);
-            if let Err(e) = result {
-                let _ = events.send(WorkerEvent::Error(e.to_string()));
-            }
+            content.extend(images);
+            held.failed = prompt(agent, content, events, cancel).await;
         }
+        Work::Retry => match held.failed.take() {
+            Some(content) if agent.take_back_prompt() => {
+                let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                held.failed = prompt(agent, content, events, cancel).await;
+            }
+            _ => {
+                let _ = events.send(WorkerEvent::Error("no failed turn to run again".into()));
+            }
+        },
         Work::Compact => match compact(agent, events, cancel).await {
             // The transcript keeps what was shown; the summary follows it
             // (the agent's `compact_done`).
@@ -298,10 +382,10 @@ async fn run(
                 )));
             }
         }
-        Work::SetModel(model) => {
-            let provider = Provider::new(agent.provider().config().clone());
+        Work::SetModel { provider, model } => {
+            let config = provider.unwrap_or_else(|| agent.provider().config().clone());
             // The app's status line already says so (and where it was saved).
-            agent.set_model(provider, model);
+            agent.set_model(Provider::new(config), model);
         }
         Work::ResetPrompt => agent.reset_system_prompt(),
         Work::SetSandbox(sandbox) => {

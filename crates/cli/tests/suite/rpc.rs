@@ -247,7 +247,7 @@ async fn commands_events_and_malformed_lines() {
     let set = rpc.response("set_model");
     assert_eq!(
         set["data"],
-        json!({"model": "gpt-4.1-mini", "known": true}),
+        json!({"model": "gpt-4.1-mini", "provider": "openai", "known": true}),
         "{set}"
     );
     rpc.send(r#"{"type":"clear"}"#);

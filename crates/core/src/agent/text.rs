@@ -32,12 +32,21 @@ pub(super) fn with_text(message: &Message, text: &str) -> Message {
 }
 
 /// The one-line preview of a tool call: the first of command, path,
-/// file_path, url, query, name; else the JSON; cut to [`PREVIEW_CHARS`].
+/// file_path, url, query, name, description (a task's); else the JSON; cut
+/// to [`PREVIEW_CHARS`].
 pub fn preview(args: &Value) -> String {
-    let text = ["command", "path", "file_path", "url", "query", "name"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| args.to_string());
+    let text = [
+        "command",
+        "path",
+        "file_path",
+        "url",
+        "query",
+        "name",
+        "description",
+    ]
+    .iter()
+    .find_map(|key| args.get(key).and_then(Value::as_str).map(str::to_owned))
+    .unwrap_or_else(|| args.to_string());
     let line = text.lines().next().unwrap_or_default();
     if line.chars().count() > PREVIEW_CHARS {
         let cut: String = line.chars().take(PREVIEW_CHARS - 1).collect();
@@ -65,41 +74,4 @@ pub(super) fn cut_note(message: &mut Message, max_tokens: u32) -> String {
         ));
     }
     note
-}
-
-/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
-/// its end (the latest work), with a marker where the middle was left out.
-pub(super) fn cap_transcript(transcript: String, max_chars: usize) -> String {
-    if transcript.len() <= max_chars {
-        return transcript;
-    }
-    let floor = |at: usize| {
-        (0..=at)
-            .rev()
-            .find(|i| transcript.is_char_boundary(*i))
-            .unwrap_or(0)
-    };
-    let head = floor(max_chars / 4);
-    let tail = floor(transcript.len() - (max_chars - head));
-    let left_out = tail - head;
-    format!(
-        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
-        &transcript[..head],
-        &transcript[tail..]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_capped_transcript_keeps_its_start_and_end() {
-        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
-        let capped = cap_transcript(transcript.clone(), 1000);
-        assert!(capped.len() < 1100, "{}", capped.len());
-        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
-        assert!(capped.contains("bytes of the conversation left out"));
-        assert_eq!(cap_transcript("short".into(), 1000), "short");
-    }
 }
