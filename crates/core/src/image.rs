@@ -94,6 +94,11 @@ pub fn load(path: &Path) -> Result<Block, ImageError> {
     })
 }
 
+/// Reads every image of `paths` (`-i`), stopping at the first refused.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Block>, ImageError> {
+    paths.iter().map(|path| load(path)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! through the [`hooks::Hooks`] trait, so it is testable without subprocesses.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod event;
 pub mod file_refs;
 pub mod hooks;

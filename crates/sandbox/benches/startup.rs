@@ -1,7 +1,7 @@
 //! Extra start-up cost of a sandboxed process: what the host adds per
 //! scoped extension (resolving the scope, building the Landlock ruleset and
-//! seccomp filter, and in the child the namespaces, no_new_privs, seccomp
-//! and restrict_self), measured as spawn-to-exit of `/bin/true` with and
+//! seccomp filter, and in the child the namespaces, the read-only mounts,
+//! no_new_privs, seccomp and restrict_self), measured as spawn-to-exit of `/bin/true` with and
 //! without it (both through a `pre_exec` step, as extensions always are).
 //! A plain harness: prints medians, p99 and means.
 //!
@@ -150,7 +150,7 @@ fn main() {
     let scopes: [(&str, Option<&Scope>); 5] = [
         ("unsandboxed fork+exec+exit", None),
         ("supervised, unsandboxed", Some(&*SUPERVISED)),
-        ("scoped, net all (Landlock only)", Some(&all)),
+        ("scoped, net all (no network ns)", Some(&all)),
         ("scoped, net tcp:443", Some(&tcp)),
         ("scoped, net none (namespaces)", Some(&none)),
     ];

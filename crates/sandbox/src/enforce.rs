@@ -2,7 +2,8 @@
 //! enforce and builds everything that allocates (the Landlock ruleset, the
 //! seccomp program, the uid/gid map lines) before the fork; [`Prepared::apply`]
 //! installs a `pre_exec` step that only makes async-signal-safe syscalls:
-//! giving up the terminal, `unshare`, writing the maps, dropping every capability,
+//! giving up the terminal, `unshare`, writing the maps, making every mount
+//! but the writable paths read-only, dropping every capability,
 //! `prctl(PR_SET_NO_NEW_PRIVS)`, `seccomp` and `landlock_restrict_self`.
 
 use std::fmt;
@@ -64,6 +65,15 @@ pub fn missing(resolved: &Resolved, kernel: &Kernel) -> Vec<String> {
     if !kernel.seccomp {
         missing.push("the terminal-injection filter (seccomp)".to_owned());
     }
+    let all_writable = resolved
+        .write
+        .iter()
+        .any(|p| p == std::path::Path::new("/"));
+    if !kernel.mount_ns && !all_writable {
+        missing.push(
+            "read-only file metadata outside the writable paths (a mount namespace)".to_owned(),
+        );
+    }
     missing
 }
 
@@ -88,6 +98,7 @@ mod linux {
     };
 
     use super::{SandboxError, missing};
+    use crate::mounts::ReadOnly;
     use crate::policy::Enforce;
     use crate::probe::{Kernel, LANDLOCK_NET_ABI, LANDLOCK_SCOPE_ABI};
     use crate::resolve::Resolved;
@@ -108,9 +119,11 @@ mod linux {
     pub struct Prepared {
         landlock: Option<Arc<OwnedFd>>,
         filters: Option<Arc<Vec<BpfProgram>>>,
-        /// `unshare` flags for the network namespace (0: none).
+        /// `unshare` flags for the network and mount namespaces (0: none).
         unshare: libc::c_int,
         maps: Option<Arc<Maps>>,
+        /// What stays writable in its mount namespace (`None`: no namespace).
+        read_only: Option<Arc<ReadOnly>>,
         unenforced: Vec<String>,
     }
 
@@ -124,19 +137,22 @@ mod linux {
         pub fn apply(&self, command: &mut std::process::Command) {
             use std::os::unix::process::CommandExt;
             let this = self.clone();
+            // Room for the mount clones, made before the fork.
+            let mut clones = Vec::with_capacity(self.read_only.as_ref().map_or(0, |r| r.len()));
             // SAFETY: the closure only makes async-signal-safe syscalls and
             // allocates nothing: everything it uses was built before the fork.
             unsafe {
-                command.pre_exec(move || this.enter());
+                command.pre_exec(move || this.enter(&mut clones));
             }
         }
 
-        /// In the child: no controlling terminal, namespaces, no capabilities,
-        /// no_new_privs, seccomp, Landlock, in that order (the maps must be
-        /// written before Landlock hides `/proc/self`'s writable files and
-        /// while it still has the capabilities of its user namespace;
-        /// seccomp and Landlock both need no_new_privs).
-        fn enter(&self) -> io::Result<()> {
+        /// In the child: no controlling terminal, namespaces, read-only
+        /// mounts, no capabilities, no_new_privs, seccomp, Landlock, in that
+        /// order (the maps must be written before Landlock hides
+        /// `/proc/self`'s writable files, and they and the mounts while it
+        /// still has the capabilities of its user namespace; seccomp and
+        /// Landlock both need no_new_privs).
+        fn enter(&self, clones: &mut Vec<libc::c_int>) -> io::Result<()> {
             // SAFETY (all blocks below): syscalls on memory this struct owns.
             give_up_terminal()?;
             if self.unshare != 0 {
@@ -158,6 +174,9 @@ mod linux {
                 }
                 if self.unshare & libc::CLONE_NEWNET != 0 {
                     loopback_up()?;
+                }
+                if let Some(read_only) = &self.read_only {
+                    read_only.enter(clones)?;
                 }
             }
             drop_capabilities()?;
@@ -343,17 +362,24 @@ mod linux {
         }
         let setup = |e: &dyn std::fmt::Display| SandboxError::Setup(e.to_string());
         let isolated = resolved.net.isolated() && kernel.userns;
-        let (unshare, maps) = if isolated {
-            if kernel.root {
-                (libc::CLONE_NEWNET, None)
-            } else {
-                (
-                    libc::CLONE_NEWUSER | libc::CLONE_NEWNET,
-                    Some(Arc::new(maps()?)),
-                )
-            }
+        let read_only = kernel
+            .mount_ns
+            .then(|| ReadOnly::new(&resolved.write))
+            .flatten()
+            .map(Arc::new);
+        let mut unshare = 0;
+        if isolated {
+            unshare |= libc::CLONE_NEWNET;
+        }
+        if read_only.is_some() {
+            unshare |= libc::CLONE_NEWNS;
+        }
+        // Root needs no user namespace for these; anyone else does.
+        let maps = if unshare != 0 && !kernel.root {
+            unshare |= libc::CLONE_NEWUSER;
+            Some(Arc::new(maps()?))
         } else {
-            (0, None)
+            None
         };
         let landlock = if kernel.landlock_abi > 0 {
             // A port list, or no network without a namespace to hold it.
@@ -376,6 +402,7 @@ mod linux {
             filters,
             unshare,
             maps,
+            read_only,
             unenforced: missing,
         })
     }
@@ -581,6 +608,53 @@ mod tests {
     }
 
     #[test]
+    fn metadata_changes_outside_the_writable_paths_fail_and_inside_work() {
+        // Each change on a file outside (the home directory, not even
+        // readable here) and one inside (the data directory): its outcome
+        // as `where op ok|ERRNO`.
+        let probe = r#"echo x > "$D/f" && /usr/bin/python3 -c '
+import errno, os, sys
+for where, path in (("out", sys.argv[1]), ("in", sys.argv[2])):
+    for op, change in (("chmod", lambda: os.chmod(path, 0o600)),
+                       ("chown", lambda: os.chown(path, os.getuid(), os.getgid())),
+                       ("utime", lambda: os.utime(path, (0, 0))),
+                       ("setxattr", lambda: os.setxattr(path, "user.zot", b"1"))):
+        try:
+            change()
+            print(where, op, "ok")
+        except OSError as e:
+            print(where, op, errno.errorcode[e.errno])
+' "$H/secret" "$D/f""#;
+        let root_mount = || {
+            let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+            let line = mounts
+                .lines()
+                .find(|l| l.split_whitespace().nth(4) == Some("/"));
+            line.map(|l| l.split_whitespace().nth(5).unwrap_or_default().to_owned())
+        };
+        let before = root_mount();
+        for scope in [json!({}), json!({"read": ["home"], "net": "all"})] {
+            let (code, out) = run(scope.clone(), probe);
+            assert_eq!(code, 0, "{scope}: {out}");
+            for op in ["chmod", "chown", "utime", "setxattr"] {
+                assert!(out.contains(&format!("out {op} EROFS\n")), "{scope}: {out}");
+            }
+            for op in ["chmod", "chown", "utime"] {
+                assert!(out.contains(&format!("in {op} ok\n")), "{scope}: {out}");
+            }
+            // Where the file system keeps user attributes at all.
+            assert!(
+                out.contains("in setxattr ok\n") || out.contains("in setxattr EOPNOTSUPP\n"),
+                "{scope}: {out}"
+            );
+        }
+        // The read-only mounts were the child's alone: zot's `/` keeps its
+        // flags (a remount of the file system itself would have made it
+        // read-only for the whole machine).
+        assert_eq!(root_mount(), before);
+    }
+
+    #[test]
     fn a_confined_child_has_no_capabilities() {
         for scope in [json!({}), json!({"net": "all"})] {
             let (code, out) = run(
@@ -657,6 +731,7 @@ mod tests {
         let weak = Kernel {
             landlock_abi: 3,
             userns: false,
+            mount_ns: false,
             seccomp: false,
             root: false,
         };
@@ -667,7 +742,8 @@ mod tests {
                 "TCP port rules (Landlock ABI 4)",
                 "signal and abstract-socket scoping (Landlock ABI 6)",
                 "the Unix-socket filter (seccomp)",
-                "the terminal-injection filter (seccomp)"
+                "the terminal-injection filter (seccomp)",
+                "read-only file metadata outside the writable paths (a mount namespace)"
             ]
         );
         let err = prepare(&resolved, &weak, Enforce::Strict).unwrap_err();

@@ -16,6 +16,7 @@
 mod bash;
 mod enforce;
 mod env;
+mod mounts;
 mod policy;
 mod probe;
 mod resolve;

@@ -1,11 +1,13 @@
 //! What this kernel can enforce, probed once per zot process: the Landlock
-//! ABI, whether zot may create a user and network namespace, and whether
-//! seccomp filters are available.
+//! ABI, whether zot may create a user and network namespace, whether it may
+//! give a child a read-only mount namespace, and whether seccomp filters are
+//! available.
 
 use std::sync::OnceLock;
 
 /// Test hook: a comma-separated list of kernel features to treat as absent
-/// (`landlock`, `landlock-net`, `landlock-scope`, `userns`, `seccomp`), so
+/// (`landlock`, `landlock-net`, `landlock-scope`, `userns`, `mountns`,
+/// `seccomp`), so
 /// the strict error and best-effort fallbacks can be exercised on a kernel
 /// that has everything. It can only take protection away from what the
 /// kernel offers, and the strict default then refuses to start anything
@@ -29,6 +31,10 @@ pub struct Kernel {
     /// Whether zot can give a child a network namespace of its own (for an
     /// unprivileged user: a user namespace with it).
     pub userns: bool,
+    /// Whether zot can give a child a mount namespace of its own in which
+    /// every mount but its writable paths is read-only (for an unprivileged
+    /// user: inside a user namespace).
+    pub mount_ns: bool,
     /// Whether seccomp filters can be installed.
     pub seccomp: bool,
     /// Whether zot runs as root, which needs no user namespace for a
@@ -59,6 +65,7 @@ impl Kernel {
                     self.landlock_abi = self.landlock_abi.min(LANDLOCK_SCOPE_ABI - 1);
                 }
                 "userns" => self.userns = false,
+                "mountns" => self.mount_ns = false,
                 "seccomp" => self.seccomp = false,
                 _ => {}
             }
@@ -72,6 +79,7 @@ impl Kernel {
         Self {
             landlock_abi: landlock_abi(),
             userns: can_unshare(root),
+            mount_ns: crate::mounts::available(root),
             seccomp: seccomp_filters(),
             root,
         }
@@ -82,6 +90,7 @@ impl Kernel {
         Self {
             landlock_abi: 0,
             userns: false,
+            mount_ns: false,
             seccomp: false,
             root: false,
         }
@@ -95,8 +104,9 @@ impl Kernel {
         };
         let yes = |b: bool| if b { "yes" } else { "no" };
         format!(
-            "{landlock}, user namespaces: {}, seccomp: {}",
+            "{landlock}, user namespaces: {}, read-only mounts: {}, seccomp: {}",
             yes(self.userns),
+            yes(self.mount_ns),
             yes(self.seccomp)
         )
     }
@@ -106,6 +116,7 @@ impl Kernel {
         serde_json::json!({
             "landlock_abi": self.landlock_abi,
             "user_namespaces": self.userns,
+            "read_only_mounts": self.mount_ns,
             "seccomp": self.seccomp,
         })
     }
@@ -138,14 +149,21 @@ fn can_unshare(root: bool) -> bool {
     } else {
         libc::CLONE_NEWUSER | libc::CLONE_NEWNET
     };
-    // SAFETY: the child only makes async-signal-safe calls (unshare, _exit).
+    // SAFETY: a system call without pointers.
+    in_child(move || unsafe { libc::unshare(flags) } == 0)
+}
+
+/// Whether `attempt` returns true in a forked child, which exits at once.
+/// `attempt` must only make async-signal-safe calls (zot may have threads).
+#[cfg(target_os = "linux")]
+pub(crate) fn in_child(attempt: impl FnOnce() -> bool) -> bool {
+    // SAFETY: the child only runs `attempt` (async-signal-safe, as required
+    // above) and `_exit`.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        let ok = attempt();
         // SAFETY: as above.
-        unsafe {
-            let ok = libc::unshare(flags) == 0;
-            libc::_exit(if ok { 0 } else { 1 });
-        }
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
     if pid < 0 {
         return false;
@@ -183,6 +201,7 @@ mod tests {
         let mut kernel = Kernel {
             landlock_abi: 7,
             userns: true,
+            mount_ns: true,
             seccomp: true,
             root: false,
         };
@@ -191,9 +210,10 @@ mod tests {
         assert!(!kernel.seccomp && kernel.userns);
         kernel.pretend_missing("landlock-net");
         assert_eq!(kernel.landlock_abi, 3);
-        kernel.pretend_missing("landlock,userns");
+        assert!(kernel.mount_ns);
+        kernel.pretend_missing("landlock,userns,mountns");
         assert_eq!(kernel.landlock_abi, 0);
-        assert!(!kernel.userns);
+        assert!(!kernel.userns && !kernel.mount_ns);
         assert!(kernel.summary().contains("Landlock: no"));
     }
 }

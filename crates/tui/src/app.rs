@@ -34,6 +34,9 @@ use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
 mod file_picker;
+mod images;
+pub(crate) mod model_picker;
+mod rewind;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -95,6 +98,9 @@ pub struct AppConfig {
     pub model_override: Option<String>,
     /// A prompt to send once the TUI is up (`zot "prompt"`).
     pub prompt: Option<String>,
+    /// Images to attach at start-up (`zot -i FILE`): with the start-up
+    /// prompt, else as chips in the editor.
+    pub images: Vec<Block>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,6 +148,8 @@ pub struct App {
     queue: VecDeque<String>,
     /// `!command`s run so far (each one's call id).
     shells: u64,
+    /// Images attached (pasted paths, `-i`): `[image N]` is the Nth.
+    images: Vec<Block>,
     /// A prompt held back while extensions start in the background, and
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
@@ -167,6 +175,8 @@ pub struct App {
     clipboard: Option<String>,
     /// A `/model` the provider's list lacks: saved once it has answered.
     unsaved_model: Option<String>,
+    /// The last turn failed in a way another model may not: Ctrl+P runs it again.
+    retry_offered: bool,
     /// The share of the session's prompt tokens read from the cache, once
     /// the cache was used.
     cache_share: Option<f64>,
@@ -203,6 +213,7 @@ impl App {
             status: None,
             queue: VecDeque::new(),
             shells: 0,
+            images: Vec::new(),
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
@@ -217,6 +228,7 @@ impl App {
             cost: 0.0,
             clipboard: None,
             unsaved_model: None,
+            retry_offered: false,
             cache_share: None,
             quit: false,
             last_ctrl_c: None,
@@ -565,6 +577,7 @@ impl App {
             KeyCode::Char('u') if ctrl => self.editor.kill_line(),
             KeyCode::Char('x') if ctrl => self.editor.expand_pastes(),
             KeyCode::Char('o') if ctrl => self.toggle_last_expandable(),
+            KeyCode::Char('p') if ctrl => self.open_model_picker(self.retry_offered),
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Char(c) if !ctrl => {
@@ -604,7 +617,7 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if matches!(self.modal, Modal::Editor { .. }) {
+        if matches!(self.modal, Modal::Editor { .. }) && !self.paste_image(text) {
             self.editor.paste(text);
             self.files.sync(&self.editor);
         }
@@ -694,10 +707,16 @@ impl App {
             Step::DeleteSession(summary, all) => self.delete_session(summary, all),
             Step::WidenSessions(all) => self.open_sessions(all),
             Step::Prompt(action, entry_id, back) => self.prompt_picked(action, entry_id, back),
+            Step::PickModel(choice, retry) => self.model_picked(choice, retry),
             Step::Trust(true) => match self.ext.trust_project() {
                 Ok(()) => self.reload(),
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
             },
+            Step::Rewind {
+                entry_id,
+                code,
+                conversation,
+            } => self.rewind(entry_id, code, conversation),
             Step::Trust(false) => self.set_status(
                 "the project's extensions, servers and hooks stay off (run `zot trust` to allow them)",
                 StatusKind::Info,
@@ -712,6 +731,8 @@ impl App {
         match panel.key(key) {
             PanelStep::Stay => {}
             PanelStep::Close => self.close_panel(true),
+            // The TUI's own panel (`/btw`) has no owner to tell.
+            PanelStep::Send(..) if panel.extension.is_empty() => {}
             PanelStep::Send(name, text) => {
                 self.ext.panel_key(&panel.extension, &panel.id, name, text);
             }
@@ -721,6 +742,7 @@ impl App {
     fn close_panel(&mut self, tell_owner: bool) {
         if let Some(panel) = self.modal.take_panel()
             && tell_owner
+            && !panel.extension.is_empty()
         {
             self.ext.panel_close(&panel.extension, &panel.id);
         }
@@ -794,23 +816,38 @@ impl App {
         self.busy = true;
     }
 
+    /// `/btw QUESTION`: the worker asks it apart from the conversation; the
+    /// answer opens in a panel.
+    fn side_question(&mut self, question: &str) {
+        if question.is_empty() {
+            return self.set_status("/btw QUESTION asks a side question", StatusKind::Error);
+        }
+        let Some(worker) = &self.worker else {
+            return self.push_error_once("no agent to ask".into());
+        };
+        worker.send(Work::SideQuestion(question.to_owned()));
+        self.busy = true;
+        self.set_status("asking aside (Esc closes the answer)", StatusKind::Info);
+    }
+
     /// `/model <id>` is remembered in the user config; the status line
     /// says where it went and who overrides it at the next start.
-    fn save_model(&mut self, model: &str) {
-        match self.ext.save_model(model) {
+    fn save_model(&mut self, provider: Option<&str>, model: &str) {
+        let shown = provider.map_or_else(|| model.to_owned(), |p| format!("{p}:{model}"));
+        match self.ext.save_model(provider, model) {
             Ok(file) => {
                 let text = match &self.config.model_override {
                     Some(by) => format!(
-                        "model: {model} (saved to {file}, but {by} overrides it at start-up)"
+                        "model: {shown} (saved to {file}, but {by} overrides it at start-up)"
                     ),
-                    None => format!("model: {model} (saved to {file})"),
+                    None => format!("model: {shown} (saved to {file})"),
                 };
                 // In the transcript, where the switch happened.
                 self.transcript.push(Entry::Info(text));
             }
             Err(e) => self
                 .transcript
-                .push(Entry::Error(format!("model: {model} (not saved: {e})"))),
+                .push(Entry::Error(format!("model: {shown} (not saved: {e})"))),
         }
     }
 
@@ -853,8 +890,11 @@ impl App {
     }
 
     fn send_prompt(&mut self, text: String) {
+        // A new prompt: the failed turn is no longer the one to run again.
+        self.retry_offered = false;
         if let Some(worker) = &self.worker {
-            worker.send(Work::Prompt(text));
+            let images = self.images_in(&text);
+            worker.send(Work::Prompt { text, images });
             self.busy = true;
         }
     }
@@ -867,21 +907,21 @@ impl App {
             }
             Builtin::Model => {
                 if args.is_empty() {
-                    let list = self.config.models.join(", ");
-                    self.transcript.push(Entry::Info(format!(
-                        "model: {} ({}); available: {list}",
-                        self.config.model, self.config.provider
-                    )));
-                } else {
+                    self.open_model_picker(false);
+                } else if !self.switch_by_name(args) {
                     if let Some(worker) = &self.worker {
                         worker.abort();
-                        worker.send(Work::SetModel(args.to_owned()));
+                        let model = args.to_owned();
+                        worker.send(Work::SetModel {
+                            provider: None,
+                            model,
+                        });
                     }
                     self.config.model = args.to_owned();
                     let listed = self.config.models.iter().any(|m| m == args);
                     if listed || self.config.models.is_empty() {
                         self.unsaved_model = None;
-                        self.save_model(args);
+                        self.save_model(None, args);
                     } else {
                         // A typo must not become every later start-up's model.
                         self.unsaved_model = Some(args.to_owned());
@@ -915,6 +955,8 @@ impl App {
             Builtin::Tree => self.ask_tree(PromptAction::Tree),
             Builtin::Fork => self.ask_tree(PromptAction::Fork),
             Builtin::Jump => self.ask_tree(PromptAction::Jump),
+            Builtin::Undo => self.plan_rewind(None),
+            Builtin::Rewind => self.ask_tree(PromptAction::Rewind),
             Builtin::Name => self.name_session(args),
             Builtin::Export => self.export_session(args),
             Builtin::Skills => {
@@ -972,6 +1014,7 @@ impl App {
             }
             Builtin::Sandbox => self.sandbox(args),
             Builtin::Copy => self.copy_last_answer(),
+            Builtin::Btw => self.side_question(args),
             Builtin::Exit => self.quit = true,
         }
     }
@@ -1037,7 +1080,7 @@ impl App {
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · Ctrl+P pick a model · \
              Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt) · \
              @ pick a file to attach",
         );
@@ -1227,6 +1270,7 @@ impl App {
             }
             WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
             WorkerEvent::Error(text) => self.push_error_once(text),
+            WorkerEvent::Retryable => self.offer_retry(),
             WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
             WorkerEvent::Confirm(request) => {
                 // Replaces any other dialog: the agent waits on this one.
@@ -1235,7 +1279,19 @@ impl App {
             }
             WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
             WorkerEvent::EditorText(text) => self.editor.set_text(&text),
+            WorkerEvent::RewindOffer(offer) => self.offer_rewind(*offer),
             WorkerEvent::Sessions(all) => self.open_sessions(all),
+            WorkerEvent::SideAnswer { question, answer } => {
+                self.close_panel(true);
+                self.modal.put_panel(Panel {
+                    extension: String::new(),
+                    id: "btw".to_owned(),
+                    title: format!("btw: {}", zot_core::agent::preview(&question.into())),
+                    lines: answer.lines().map(str::to_owned).collect(),
+                    footer: "Esc closes · not kept in the conversation".to_owned(),
+                    scroll: 0,
+                });
+            }
         }
     }
 
@@ -1368,7 +1424,7 @@ impl App {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
                 self.cost = cumulative.cost_usd;
                 if let Some(model) = self.unsaved_model.take() {
-                    self.save_model(&model);
+                    self.save_model(None, &model);
                 }
                 if cumulative.cache_read + cumulative.cache_write > 0 {
                     self.cache_share = Some(cumulative.cache_share());
@@ -1406,6 +1462,14 @@ impl App {
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,
+            AgentEvent::Checkpoint { files, notes, .. } => self.on_checkpoint(files.len(), notes),
+            AgentEvent::Subagent {
+                parent_tool_call_id,
+                event,
+            } => match *event {
+                AgentEvent::Usage { cumulative, .. } => self.cost = cumulative.cost_usd,
+                event => crate::subagent::show(&mut self.transcript, &parent_tool_call_id, event),
+            },
             _ => {}
         }
     }
@@ -1414,6 +1478,7 @@ impl App {
     pub fn tick(&mut self) {
         self.spinner = self.spinner.wrapping_add(1);
         self.files.poll();
+        crate::subagent::tick(&mut self.transcript, self.spinner);
         if self
             .status
             .as_ref()

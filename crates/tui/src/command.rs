@@ -31,9 +31,12 @@ pub enum Builtin {
     Tree,
     Fork,
     Jump,
+    Undo,
+    Rewind,
     Name,
     Export,
     Copy,
+    Btw,
     Skills,
     Hooks,
     Mcp,
@@ -46,7 +49,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 20] = [
+    const ALL: [Self; 23] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -55,9 +58,12 @@ impl Builtin {
         Self::Tree,
         Self::Fork,
         Self::Jump,
+        Self::Undo,
+        Self::Rewind,
         Self::Name,
         Self::Export,
         Self::Copy,
+        Self::Btw,
         Self::Skills,
         Self::Hooks,
         Self::Mcp,
@@ -80,9 +86,12 @@ impl Builtin {
             Self::Tree => "tree",
             Self::Fork => "fork",
             Self::Jump => "jump",
+            Self::Undo => "undo",
+            Self::Rewind => "rewind",
             Self::Name => "name",
             Self::Export => "export",
             Self::Copy => "copy",
+            Self::Btw => "btw",
             Self::Skills => "skills",
             Self::Hooks => "hooks",
             Self::Mcp => "mcp",

@@ -11,6 +11,8 @@ pub mod file_picker;
 pub mod markdown;
 pub mod modal;
 pub mod picker;
+pub mod rewind;
+mod subagent;
 pub mod theme;
 pub mod transcript;
 pub mod view;
@@ -72,10 +74,7 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         let todo = zot_core::event::AgentEvent::Todo { items: plan };
         app.on_worker(worker::WorkerEvent::Agent(todo));
     }
-    if let Some(prompt) = app.config().prompt.clone() {
-        // As if typed: a command runs, a prompt goes to the model.
-        app.submit(&prompt);
-    }
+    app.start_up_prompt();
 
     // ratatui::init installs a panic hook that restores the terminal first.
     let mut terminal = ratatui::init();

@@ -1,11 +1,13 @@
-//! `-i/--image FILE`: images attached to the prompt of print and JSON modes
-//! reach the model as image blocks; other types and big files are refused
-//! before any request, naming the file.
+//! Images attached to a prompt reach the model as image blocks: `-i FILE`
+//! in print, JSON and TUI start-up, and a pasted image path in the TUI
+//! (an `[image N]` chip); other types and big files are refused, naming the
+//! file, before any request.
 
 use base64::Engine as _;
 use zot_testkit::{MockModel, anthropic, openai};
 
 use super::support::{Run, World};
+use super::tui::Tmux;
 
 /// A 1×1 PNG's bytes (signature, IHDR, IDAT, IEND).
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\x0f\0\0\x01\x01\0\x05\x18\xd8N\0\0\0\0IEND\xaeB`\x82";
@@ -117,4 +119,58 @@ async fn bad_images_are_refused_naming_the_file_before_any_request() {
         );
     }
     assert!(model.requests().is_empty());
+}
+
+/// Puts `text` in tmux's buffer and pastes it as a terminal does a dropped
+/// file (bracketed paste).
+fn paste(tmux: &Tmux, w: &World, text: &str) {
+    let file = w.scratch.join("paste.txt");
+    std::fs::write(&file, text).unwrap();
+    tmux.command(&["load-buffer", "-b", "p", file.to_str().unwrap()]);
+    tmux.command(&["paste-buffer", "-p", "-b", "p"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pasted_image_path_becomes_a_chip_sent_as_an_image_block() {
+    let w = World::new();
+    let shot = w.project.join("screen shot.png");
+    std::fs::write(&shot, PNG).unwrap();
+    std::fs::write(w.project.join("notes.png"), "just text").unwrap();
+    let model = MockModel::start([anthropic::text("a dot it is")]).await;
+    let tmux = Tmux::against(&w, "image-paste", &model, &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+
+    // Not an image: said on the status line, nothing inserted.
+    paste(&tmux, &w, "notes.png");
+    let screen = tmux.wait_for("image notes.png: not a png");
+    assert!(!screen.contains("[image"), "{screen}");
+
+    // Dropped as the terminal quotes it, with a trailing newline.
+    paste(&tmux, &w, &format!("'{}'\n", shot.display()));
+    tmux.wait_for("[image 1]");
+    tmux.type_text("what is this?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("a dot it is");
+    let content = &model.requests()[0].body["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "[image 1] what is this?", "{content}");
+    assert_eq!(content[1]["source"]["media_type"], "image/png", "{content}");
+    assert_eq!(content[1]["source"]["data"], b64(PNG), "{content}");
+    assert_eq!(content.as_array().map(Vec::len), Some(2), "{content}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tui_start_up_sends_the_images_with_the_prompt() {
+    let w = World::new();
+    std::fs::write(w.project.join("shot.png"), PNG).unwrap();
+    let model = MockModel::start([anthropic::text("seen at start")]).await;
+    let tmux = Tmux::against(&w, "image-start", &model, &["-i", "shot.png", "describe"]);
+    let screen = tmux.wait_for("seen at start");
+    assert!(screen.contains("describe [image 1]"), "{screen}");
+    let content = &model.requests()[0].body["messages"][0]["content"];
+    assert_eq!(content[0]["text"], "describe [image 1]", "{content}");
+    assert_eq!(content[1]["source"]["data"], b64(PNG), "{content}");
+    tmux.type_text("/exit");
+    tmux.keys(&["Enter"]);
 }

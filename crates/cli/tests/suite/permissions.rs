@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -34,6 +35,16 @@ probe("outside", lambda: write(cfg["outside"]))
 probe("data", lambda: write(os.path.join(cfg["data"], "state")))
 probe("tmp", lambda: write(os.path.join(os.environ["TMPDIR"], "t")))
 probe("self", lambda: open(os.path.abspath(__file__), "a").write("#"))
+def change_metadata(path):
+    os.chmod(path, 0o644)
+    os.utime(path, (0, 0))
+    os.chown(path, os.getuid(), os.getgid())
+def own_file():
+    path = os.path.join(cfg["data"], "mode")
+    write(path)
+    change_metadata(path)
+probe("meta_ssh", lambda: change_metadata(cfg["ssh"]))
+probe("meta_data", own_file)
 probe("tcp_listed", lambda: connect(cfg["listed"]))
 probe("tcp_other", lambda: connect(cfg["other"]))
 probe("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.1", 9)))
@@ -149,7 +160,14 @@ fn probe_ext(
 /// A fake private key under the temporary `HOME`.
 fn fake_ssh_key(w: &World) {
     std::fs::create_dir_all(w.scratch.join(".ssh")).unwrap();
-    std::fs::write(w.scratch.join(".ssh/id_rsa"), "-----BEGIN FAKE KEY-----").unwrap();
+    let key = w.scratch.join(".ssh/id_rsa");
+    std::fs::write(&key, "-----BEGIN FAKE KEY-----").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
 /// The `PROBE` outcomes and `ENV`/`NNP` lines an extension logged.
@@ -294,6 +312,8 @@ fn scoped_extensions_in_python_node_and_sh_are_held_to_their_scope() {
         "py-none",
         &[
             ("tmp", "ok"),
+            ("meta_ssh", "denied"),
+            ("meta_data", "ok"),
             ("tcp_listed", "denied"),
             ("udp", "denied"),
             ("unix", "denied"),
@@ -308,6 +328,7 @@ fn scoped_extensions_in_python_node_and_sh_are_held_to_their_scope() {
         "py-open",
         &[
             ("ssh", "ok"),
+            ("meta_ssh", "denied"),
             ("tcp_listed", "ok"),
             ("tcp_other", "denied"),
             ("unix", "denied"),
@@ -325,6 +346,8 @@ fn scoped_extensions_in_python_node_and_sh_are_held_to_their_scope() {
             ("nnp", "0"),
         ],
     );
+    // No scoped extension changed the key's mode, even one that may read it.
+    assert_eq!(mode(&w.scratch.join(".ssh/id_rsa")), 0o600);
     // The private temporary directory went with the extension.
     let tmp = w.home.join("tmp");
     let left: Vec<_> = std::fs::read_dir(&tmp)
@@ -392,6 +415,25 @@ fn the_policy_narrows_an_unrestricted_project_extension() {
     assert!(dir.is_dir());
 }
 
+/// Sets `"enforce": "best-effort"` in the policy.
+fn best_effort(w: &World) {
+    std::fs::write(
+        w.home.join("permissions.json"),
+        r#"{"enforce": "best-effort"}"#,
+    )
+    .unwrap();
+}
+
+/// `zot ext permissions <name> --json` with the variable `env` set.
+fn shown_permissions(w: &World, name: &str, env: (&str, &str)) -> Value {
+    let shown = w
+        .cmd(&["ext", "permissions", name, "--json"])
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&shown.stdout).unwrap()
+}
+
 #[test]
 fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_unenforced() {
     let w = World::new();
@@ -423,12 +465,7 @@ fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_
     assert!(error.contains("best-effort"), "{error}");
     // It never ran.
     assert!(!w.log("weak").contains("PROBE"), "{}", w.log("weak"));
-    let shown = w
-        .cmd(&["ext", "permissions", "weak", "--json"])
-        .env(hide[0].0, hide[0].1)
-        .output()
-        .unwrap();
-    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let shown = shown_permissions(&w, "weak", hide[0]);
     assert_eq!(
         shown["unenforced"],
         json!([
@@ -438,11 +475,7 @@ fn a_missing_kernel_feature_gives_the_strict_error_and_best_effort_says_what_is_
     );
     assert_eq!(shown["kernel"]["landlock_abi"], 3);
 
-    std::fs::write(
-        w.home.join("permissions.json"),
-        r#"{"enforce": "best-effort"}"#,
-    )
-    .unwrap();
+    best_effort(&w);
     let (run, doc) = doctor(&w, &hide);
     assert_eq!(run.code, 0, "{run:?}");
     let weak = entry(&doc, "weak");
@@ -516,6 +549,45 @@ fn install_prints_the_requests_and_bad_scopes_name_the_field() {
         run.stderr.contains("permissions.json: \"enforce\" must be"),
         "{run:?}"
     );
+}
+
+#[test]
+fn without_read_only_mounts_strict_refuses_and_best_effort_names_the_gap() {
+    let w = World::new();
+    fake_ssh_key(&w);
+    let data = w.home.join("data/user/nomounts");
+    probe_ext(
+        &w,
+        &w.global(),
+        "nomounts",
+        "py",
+        json!({"write": ["tmp"], "net": "none"}),
+        (1, 1),
+        &data,
+    );
+    let hide = [("ZOT_SANDBOX_PRETEND_MISSING", "mountns")];
+    let gap = "read-only file metadata outside the writable paths (a mount namespace)";
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = entry(&doc, "nomounts")["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains(gap), "{doc:#}");
+    assert!(
+        !w.log("nomounts").contains("PROBE"),
+        "{}",
+        w.log("nomounts")
+    );
+
+    best_effort(&w);
+    let (run, doc) = doctor(&w, &hide);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(entry(&doc, "nomounts")["state"], "ready", "{doc:#}");
+    let shown = shown_permissions(&w, "nomounts", hide[0]);
+    assert_eq!(shown["unenforced"], json!([gap]));
+    assert_eq!(shown["kernel"]["read_only_mounts"], false);
+    // The rest of the scope still holds.
+    expect(&w, "nomounts", &[("ssh", "denied"), ("outside", "denied")]);
 }
 
 #[test]
@@ -605,16 +677,23 @@ async fn bash_through(
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_bash_sandbox_confines_writes_and_the_network() {
+/// A world outside `/tmp` whose project is a repository of its own, so its
+/// git top-level (which `workspace` may write) is the project, not the
+/// checkout the test runs in.
+fn outside_tmp_repository() -> World {
     let w = World::outside_tmp();
-    // The project is a repository of its own, so its git top-level (which
-    // `workspace` may write) is the project, not the checkout the test runs in.
-    std::process::Command::new("git")
+    let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(&w.project)
         .status()
         .unwrap();
+    assert!(git.success());
+    w
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bash_sandbox_confines_writes_and_the_network() {
+    let w = outside_tmp_repository();
     let outside = w.scratch.join("outside");
     let touch = format!(
         "touch inside; echo in=$?; touch {}; echo out=$?",
@@ -623,7 +702,8 @@ async fn the_bash_sandbox_confines_writes_and_the_network() {
 
     let out = bash_through_zot(&w, &touch, &["--sandbox", "workspace"]).await;
     assert!(out.contains("in=0") && out.contains("out=1"), "{out}");
-    assert!(out.contains("Permission denied"), "{out}");
+    // Everything outside the writable paths is a read-only mount.
+    assert!(out.contains("Read-only file system"), "{out}");
     assert!(w.project.join("inside").exists() && !outside.exists());
     std::fs::remove_file(w.project.join("inside")).unwrap();
 
@@ -893,4 +973,75 @@ async fn sandboxed_commands_get_a_private_temporary_directory() {
     assert!(out.contains("in=0") && out.contains("shared=0"), "{out}");
     assert!(out.contains("private=ok"), "{out}");
     std::fs::remove_file(&shared).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sandboxed_commands_change_metadata_only_inside_the_writable_paths() {
+    let w = outside_tmp_repository();
+    fake_ssh_key(&w);
+    let key = w.scratch.join(".ssh/id_rsa");
+    let script = w.project.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\necho ran-$((40 + 2))\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Each change to the key (outside) and to the project's script, with
+    // its exit status (the markers are built when it runs: the result
+    // repeats the command).
+    let probe = format!(
+        "k={key}; o=ok; chmod 644 $k; echo key-chmod=$?; touch -d 2001-01-01 $k; echo key-touch=$?; \
+         chown $(id -u):$(id -g) $k; echo key-chown=$?; \
+         python3 -c \"import os; os.setxattr('$k', 'user.zot', b'1')\" 2>/dev/null; echo key-xattr=$?; \
+         chmod +x run.sh && ./run.sh && echo script-chmod=$o; \
+         touch -d 2001-01-01 run.sh; echo script-touch=$?",
+        key = key.display()
+    );
+    let out = bash_through_zot(&w, &probe, &["--sandbox", "workspace"]).await;
+    for op in ["chmod", "touch", "chown", "xattr"] {
+        assert!(out.contains(&format!("key-{op}=1")), "{op}: {out}");
+    }
+    assert!(out.contains("Read-only file system"), "{out}");
+    assert!(
+        out.contains("ran-42") && out.contains("script-chmod=ok"),
+        "{out}"
+    );
+    assert!(out.contains("script-touch=0"), "{out}");
+    assert_eq!(mode(&key), 0o600);
+    assert_eq!(mode(&script), 0o755);
+
+    // read-only: the project too.
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = bash_through_zot(&w, &probe, &["--sandbox", "read-only"]).await;
+    assert!(out.contains("key-chmod=1"), "{out}");
+    assert!(!out.contains("script-chmod=ok"), "{out}");
+    assert!(out.contains("script-touch=1"), "{out}");
+    assert_eq!((mode(&key), mode(&script)), (0o600, 0o644));
+
+    // A project under the system's temporary directory stays read-only in
+    // read-only mode, though `workspace` may write `/tmp`.
+    let under_tmp = World::new();
+    let script = under_tmp.project.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let change = "chmod +x run.sh; echo chmod=$?; touch -d 2001-01-01 run.sh; echo touch=$?";
+    let out = bash_through_zot(&under_tmp, change, &["--sandbox", "read-only"]).await;
+    assert!(out.contains("chmod=1") && out.contains("touch=1"), "{out}");
+    assert_eq!(mode(&script), 0o644);
+
+    // Where the kernel cannot give it read-only mounts, the sandbox is not
+    // available (strict) and the command does not run.
+    let out = bash_through(
+        &under_tmp,
+        change,
+        &["--sandbox", "read-only"],
+        |zot| {
+            zot.env("ZOT_SANDBOX_PRETEND_MISSING", "mountns");
+        },
+        |zot| zot.output().unwrap().into(),
+    )
+    .await;
+    assert!(out.contains("not started"), "{out}");
+    assert!(
+        out.contains("read-only file metadata outside the writable paths"),
+        "{out}"
+    );
+    assert!(!out.contains("chmod=0"), "{out}");
 }

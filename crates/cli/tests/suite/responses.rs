@@ -338,3 +338,66 @@ async fn a_session_continues_with_its_reasoning_and_the_api_setting_picks_the_wi
     assert_ne!(run.code, 0, "{run:?}");
     assert!(run.stderr.contains("responses or chat"), "{run:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_codex_model_is_asked_through_the_responses_api_whatever_the_setting() {
+    let w = World::new();
+    // The config asks for chat completions, as a custom server speaks.
+    std::fs::write(w.home.join("config.json"), r#"{"api": "chat"}"#).unwrap();
+    let model = MockModel::start([openai::text("from chat"), responses::text("from codex")]).await;
+    let run: Run = w
+        .against(&model, "openai", &["-p", "--model", "gpt-6.2-sol", "hi"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.stdout, "from chat\n", "{run:?}");
+    // The same conversation goes on with a model served only by the
+    // Responses API: asked there, with what was said so far.
+    let args = ["-p", "-c", "--model", "gpt-5.3-codex", "again"];
+    let run: Run = w.against(&model, "openai", &args).output().unwrap().into();
+    assert_eq!(run.stdout, "from codex\n", "{run:?}");
+    let requests = model.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/v1/chat/completions", "/v1/responses"]);
+    assert_eq!(requests[1].body["model"], "gpt-5.3-codex");
+    assert_eq!(
+        shape(&requests[1].body),
+        ["message user", "message assistant", "message user"]
+    );
+    let listed = w.zot(&["models", "--json", "--provider", "openai"]);
+    assert!(listed.stdout.contains("\"gpt-5.3-codex\""), "{listed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_context_window_compacts_and_the_turn_goes_on() {
+    let w = World::new();
+    let mut script: Vec<_> = (1..=3)
+        .map(|n| responses::tool_call(&format!("call_{n}"), "bash", r#"{"command":"echo hi"}"#))
+        .collect();
+    script.extend([
+        responses::failed(
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model.",
+        ),
+        responses::text("Summary of the work."),
+        responses::text("done"),
+    ]);
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = events(&run);
+    assert!(
+        all.iter()
+            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        "{run:?}"
+    );
+    let answer = all
+        .iter()
+        .rfind(|e| e["type"] == "assistant_message")
+        .unwrap();
+    assert_eq!(answer["content"][0]["text"], "done");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    let retry = serde_json::to_string(&requests[5].body["input"][0]).unwrap();
+    assert!(retry.contains("Summary of the work."), "{retry}");
+}

@@ -203,20 +203,24 @@ pub fn record_input(log: &Path, fields: &str) -> String {
     )
 }
 
-/// The one session file of the world, as JSON lines.
+/// The one session file of the world, as JSON lines (the session index
+/// beside the project folders is passed over).
 pub fn session_lines(w: &World) -> Vec<serde_json::Value> {
-    let sessions = w.home.join("sessions");
-    let dir = std::fs::read_dir(sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    let file = std::fs::read_dir(dir.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    std::fs::read_to_string(file.path())
+    let entries = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect::<Vec<_>>()
+    };
+    let project = entries(&w.home.join("sessions"))
+        .into_iter()
+        .find(|p| p.is_dir())
+        .expect("a session folder");
+    let file = entries(&project)
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a session file");
+    std::fs::read_to_string(file)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -245,6 +249,15 @@ pub use zot_extensions::zot_protocol::schema::{
 
 /// One `--json`/RPC line as the protocol's typed event; a line the type
 /// does not read fails the test (the schema and the type must agree).
+/// The `cost_usd` of the run's first `usage` event.
+pub fn first_cost(run: &Run) -> f64 {
+    let usage = events(run)
+        .into_iter()
+        .find(|e| e["type"] == "usage")
+        .unwrap_or_else(|| panic!("no usage event: {run:?}"));
+    usage["cost_usd"].as_f64().unwrap()
+}
+
 pub fn typed(line: &serde_json::Value) -> Event {
     serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
@@ -360,4 +373,21 @@ pub fn on_terminal(cmd: &Command) -> Run {
         runner.current_dir(dir);
     }
     runner.output().unwrap().into()
+}
+
+/// Runs `git args` in `dir` as author `t` (taking no optional locks, so a
+/// `status` writes nothing) and returns its output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

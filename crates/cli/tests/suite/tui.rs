@@ -147,6 +147,12 @@ impl Tmux {
         }
     }
 
+    /// Waits until the editor's title says the turn is over (an answer's
+    /// text shows while its turn is still running); the screen.
+    pub(super) fn wait_idle(&self) -> String {
+        self.wait_for("Enter send")
+    }
+
     pub(super) fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
             .args(["-L", &self.socket, "send-keys"])

@@ -287,6 +287,7 @@ async fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
     tmux.type_text("say it");
     tmux.keys(&["Enter"]);
     tmux.wait_for("to copy");
+    tmux.wait_idle();
     tmux.type_text("/copy");
     tmux.keys(&["Enter"]);
     tmux.wait_for("copied the last answer");
@@ -353,5 +354,62 @@ async fn a_typed_bang_runs_a_command_whose_output_goes_with_the_next_prompt() {
     let sent = texts(&model.requests()[1].body);
     assert_eq!(sent.last().unwrap(), "!echo never-$((1+1))");
     assert_eq!(sent.len(), 3, "{sent:?}");
+    exit(&tmux);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_side_question_is_answered_apart_and_leaves_the_conversation_as_it_was() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("first answer"),
+        anthropic::text("an aside: **four**"),
+        anthropic::text("second answer"),
+    ])
+    .await;
+    let tmux = Tmux::keeping_session(&w, "btw", &model, &[], &[]);
+    tmux.wait_for("anthropic/claude-sonnet-5-5");
+    tmux.type_text("/btw");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("/btw QUESTION asks a side question");
+    tmux.type_text("hello");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("first answer");
+    tmux.wait_idle();
+
+    tmux.type_text("/btw what is 2+2?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("an aside: **four**");
+    assert!(screen.contains("btw: \"what is 2+2?\""), "{screen}");
+    // The side request begins as the next turn's would (the cached
+    // prefix serves it): same system prompt and tools, the conversation,
+    // then the question.
+    let requests = model.requests();
+    let (turn, aside) = (&requests[0].body, &requests[1].body);
+    assert_eq!(aside["system"], turn["system"]);
+    assert_eq!(aside["tools"], turn["tools"]);
+    let asked = texts(aside);
+    assert_eq!(asked[..2], ["hello", "first answer"], "{asked:?}");
+    assert!(asked[2].ends_with("what is 2+2?"), "{asked:?}");
+
+    tmux.keys(&["Escape"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while tmux.screen().contains("btw: \"what") {
+        assert!(Instant::now() < deadline, "Esc left the answer open");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux.type_text("next");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("second answer");
+    // Neither question nor answer joined the conversation or the session;
+    // the side call's usage was counted.
+    assert_eq!(
+        texts(&model.requests()[2].body),
+        ["hello", "first answer", "next"]
+    );
+    let lines = super::support::session_lines(&w);
+    let recorded = serde_json::to_string(&lines).unwrap();
+    assert!(!recorded.contains("2+2"), "{recorded}");
+    let usage_lines = lines.iter().filter(|l| l["type"] == "usage").count();
+    assert_eq!(usage_lines, 3, "{recorded}");
     exit(&tmux);
 }

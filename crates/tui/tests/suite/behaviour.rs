@@ -449,7 +449,9 @@ async fn built_in_commands() {
         matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("deploy: how to ship"))
     );
     app.submit("/model");
-    assert!(matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
+    assert!(matches!(app.dialog(), Some(Dialog::Models(_))));
+    assert!(render(&mut app, 100, 30).contains("anthropic:claude-haiku-4-5"));
+    app.on_key(key(KeyCode::Esc));
     app.submit("/model claude-haiku-4-5");
     assert_eq!(app.config().model, "claude-haiku-4-5");
     app.submit("/yolo");

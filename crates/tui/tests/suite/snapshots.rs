@@ -332,3 +332,54 @@ async fn file_picker() {
     let lines: Vec<&str> = screen.lines().take(9).collect();
     assert_snapshot!(lines.join("\n"));
 }
+
+#[tokio::test]
+async fn a_task_with_its_subagent_running_then_folded() {
+    let (mut app, _, _) = app();
+    app.set_busy(true);
+    agent(
+        &mut app,
+        AgentEvent::ToolCall {
+            id: "t1".into(),
+            name: "task".into(),
+            args: json!({"description": "find the needle", "prompt": "Find it."}),
+        },
+    );
+    let child = |event| AgentEvent::Subagent {
+        parent_tool_call_id: "t1".into(),
+        event: Box::new(event),
+    };
+    agent(
+        &mut app,
+        child(AgentEvent::ToolCall {
+            id: "c1".into(),
+            name: "grep".into(),
+            args: json!({"pattern": "needle"}),
+        }),
+    );
+    agent(
+        &mut app,
+        child(AgentEvent::ToolCall {
+            id: "c2".into(),
+            name: "read".into(),
+            args: json!({"path": "src/a.rs"}),
+        }),
+    );
+    app.tick();
+    app.tick();
+    assert_snapshot!("task_running", render(&mut app, 60, 8));
+    agent(
+        &mut app,
+        AgentEvent::ToolResult {
+            id: "t1".into(),
+            is_error: false,
+            content: vec![Block::Text {
+                text: "the needle is in src/a.rs".into(),
+            }],
+        },
+    );
+    app.set_busy(false);
+    assert_snapshot!("task_folded", render(&mut app, 60, 8));
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    assert_snapshot!("task_expanded", render(&mut app, 60, 9));
+}
