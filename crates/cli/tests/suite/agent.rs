@@ -78,7 +78,8 @@ async fn print_mode_answers_and_sends_a_proper_request() {
             "find",
             "ls",
             "web_fetch",
-            "todo_write"
+            "todo_write",
+            "task"
         ]
     );
 }
@@ -692,6 +693,7 @@ async fn system_prompt_parts_skills_and_tool_filters() {
             "web_fetch",
             "todo_write",
             "skill",
+            "task",
             "weather"
         ]
     );
@@ -991,7 +993,7 @@ async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
         "zot starts",
         "extension started",
         "model request",
-        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch", "todo_write", "echo"]"#,
+        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch", "todo_write", "task", "echo"]"#,
         "tool call",
         "tool=\"echo\"",
         "frame in",

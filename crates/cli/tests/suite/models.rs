@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai};
 
-use super::support::{Event, World, first, typed_events};
+use super::support::World;
 
 /// `zot --base-url URL [extra…] models --json …`, parsed.
 fn models(w: &World, url: &str, extra: &[&str], sub: &[&str]) -> Value {
@@ -227,10 +227,11 @@ async fn models_json_adds_and_overrides_models_and_a_broken_one_is_only_a_warnin
         .unwrap()
         .into();
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = typed_events(&run);
-    let usage = first!(evs, Event::Usage { usage, .. } => usage);
     let cost = (1000.0 * 1.0 + 500.0 * 2.0) / 1e6;
-    assert!((usage.cost_usd - cost).abs() < 1e-12, "{usage:?}");
+    assert!(
+        (super::support::first_cost(&run) - cost).abs() < 1e-12,
+        "{run:?}"
+    );
     assert_eq!(model.requests()[0].body["max_tokens"], 4000);
 
     std::fs::write(

@@ -42,7 +42,7 @@ impl Rpc {
     }
 
     /// Starts `cmd` (stdin and stdout piped) as the server.
-    fn from_command(mut cmd: std::process::Command) -> Self {
+    pub(super) fn from_command(mut cmd: std::process::Command) -> Self {
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -290,7 +290,7 @@ async fn commands_events_and_malformed_lines() {
     let set = rpc.response("set_model");
     assert_eq!(
         set["data"],
-        json!({"model": "gpt-4.1-mini", "known": true}),
+        json!({"model": "gpt-4.1-mini", "provider": "openai", "known": true}),
         "{set}"
     );
     rpc.send(r#"{"type":"clear"}"#);

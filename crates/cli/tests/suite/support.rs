@@ -251,6 +251,17 @@ pub use zot_extensions::zot_protocol::schema::{
 
 /// One `--json`/RPC line as the protocol's typed event; a line the type
 /// does not read fails the test (the schema and the type must agree).
+/// The `cost_usd` of the run's first `usage` event.
+pub fn first_cost(run: &Run) -> f64 {
+    typed_events(run)
+        .into_iter()
+        .find_map(|e| match e {
+            Event::Usage { usage, .. } => Some(usage.cost_usd),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no usage event: {run:?}"))
+}
+
 pub fn typed(line: &serde_json::Value) -> Event {
     serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
@@ -513,4 +524,21 @@ pub fn on_terminal(cmd: &Command) -> Run {
         runner.current_dir(dir);
     }
     runner.output().unwrap().into()
+}
+
+/// Runs `git args` in `dir` as author `t` (taking no optional locks, so a
+/// `status` writes nothing) and returns its output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

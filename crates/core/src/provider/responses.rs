@@ -98,7 +98,7 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool) -> Vec<u8> {
     let body = Body {
         model: request.model,
         instructions: request.system,
-        input: input_items(request.messages),
+        input: input_items(request.messages, request.drop_thinking_before),
         tools: request
             .tools
             .iter()
@@ -209,21 +209,25 @@ struct SummaryText<'a> {
 /// The conversation as input items: an assistant turn's reasoning, text and
 /// calls in the order the model produced them, each call's output right
 /// after its turn. Another provider's thinking is not sent: it means
-/// nothing here.
-fn input_items(messages: &[Message]) -> Vec<Item<'_>> {
+/// nothing here; nor is reasoning of `messages[..drop_reasoning_before]`
+/// (another server's, before a switch of provider).
+fn input_items(messages: &[Message], drop_reasoning_before: usize) -> Vec<Item<'_>> {
     let mut items = Vec::new();
-    for message in messages {
+    for (index, message) in messages.iter().enumerate() {
         match message.role {
-            Role::Assistant => assistant_items(&message.content, &mut items),
+            Role::Assistant => {
+                assistant_items(&message.content, index < drop_reasoning_before, &mut items);
+            }
             Role::User | Role::Tool => user_items(&message.content, &mut items),
         }
     }
     items
 }
 
-fn assistant_items<'a>(content: &'a [Block], items: &mut Vec<Item<'a>>) {
+fn assistant_items<'a>(content: &'a [Block], stale: bool, items: &mut Vec<Item<'a>>) {
     for block in content {
         match block {
+            Block::Reasoning { .. } if stale => {}
             Block::Text { text } if !text.is_empty() => items.push(Item::Message {
                 role: "assistant",
                 content: vec![Content::OutputText { text }],

@@ -726,6 +726,7 @@ mod tests {
             id: "t1".into(),
             name: "bash".into(),
             args: json!({"command":"curl x"}),
+            parent_tool_call_id: None,
         };
         let (request, verdict) = answered(
             &h,
