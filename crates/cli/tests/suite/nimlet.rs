@@ -371,9 +371,10 @@ for msg in frames():
             "ls",
             "web_fetch",
             "todo_write",
+            "task",
             "peek"
         ],
-        "only read-only tools in plan mode"
+        "only read-only tools in plan mode (a task's child reads only there)"
     );
     // An act-only tool the model calls anyway is refused.
     assert!(
@@ -400,6 +401,7 @@ for msg in frames():
             "ls",
             "web_fetch",
             "todo_write",
+            "task",
             "peek",
             "poke",
             "plain",
