@@ -66,7 +66,7 @@ pub struct AgentArgs {
     #[arg(long, value_enum, group = "modes")]
     pub mode: Option<Mode>,
 
-    /// anthropic, openai or ollama (any OpenAI-compatible server) [env: ZOT_PROVIDER, config: provider].
+    /// anthropic, openai, ollama, or a named provider or preset (see docs/providers.md) [env: ZOT_PROVIDER, config: provider].
     #[arg(long)]
     pub provider: Option<String>,
     /// The model id [env: ZOT_MODEL, config: model].
@@ -200,7 +200,7 @@ pub enum Command {
     /// The model table beside what each provider serves (asked only with a
     /// key, or of ollama; each answer is kept a day in $ZOT_HOME/cache/).
     Models {
-        /// Only this provider (anthropic, openai or ollama).
+        /// Only this provider (built in or named).
         #[arg(long)]
         provider: Option<String>,
         /// Ask the providers again instead of using the day-old lists.
@@ -349,12 +349,12 @@ pub enum ConfigCommand {
 pub enum AuthCommand {
     /// Read an API key from stdin and store it.
     Login {
-        /// anthropic or openai.
+        /// anthropic, openai, or a named provider (its key is bound to its base URL).
         provider: String,
     },
     /// Forget a stored API key.
     Logout {
-        /// anthropic or openai.
+        /// anthropic, openai, or a named provider.
         provider: String,
     },
 }

@@ -36,10 +36,18 @@ pub const KEYS: &[&str] = &[
     "bash_timeout",
     "web_fetch.allow_private",
     "cache",
+    "subagent_model",
+    "providers",
 ];
 
 /// The keys a project's `.zot/config.json` may set.
-pub const PROJECT_KEYS: &[&str] = &["model", "reasoning", "max_steps", "auto_compact"];
+pub const PROJECT_KEYS: &[&str] = &[
+    "model",
+    "reasoning",
+    "max_steps",
+    "auto_compact",
+    "subagent_model",
+];
 
 /// The environment variables that set a key.
 pub const ENV: &[(&str, &str)] = &[
@@ -109,6 +117,8 @@ pub struct Settings {
     pub unknown: Vec<(String, Value)>,
     /// What to tell the user (unknown keys, refused project keys, a broken project file).
     pub warnings: Vec<String>,
+    /// The user file's named providers (`providers`).
+    pub providers: Vec<crate::providers::Named>,
 }
 
 impl Settings {
@@ -137,6 +147,10 @@ impl Settings {
                 Map::new()
             }
         };
+        if let Some(value) = user.get("providers") {
+            // `read_user` has checked it: this parse cannot fail.
+            settings.providers = crate::providers::parse(value).unwrap_or_default();
+        }
         for (key, value) in &user {
             if !KEYS.contains(&key.as_str()) {
                 settings.warnings.push(format!(
@@ -202,8 +216,16 @@ impl Settings {
         fill(&mut args.provider, "provider");
         let model_given = args.model.is_some();
         fill(&mut args.model, "model");
-        fill(&mut args.base_url, "base_url");
-        fill(&mut args.api, "api");
+        // `base_url` and `api` are the built-in providers' settings: a named
+        // provider has its own (only the flags override them for a run).
+        let named = args
+            .provider
+            .as_deref()
+            .is_some_and(|p| !crate::providers::is_builtin(p));
+        if !named {
+            fill(&mut args.base_url, "base_url");
+            fill(&mut args.api, "api");
+        }
         fill(&mut args.reasoning, "reasoning");
         fill(&mut args.sandbox, "sandbox");
         if !args.sandbox_net {
@@ -223,7 +245,7 @@ impl Settings {
             Some((value, Source::Project(path))) if !model_given => value
                 .as_str()
                 .and_then(|m| m.split_once(':'))
-                .filter(|(name, _)| ProviderKind::parse(name).is_some())
+                .filter(|(name, _)| crate::providers::known(&self.providers, name))
                 .map(|_| format!(
                     "{}: \"model\": {value} names a provider, which a project may not choose; ignored",
                     path.display()
@@ -243,10 +265,10 @@ impl Settings {
             )
         {
             let known = zot_core::models::info(kind, &model);
-            if known.known() && known.provider != kind {
+            if known.known() && known.provider != kind.name() {
                 self.warnings.push(format!(
                     "the saved model {model} belongs to {}, not {}; using {}'s default",
-                    known.provider.name(),
+                    known.provider,
                     kind.name(),
                     kind.name()
                 ));
@@ -294,6 +316,11 @@ impl Settings {
             .unwrap_or_default()
     }
 
+    /// The model subagents (the `task` tool) run; `None`: the agent's.
+    pub fn subagent_model(&self) -> Option<String> {
+        self.string("subagent_model")
+    }
+
     /// The theme bundle's name, if one is chosen.
     pub fn theme(&self) -> Option<String> {
         self.string("theme")
@@ -328,7 +355,7 @@ impl Settings {
         if let Some(choice) = choice {
             for (key, value, _) in resolved.iter_mut().filter(|(_, v, _)| v.is_null()) {
                 match *key {
-                    "provider" => *value = Value::from(choice.provider.kind.name()),
+                    "provider" => *value = Value::from(choice.provider.name.clone()),
                     "model" => *value = Value::from(choice.model.clone()),
                     "base_url" => *value = Value::from(choice.provider.base_url.clone()),
                     "api" => *value = Value::from(choice.provider.wire.name()),
@@ -390,8 +417,13 @@ impl Settings {
 /// Why `value` cannot be `key`'s value.
 pub fn check(key: &str, value: &Value) -> Result<(), String> {
     let ok = match key {
-        "provider" => value.as_str().and_then(ProviderKind::parse).is_some(),
-        "model" | "base_url" | "theme" => value.as_str().is_some_and(|s| !s.trim().is_empty()),
+        "provider" => value.as_str().is_some_and(|name| {
+            crate::providers::is_builtin(name) || crate::providers::valid_name(name)
+        }),
+        "providers" => return crate::providers::parse(value).map(|_| ()),
+        "model" | "base_url" | "theme" | "subagent_model" => {
+            value.as_str().is_some_and(|s| !s.trim().is_empty())
+        }
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
         "api" => matches!(value.as_str(), Some("responses" | "chat")),
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
@@ -420,8 +452,8 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
         return Ok(());
     }
     let wanted = match key {
-        "provider" => "anthropic, openai or ollama",
-        "model" | "base_url" | "theme" => "a non-empty string",
+        "provider" => "anthropic, openai, ollama or a named provider",
+        "model" | "base_url" | "theme" | "subagent_model" => "a non-empty string",
         "reasoning" => "low, medium or high",
         "api" => "responses or chat",
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => "true or false",
@@ -505,11 +537,15 @@ pub fn write_key(path: &Path, key: &str, value: Option<Value>) -> anyhow::Result
     Ok(true)
 }
 
-/// Saves `model` as the user's model (`/model <id>`, RPC `set_model` with `save`).
-pub fn save_model(zot_home: &Path, model: &str) -> anyhow::Result<PathBuf> {
+/// Saves `model` as the user's model (`/model <id>`, RPC `set_model` with
+/// `save`), and `provider` as the user's provider when the switch chose one.
+pub fn save_model(zot_home: &Path, provider: Option<&str>, model: &str) -> anyhow::Result<PathBuf> {
     let path = user_path(zot_home);
     zot_core::session::private_dir(zot_home)
         .with_context(|| format!("cannot create {}", zot_home.display()))?;
+    if let Some(provider) = provider {
+        write_key(&path, "provider", Some(Value::from(provider)))?;
+    }
     write_key(&path, "model", Some(Value::from(model)))?;
     Ok(path)
 }
@@ -569,6 +605,15 @@ fn show(value: &Value) -> String {
     }
 }
 
+/// [`show`], with what may carry a key masked (header values of `providers`).
+fn show_key(key: &str, value: &Value) -> String {
+    if key == "providers" {
+        show(&crate::providers::masked(value))
+    } else {
+        show(value)
+    }
+}
+
 /// `zot config list|get|set|unset|path`.
 pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::Result<ExitCode> {
     let file = |in_project: bool| {
@@ -600,7 +645,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 } else {
                     "  # ignored: not allowed in a project config"
                 };
-                outln!("{key} = {}{note}", show(&value));
+                outln!("{key} = {}{note}", show_key(&key, &value));
             }
         }
         ConfigCommand::List { project: false } => {
@@ -613,7 +658,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 if value.is_null() {
                     outln!("{key}  # unset");
                 } else {
-                    outln!("{key} = {}  # {}", show(&value), source.describe());
+                    outln!("{key} = {}  # {}", show_key(key, &value), source.describe());
                 }
             }
             for (key, value) in &settings.unknown {
@@ -642,7 +687,7 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
                 })
             };
             match value {
-                Some(value) => outln!("{}", show(&value)),
+                Some(value) => outln!("{}", show_key(key, &value)),
                 None => {
                     errln!("zot: {key} is unset");
                     return Ok(ExitCode::FAILURE);
@@ -656,6 +701,11 @@ pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::
         } => {
             allowed(key, *p)?;
             let value = parse_value(key, value).map_err(anyhow::Error::msg)?;
+            if key == "provider"
+                && let Some(name) = value.as_str()
+            {
+                crate::credentials::named_or_builtin(zot_home, name)?;
+            }
             let path = file(*p);
             if !*p {
                 // Refuses to rewrite a file it cannot read.
@@ -755,6 +805,23 @@ mod tests {
     }
 
     #[test]
+    fn a_named_provider_keeps_its_own_base_url_over_the_configs() {
+        let (_d, home, proj) = files(
+            Some(
+                r#"{"provider":"chatty","base_url":"https://old.example","api":"responses",
+                    "providers":{"chatty":{"base_url":"https://chatty.example"}}}"#,
+            ),
+            None,
+        );
+        let mut s = Settings::load_with(&home, &proj, no_env).unwrap();
+        assert_eq!(s.providers[0].name, "chatty");
+        let mut args = AgentArgs::default();
+        s.apply(&mut args);
+        assert_eq!(args.provider.as_deref(), Some("chatty"));
+        assert_eq!((args.base_url, args.api), (None, None));
+    }
+
+    #[test]
     fn a_project_cannot_set_provider_base_url_or_anything_else() {
         let (_d, home, proj) = files(
             None,
@@ -813,7 +880,7 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("unknown key \"zeta\""))
         );
-        save_model(&home, "b").unwrap();
+        save_model(&home, None, "b").unwrap();
         write_key(&user_path(&home), "yolo", Some(json!(false))).unwrap();
         let text = std::fs::read_to_string(user_path(&home)).unwrap();
         let keys: Vec<String> = serde_json::from_str::<Map<String, Value>>(&text)

@@ -68,9 +68,8 @@ impl Context {
             self.settings.warnings.push(warning);
         }
         self.config.hooks &= self.settings.hooks();
-        if let Some(warning) = load_user_models(&self.zot_home) {
-            self.settings.warnings.push(warning);
-        }
+        let warnings = load_user_models(&self.zot_home, &self.settings.providers);
+        self.settings.warnings.extend(warnings);
         Ok(())
     }
 
@@ -127,26 +126,43 @@ pub fn ignored_permissions(files: &[PathBuf]) -> Option<String> {
     })
 }
 
-/// Adds `$ZOT_HOME/models.json`'s models to the table for this process. A
-/// broken file never stops zot: the warning names it (line and column) and
-/// its models are left out.
-fn load_user_models(zot_home: &std::path::Path) -> Option<String> {
+/// Adds `$ZOT_HOME/models.json`'s models and the named providers' own to
+/// the table for this process. A broken file never stops zot: the warning
+/// names it (line and column) and its models are left out; so is an entry
+/// of a provider zot does not know.
+fn load_user_models(
+    zot_home: &std::path::Path,
+    providers: &[crate::providers::Named],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     let path = zot_home.join("models.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    let mut models = match std::fs::read_to_string(&path) {
+        Ok(text) => zot_core::models::parse_user_models(&text).unwrap_or_else(|e| {
+            warnings.push(format!("{}: {e}; its models are left out", path.display()));
+            Vec::new()
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => {
-            return Some(format!(
+            warnings.push(format!(
                 "cannot read {}: {e}; its models are left out",
                 path.display()
             ));
+            Vec::new()
         }
     };
-    match zot_core::models::parse_user_models(&text) {
-        Ok(models) => {
-            zot_core::models::add_user_models(models);
-            None
+    models.retain(|m| {
+        let known = crate::providers::known(providers, &m.provider);
+        if !known {
+            warnings.push(format!(
+                "{}: {} is a model of provider \"{}\", which is neither built in nor in \"providers\"; left out",
+                path.display(),
+                m.id,
+                m.provider
+            ));
         }
-        Err(e) => Some(format!("{}: {e}; its models are left out", path.display())),
-    }
+        known
+    });
+    models.extend(providers.iter().flat_map(|p| p.models.iter().cloned()));
+    zot_core::models::add_user_models(models);
+    warnings
 }

@@ -1,5 +1,7 @@
 //! Which provider, which key: `--api-key`, then `ANTHROPIC_API_KEY` /
-//! `OPENAI_API_KEY`, then `$ZOT_HOME/auth.json` (kept 0600). ollama needs none.
+//! `OPENAI_API_KEY` (a named provider's `api_key_env`), then
+//! `$ZOT_HOME/auth.json` (kept 0600). ollama needs none. A named provider's
+//! stored key is bound to the base URL it was stored for and sent nowhere else.
 
 use std::path::Path;
 
@@ -7,6 +9,7 @@ use anyhow::{Context as _, bail};
 use zot_core::provider::{ProviderConfig, ProviderKind, Wire};
 
 use crate::args::{AgentArgs, AuthCommand};
+use crate::providers::{self, Named};
 
 /// The env var that holds a provider's key.
 pub fn env_var(kind: ProviderKind) -> Option<&'static str> {
@@ -17,8 +20,9 @@ pub fn env_var(kind: ProviderKind) -> Option<&'static str> {
     }
 }
 
-/// A key from `$ZOT_HOME/auth.json` (`{"anthropic": {"api_key": "…"}}`).
-fn stored_key(zot_home: &Path, kind: ProviderKind) -> anyhow::Result<Option<String>> {
+/// A key from `$ZOT_HOME/auth.json` (`{"anthropic": {"api_key": "…"}}`)
+/// with the base URL it is bound to, when it was stored with one.
+fn stored_entry(zot_home: &Path, name: &str) -> anyhow::Result<Option<(String, Option<String>)>> {
     let path = zot_home.join("auth.json");
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -27,7 +31,61 @@ fn stored_key(zot_home: &Path, kind: ProviderKind) -> anyhow::Result<Option<Stri
     };
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{}: invalid JSON", path.display()))?;
-    Ok(value[kind.name()]["api_key"].as_str().map(str::to_owned))
+    let entry = &value[name];
+    Ok(entry["api_key"].as_str().map(|key| {
+        let bound = entry["base_url"].as_str().map(str::to_owned);
+        (key.to_owned(), bound)
+    }))
+}
+
+fn stored_key(zot_home: &Path, kind: ProviderKind) -> anyhow::Result<Option<String>> {
+    Ok(stored_entry(zot_home, kind.name())?.map(|(key, _)| key))
+}
+
+/// Whether a key is stored for `named`, but for another base URL (and so
+/// not sent to its own).
+pub fn stored_elsewhere(zot_home: &Path, named: &Named) -> bool {
+    stored_entry(zot_home, &named.name)
+        .ok()
+        .flatten()
+        .is_some_and(|(_, bound)| bound.as_deref() != Some(named.base_url.as_str()))
+}
+
+/// A named provider's key and where it was found: `--api-key`, its
+/// `api_key_env`, or the key stored for its base URL. `Err` says why
+/// there is none (a key stored for another URL is never sent here).
+pub fn named_key(
+    args: &AgentArgs,
+    zot_home: &Path,
+    named: &Named,
+) -> anyhow::Result<Result<(String, String), String>> {
+    if let Some(key) = &args.api_key {
+        return Ok(Ok((key.clone(), "--api-key".to_owned())));
+    }
+    if let Some(var) = &named.api_key_env
+        && let Some(key) = std::env::var(var).ok().filter(|k| !k.is_empty())
+    {
+        return Ok(Ok((key, format!("env {var}"))));
+    }
+    let name = &named.name;
+    let login = format!("`echo $KEY | zot auth login {name}`");
+    Ok(match stored_entry(zot_home, name)? {
+        Some((key, Some(bound))) if bound == named.base_url => {
+            Ok((key, zot_home.join("auth.json").display().to_string()))
+        }
+        Some((_, bound)) => Err(format!(
+            "the key stored for {name} was stored for {}, not {}, and is not sent there; \
+             store one for this URL with {login}",
+            bound.as_deref().unwrap_or("no base URL"),
+            named.base_url
+        )),
+        None => Err(match &named.api_key_env {
+            Some(var) => format!(
+                "no API key for {name}: set {var}, or store one with {login} (or pass --api-key)"
+            ),
+            None => format!("no API key for {name}: store one with {login} (or pass --api-key)"),
+        }),
+    })
 }
 
 fn key_for(
@@ -77,6 +135,14 @@ pub fn resolve(
     args: &AgentArgs,
     zot_home: &Path,
 ) -> anyhow::Result<(ProviderConfig, Option<String>)> {
+    if let Some(name) = args
+        .provider
+        .as_deref()
+        .filter(|n| !providers::is_builtin(n))
+    {
+        let named = named(zot_home, name)?;
+        return resolve_named(args, zot_home, named);
+    }
     let kinds = match &args.provider {
         Some(name) => match ProviderKind::parse(name) {
             Some(kind) => vec![kind],
@@ -102,12 +168,7 @@ pub fn resolve(
             (ProviderKind::Anthropic, _) | (_, None) => kind.default_wire(&base_url),
             (_, Some(wire)) => wire,
         };
-        ProviderConfig {
-            kind,
-            base_url,
-            api_key,
-            wire,
-        }
+        ProviderConfig::builtin(kind, base_url, api_key, wire)
     };
     for &kind in &kinds {
         let key = if kind == ProviderKind::Ollama {
@@ -123,6 +184,44 @@ pub fn resolve(
         config(kinds[0], String::new()),
         Some(missing_message(args.provider.is_some().then_some(kinds[0]))),
     ))
+}
+
+/// The named provider (configured or a preset) called `name`.
+pub fn named(zot_home: &Path, name: &str) -> anyhow::Result<Named> {
+    let configured = providers::load(zot_home);
+    providers::find(&configured, name).with_context(|| {
+        format!(
+            "unknown provider \"{name}\" (use {}, a preset: {}, or define it under \"providers\" in {})",
+            providers::names(&configured),
+            providers::preset_names(),
+            crate::config::user_path(zot_home).display()
+        )
+    })
+}
+
+/// Checks that `name` is a provider zot can use (`zot config set provider`).
+pub fn named_or_builtin(zot_home: &Path, name: &str) -> anyhow::Result<()> {
+    if !providers::is_builtin(name) {
+        named(zot_home, name)?;
+    }
+    Ok(())
+}
+
+/// A named provider's config: its own API (`--api` is for the built-in
+/// OpenAI provider), `--base-url` if given, and its key.
+fn resolve_named(
+    args: &AgentArgs,
+    zot_home: &Path,
+    mut named: Named,
+) -> anyhow::Result<(ProviderConfig, Option<String>)> {
+    if let Some(url) = &args.base_url {
+        url.trim_end_matches('/').clone_into(&mut named.base_url);
+    }
+    Ok(match named_key(args, zot_home, &named)? {
+        Ok((key, _)) => (named.config(key), None),
+        Err(_) if !named.needs_key() => (named.config(String::new()), None),
+        Err(why) => (named.config(String::new()), Some(why)),
+    })
 }
 
 /// What to tell a user without a key: exactly which variable, `zot auth
@@ -148,9 +247,15 @@ pub fn auth_command(
     command: &AuthCommand,
 ) -> anyhow::Result<std::process::ExitCode> {
     let (AuthCommand::Login { provider } | AuthCommand::Logout { provider }) = command;
-    let kind = ProviderKind::parse(provider)
-        .filter(|k| *k != ProviderKind::Ollama)
-        .with_context(|| format!("unknown provider \"{provider}\" (use anthropic or openai)"))?;
+    // A named provider's key is bound to its base URL: sent nowhere else.
+    let (name, bound) = match ProviderKind::parse(provider) {
+        Some(ProviderKind::Ollama) => bail!("ollama needs no key"),
+        Some(kind) => (kind.name().to_owned(), None),
+        None => {
+            let named = named(zot_home, provider)?;
+            (named.name, Some(named.base_url))
+        }
+    };
     let path = zot_home.join("auth.json");
     let mut value: serde_json::Value = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -169,16 +274,17 @@ pub fn auth_command(
                 .context("cannot read the key from stdin")?;
             let key = key.trim();
             if key.is_empty() {
-                bail!(
-                    "no key on stdin (pipe it in: `echo $KEY | zot auth login {}`)",
-                    kind.name()
-                );
+                bail!("no key on stdin (pipe it in: `echo $KEY | zot auth login {name}`)");
             }
-            map.insert(kind.name().to_owned(), serde_json::json!({"api_key": key}));
+            let mut entry = serde_json::json!({"api_key": key});
+            if let Some(url) = &bound {
+                entry["base_url"] = serde_json::Value::from(url.as_str());
+            }
+            map.insert(name.clone(), entry);
         }
         AuthCommand::Logout { .. } => {
-            if map.remove(kind.name()).is_none() {
-                errln!("no stored key for {}", kind.name());
+            if map.remove(&name).is_none() {
+                errln!("no stored key for {name}");
                 return Ok(std::process::ExitCode::SUCCESS);
             }
         }
@@ -192,7 +298,11 @@ pub fn auth_command(
     } else {
         "removed"
     };
-    errln!("{verb} the {} key in {}", kind.name(), path.display());
+    let only = match (&bound, verb) {
+        (Some(url), "stored") => format!(" (sent only to {url})"),
+        _ => String::new(),
+    };
+    errln!("{verb} the {name} key in {}{only}", path.display());
     Ok(std::process::ExitCode::SUCCESS)
 }
 

@@ -41,6 +41,11 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
     let choice = crate::run::provider_and_model(&args, ctx);
     let mut config = Map::new();
     for (key, value, source) in ctx.settings.resolved_with(&cli.agent, choice.as_ref().ok()) {
+        let value = if key == "providers" {
+            crate::providers::masked(&value)
+        } else {
+            value
+        };
         let mut entry = json!({"value": value, "source": source.kind()});
         if let Some(origin) = source.origin() {
             entry["from"] = json!(origin);
@@ -58,9 +63,9 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             json!({"needed": false})
         } else {
             // --api-key is the chosen provider's key only.
-            let chosen = choice.as_ref().ok().map(|c| c.provider.kind);
+            let chosen = choice.as_ref().ok().map(|c| c.provider.name.as_str());
             let mut lookup = args.clone();
-            if chosen != Some(kind) {
+            if chosen != Some(kind.name()) {
                 lookup.api_key = None;
             }
             match credentials::find_key(&lookup, &ctx.zot_home, kind) {
@@ -77,13 +82,35 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         };
         creds.insert(kind.name().to_owned(), entry);
     }
+    for named in &ctx.settings.providers {
+        let chosen = choice.as_ref().ok().map(|c| c.provider.name.as_str());
+        let mut lookup = args.clone();
+        if chosen != Some(named.name.as_str()) {
+            lookup.api_key = None;
+        }
+        let entry = match credentials::named_key(&lookup, &ctx.zot_home, named) {
+            Ok(Ok((key, from))) => json!({"needed": named.needs_key(), "found": true,
+                "key": credentials::mask(&key), "from": from, "base_url": named.base_url}),
+            Ok(Err(why)) => json!({"needed": named.needs_key(), "found": false, "key": null,
+                "from": null, "variable": named.api_key_env, "why": why, "base_url": named.base_url,
+                "stored_elsewhere": credentials::stored_elsewhere(&ctx.zot_home, named)}),
+            Err(e) => {
+                found.problems.push(format!("{e:#}"));
+                json!({"needed": true, "found": false, "error": format!("{e:#}")})
+            }
+        };
+        creds.insert(named.name.clone(), entry);
+    }
 
     let endpoint = match &choice {
         Ok(choice) => {
             if let Some(missing) = &choice.missing_credentials {
                 found.problems.push(missing.clone());
             }
-            let result = endpoint(&choice.provider, choice.missing_credentials.is_none());
+            // A provider that needs no key (ollama, a local server) is sent
+            // none: its 401 is not a refused key.
+            let keyed = choice.missing_credentials.is_none() && !choice.provider.api_key.is_empty();
+            let result = endpoint(&choice.provider, keyed);
             if let Some(problem) = result["error"].as_str() {
                 found.problems.push(format!(
                     "the model endpoint {}: {problem}",
@@ -154,15 +181,20 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
     outln!("credentials");
     for (provider, entry) in &creds {
         let text = match (&entry["needed"], &entry["found"]) {
-            (Value::Bool(false), _) => "needs no key".to_owned(),
+            (Value::Bool(false), _) if entry["stored_elsewhere"] != true => {
+                "needs no key".to_owned()
+            }
             (_, Value::Bool(true)) => format!(
                 "{} (from {})",
                 entry["key"].as_str().unwrap_or(""),
                 entry["from"].as_str().unwrap_or("")
             ),
-            _ => match entry["variable"].as_str() {
-                Some(var) => format!("none (set {var} or run `zot auth login {provider}`)"),
-                None => "none".to_owned(),
+            _ => match (entry["why"].as_str(), entry["variable"].as_str()) {
+                (Some(why), _) => format!("none: {why}"),
+                (None, Some(var)) => {
+                    format!("none (set {var} or run `zot auth login {provider}`)")
+                }
+                (None, None) => "none".to_owned(),
             },
         };
         outln!("  {provider:<13}{text}");
@@ -232,8 +264,8 @@ fn probe_url(provider: &ProviderConfig) -> String {
     let base = provider.base_url.trim_end_matches('/');
     match provider.kind {
         ProviderKind::Ollama => format!("{base}/api/tags"),
-        ProviderKind::OpenAi if base.ends_with("/v1") => format!("{base}/models"),
-        _ => format!("{base}/v1/models"),
+        ProviderKind::OpenAi => zot_core::provider::openai::api_url(base, "models"),
+        ProviderKind::Anthropic => format!("{base}/v1/models"),
     }
 }
 
@@ -248,6 +280,7 @@ fn endpoint(provider: &ProviderConfig, has_key: bool) -> Value {
             .map_err(|e| e.to_string())?;
         runtime.block_on(async {
             let client = zot_core::provider::http_client(&provider.base_url)
+                .default_headers(zot_core::provider::header_map(&provider.headers)?)
                 .timeout(ENDPOINT_TIMEOUT)
                 .connect_timeout(ENDPOINT_TIMEOUT)
                 .build()
@@ -381,11 +414,13 @@ mod tests {
         assert_eq!(human_bytes(10), "10 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
-        let config = |kind: ProviderKind, base_url: &str| ProviderConfig {
-            kind,
-            base_url: base_url.into(),
-            api_key: String::new(),
-            wire: kind.default_wire(base_url),
+        let config = |kind: ProviderKind, base_url: &str| {
+            ProviderConfig::builtin(
+                kind,
+                base_url.into(),
+                String::new(),
+                kind.default_wire(base_url),
+            )
         };
         assert_eq!(
             probe_url(&config(ProviderKind::OpenAi, "http://h/v1")),

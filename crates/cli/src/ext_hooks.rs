@@ -27,6 +27,9 @@ pub struct ExtHooks {
     /// A `PostToolUse` hook's `continue: false`: the prompt stops after
     /// the current group of tools (the agent takes it).
     halt: Mutex<Option<String>>,
+    /// The `task` call these hooks' subagent runs for (`None`: the agent's
+    /// own hooks); extensions and command hooks hear it with each call.
+    parent: Option<String>,
 }
 
 impl ExtHooks {
@@ -36,12 +39,14 @@ impl ExtHooks {
             host,
             asks: AtomicBool::new(asks),
             halt: Mutex::new(None),
+            parent: None,
         }
     }
 }
 
-/// The host's neutral hook for an agent event.
-fn hook(event: HookEvent) -> Hook {
+/// The host's neutral hook for an agent event (`parent`: the `task` call of
+/// the subagent it comes from).
+fn hook(event: HookEvent, parent: Option<String>) -> Hook {
     match event {
         HookEvent::SessionStart => Hook::SessionStart,
         HookEvent::PromptStart => Hook::PromptStart,
@@ -51,10 +56,18 @@ fn hook(event: HookEvent) -> Hook {
             stop: stop.as_str().to_owned(),
             error,
         },
-        HookEvent::ToolCall { id, name, args } => Hook::ToolCall { id, name, args },
-        HookEvent::ToolConfirmationRequested { id, name, preview } => {
-            Hook::ToolConfirmation { id, name, preview }
-        }
+        HookEvent::ToolCall { id, name, args } => Hook::ToolCall {
+            id,
+            name,
+            args,
+            parent_tool_call_id: parent,
+        },
+        HookEvent::ToolConfirmationRequested { id, name, preview } => Hook::ToolConfirmation {
+            id,
+            name,
+            preview,
+            parent_tool_call_id: parent,
+        },
         HookEvent::AssistantMessage { text } => Hook::AssistantMessage { text },
         HookEvent::Compacted(CompactOutcome {
             did_compact,
@@ -79,7 +92,7 @@ impl Hooks for ExtHooks {
                 HookEvent::ToolConfirmationRequested { name, .. } => Some(name.clone()),
                 _ => None,
             };
-            self.host.observe(&hook(event)).await;
+            self.host.observe(&hook(event, self.parent.clone())).await;
             if let Some(name) = waits {
                 self.host
                     .command_hooks()
@@ -96,7 +109,11 @@ impl Hooks for ExtHooks {
         args: &'a Value,
     ) -> BoxFuture<'a, PermissionGate> {
         Box::pin(async move {
-            let decided = self.host.command_hooks().pre_tool_use(id, name, args).await;
+            let decided = self
+                .host
+                .command_hooks()
+                .pre_tool_use(self.parent.as_deref(), id, name, args)
+                .await;
             PermissionGate {
                 permission: match decided.permission {
                     None => Permission::Default,
@@ -138,6 +155,22 @@ impl Hooks for ExtHooks {
         Box::pin(async move { self.host.command_hooks().stop(again).await })
     }
 
+    fn subagent_stop(&self, again: bool) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let parent = self.parent.as_deref()?;
+            self.host.command_hooks().subagent_stop(parent, again).await
+        })
+    }
+
+    fn for_subagent(&self, parent_tool_call_id: &str) -> Option<Arc<dyn Hooks>> {
+        Some(Arc::new(Self {
+            host: self.host.clone(),
+            asks: AtomicBool::new(self.asks.load(Ordering::Relaxed)),
+            halt: Mutex::new(None),
+            parent: Some(parent_tool_call_id.to_owned()),
+        }))
+    }
+
     fn session_file(&self, path: Option<&Path>) {
         self.host.command_hooks().set_transcript(path);
     }
@@ -173,7 +206,8 @@ impl Hooks for ExtHooks {
         args: &'a Value,
     ) -> BoxFuture<'a, ToolGate> {
         Box::pin(async move {
-            match self.host.intercept_tool_call(id, name, args).await {
+            let parent = self.parent.as_deref();
+            match self.host.intercept_call_of(parent, id, name, args).await {
                 Outcome::Allow(args) => ToolGate::Allow { args },
                 Outcome::Block { extension, reason } => ToolGate::Block {
                     by: extension,
@@ -227,7 +261,14 @@ impl Hooks for ExtHooks {
             // see what they made of it; what they say, the model reads too.
             let hooks = self.host.command_hooks();
             let decided = hooks
-                .post_tool_use(id, name, args, &text_of(&output.content), output.is_error)
+                .post_tool_use(
+                    self.parent.as_deref(),
+                    id,
+                    name,
+                    args,
+                    &text_of(&output.content),
+                    output.is_error,
+                )
                 .await;
             if let Some(reason) = decided.stop {
                 self.halt

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
+use zot_core::provider::ProviderConfig;
 use zot_core::tool::BoxFuture;
 use zot_core::{markdown_commands, models, skills};
 use zot_extensions::zot_protocol::ui::CommandOrigin;
@@ -14,7 +15,7 @@ use zot_extensions::{
     TrustStore,
 };
 use zot_tui::app::AppConfig;
-use zot_tui::bridge::Extensions;
+use zot_tui::bridge::{Extensions, ModelChoice};
 use zot_tui::theme::Theme;
 
 use crate::args::{AgentArgs, Mode};
@@ -24,11 +25,23 @@ use crate::run as setup;
 
 struct Bridge {
     host: ExtensionHost,
-    /// The provider's name, for telling the host about `/model`.
-    provider: String,
+    /// The provider in use (`None` without one), for telling the host about
+    /// `/model` and for the model picker.
+    provider: std::sync::Mutex<Option<ProviderConfig>>,
+    /// The provider the session started with, as the flags set it up.
+    start: Option<ProviderConfig>,
     commands: Commands,
     zot_home: std::path::PathBuf,
     project: std::path::PathBuf,
+}
+
+impl Bridge {
+    fn current(&self) -> Option<ProviderConfig> {
+        self.provider
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl Extensions for Bridge {
@@ -63,12 +76,45 @@ impl Extensions for Bridge {
         })
     }
 
-    fn save_model(&self, model: &str) -> Result<String, String> {
+    fn save_model(&self, provider: Option<&str>, model: &str) -> Result<String, String> {
         // Sampling requests go to the model the session uses now.
-        self.host.set_model(&self.provider, model);
-        crate::config::save_model(&self.zot_home, model)
+        let current = self.current().map(|c| c.name).unwrap_or_default();
+        self.host.set_model(&current, model);
+        crate::config::save_model(&self.zot_home, provider, model)
             .map(|path| path.display().to_string())
             .map_err(|e| format!("{e:#}"))
+    }
+
+    fn model_choices(&self) -> Vec<ModelChoice> {
+        let (Some(current), Some(start)) = (self.current(), &self.start) else {
+            return Vec::new();
+        };
+        crate::models_cmd::offered(Some(&self.zot_home), &current, start)
+            .into_iter()
+            .map(|m| ModelChoice {
+                provider: m.provider,
+                id: m.id,
+                context_window: m.info.context_window,
+                price: m.info.price.as_ref().map(|p| (p.base.input, p.base.output)),
+            })
+            .collect()
+    }
+
+    fn switch_provider(&self, name: &str) -> Result<ProviderConfig, String> {
+        let Some(start) = &self.start else {
+            return Err("no provider to switch from".into());
+        };
+        let (config, missing) =
+            setup::switch_provider(&self.zot_home, name, start).map_err(|e| format!("{e:#}"))?;
+        if let Some(why) = missing {
+            return Err(why);
+        }
+        *self.provider.lock().unwrap_or_else(PoisonError::into_inner) = Some(config.clone());
+        // An MCP server's sampling request goes to the model the session uses.
+        let provider = zot_core::provider::Provider::new(config.clone());
+        self.host
+            .set_sampler(Arc::new(crate::sampling::ModelSampler { provider }));
+        Ok(config)
     }
 
     fn hooks(&self) -> Vec<String> {
@@ -122,8 +168,10 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
             }
             Err(e) => (None, Some(format!("{e:#}"))),
         };
-        let kind = choice.as_ref().map(|c| c.provider.kind);
-        let provider_name = kind.map(|k| k.name().to_owned()).unwrap_or_default();
+        let provider_name = choice
+            .as_ref()
+            .map(|c| c.provider.name.clone())
+            .unwrap_or_default();
         let model = choice.as_ref().map(|c| c.model.clone()).unwrap_or_default();
         let session = match problem {
             None => setup::open_session(args, ctx, &provider_name, &model, Mode::Interactive)?,
@@ -135,6 +183,7 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
         let mut warnings = ctx.settings.warnings.clone();
         warnings.extend(loaded.warnings.iter().cloned());
         let wanted_theme = ctx.settings.theme();
+        let builtin_theme = wanted_theme.as_deref().and_then(Theme::builtin);
         let bundles: Vec<_> = loaded
             .found
             .iter()
@@ -147,14 +196,16 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
             .collect();
         if let Some(name) = &wanted_theme
             && bundles.is_empty()
+            && builtin_theme.is_none()
         {
             warnings.push(format!(
                 "theme \"{name}\" (config) is not an installed theme bundle; using the default"
             ));
         }
-        let theme = bundles
-            .into_iter()
-            .find_map(|dir| {
+        // A theme the config names, else an installed bundle's, else the
+        // built-in one for the terminal's background.
+        let theme = builtin_theme.or_else(|| {
+            bundles.into_iter().find_map(|dir| {
                 let file = [dir.join("theme.json"), dir.join("themes/theme.json")]
                     .into_iter()
                     .find(|p| p.is_file())?;
@@ -166,13 +217,16 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
                     }
                 }
             })
-            .unwrap_or_default();
+        });
+        let theme = theme.unwrap_or_else(Theme::for_terminal);
         if let (Some(choice), None) = (&choice, &problem) {
             let provider = zot_core::provider::Provider::new(choice.provider.clone());
             loaded
                 .host
                 .set_sampler(Arc::new(crate::sampling::ModelSampler { provider }));
         }
+        let info = choice.as_ref().map(|c| models::of(&c.provider, &model));
+        let current = choice.as_ref().map(|c| c.provider.clone());
         let agent = match (choice, &problem) {
             (Some(choice), None) => Some(setup::agent(
                 args,
@@ -185,15 +239,14 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
             )?),
             _ => None,
         };
-        let info = kind.map(|k| models::info(k, &model));
         let config = AppConfig {
-            provider: provider_name,
             model: model.clone(),
             cwd: ctx.project.display().to_string(),
             context_window: info.map_or(0, |i| i.context_window),
-            models: kind
-                .map(|k| models::models(k).map(|m| m.id.clone()).collect())
-                .unwrap_or_default(),
+            models: models::models(&provider_name)
+                .map(|m| m.id.clone())
+                .collect(),
+            provider: provider_name,
             skills: loaded
                 .skills
                 .iter()
@@ -221,7 +274,8 @@ pub fn run(args: &AgentArgs, prompt: &[String], ctx: &Context) -> anyhow::Result
         let host = loaded.host.clone();
         let bridge = Arc::new(Bridge {
             host: host.clone(),
-            provider: config.provider.clone(),
+            provider: std::sync::Mutex::new(current.clone()),
+            start: current,
             commands: loaded.commands.clone(),
             zot_home: ctx.zot_home.clone(),
             project: ctx.project.clone(),

@@ -24,6 +24,7 @@ pub mod mcp_view;
 pub mod models_cmd;
 pub mod oneshot;
 pub mod permissions_cmd;
+pub mod providers;
 pub mod rpc;
 pub mod run;
 pub mod sampling;
@@ -144,7 +145,7 @@ fn agent_mode(cli: &Cli, mode: Mode) -> anyhow::Result<ExitCode> {
     // Flags first; what they leave unset comes from the environment and the
     // config files (a `--model PROVIDER:ID` sets the provider before they do).
     let mut args = cli.agent.clone();
-    run::split_model(&mut args)?;
+    run::split_model(&mut args, &ctx.settings.providers)?;
     ctx.settings.apply(&mut args);
     if args.list_models {
         return models_cmd::run(&args, &ctx.zot_home, false, false);

@@ -14,6 +14,7 @@ use zot_core::provider::{ProviderConfig, ProviderKind};
 
 use crate::args::AgentArgs;
 use crate::credentials;
+use crate::providers::{self, Named};
 
 /// How long one provider's list may take: a listing must not wait on a
 /// provider that is down (the model-picker issue asks for a short timeout).
@@ -46,19 +47,21 @@ pub fn run(
     refresh: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let kinds = match &args.provider {
-        Some(name) => vec![ProviderKind::parse(name).ok_or_else(|| {
-            anyhow::anyhow!("unknown provider \"{name}\" (use anthropic, openai or ollama)")
-        })?],
-        None => vec![
-            ProviderKind::Anthropic,
-            ProviderKind::OpenAi,
-            ProviderKind::Ollama,
-        ],
+    let configured = providers::load(zot_home);
+    let names: Vec<String> = match &args.provider {
+        Some(name) => vec![name.clone()],
+        None => providers::BUILTIN
+            .iter()
+            .map(|&name| name.to_owned())
+            .chain(configured.iter().map(|n| n.name.clone()))
+            .collect(),
     };
-    let configs = kinds
-        .into_iter()
-        .map(|kind| provider_config(args, zot_home, kind))
+    let configs = names
+        .iter()
+        .map(|name| match ProviderKind::parse(name) {
+            Some(kind) => provider_config(args, zot_home, kind),
+            None => named_config(args, zot_home, credentials::named(zot_home, name)?),
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -88,25 +91,29 @@ pub fn run(
     }
 }
 
-/// Where `kind` is reached and with which key: the chosen provider takes
-/// `--base-url` and `--api-key`; the others only their own defaults, env
-/// vars and stored keys (a key is never sent to another provider). `None`
-/// as the key: no credentials, so the provider is not asked.
+/// The arguments that apply to the provider `name`: the chosen provider
+/// takes `--base-url` and `--api-key`; the others only their own defaults,
+/// env vars and stored keys (a key is never sent to another provider).
+fn own_args(args: &AgentArgs, name: &str) -> AgentArgs {
+    let chosen = args
+        .provider
+        .as_deref()
+        .is_some_and(|p| p == name || ProviderKind::parse(p).is_some_and(|k| k.name() == name));
+    if chosen {
+        args.clone()
+    } else {
+        AgentArgs::default()
+    }
+}
+
+/// Where `kind` is reached and with which key. `Err` as the key: no
+/// credentials (and why), so the provider is not asked.
 fn provider_config(
     args: &AgentArgs,
     zot_home: &Path,
     kind: ProviderKind,
-) -> anyhow::Result<(ProviderConfig, Option<String>)> {
-    let chosen = args.provider.as_deref().and_then(ProviderKind::parse) == Some(kind);
-    let own = if chosen {
-        args.clone()
-    } else {
-        AgentArgs {
-            api_key: None,
-            base_url: None,
-            ..AgentArgs::default()
-        }
-    };
+) -> anyhow::Result<(ProviderConfig, Result<String, String>)> {
+    let own = own_args(args, kind.name());
     let base_url = own
         .base_url
         .clone()
@@ -114,28 +121,44 @@ fn provider_config(
         .trim_end_matches('/')
         .to_owned();
     let key = match kind {
-        ProviderKind::Ollama => Some(own.api_key.clone().unwrap_or_default()),
-        _ => credentials::find_key(&own, zot_home, kind)?.map(|(key, _)| key),
+        ProviderKind::Ollama => Ok(own.api_key.clone().unwrap_or_default()),
+        _ => credentials::find_key(&own, zot_home, kind)?
+            .map(|(key, _)| key)
+            .ok_or_else(|| format!("no key ({})", credentials::env_var(kind).unwrap_or("a key"))),
     };
-    let config = ProviderConfig {
-        kind,
-        wire: kind.default_wire(&base_url),
-        api_key: key.clone().unwrap_or_default(),
-        base_url,
-    };
+    let wire = kind.default_wire(&base_url);
+    let config = ProviderConfig::builtin(kind, base_url, key.clone().unwrap_or_default(), wire);
     Ok((config, key))
 }
 
+/// [`provider_config`] for a named provider: its stored key only for the
+/// base URL it was stored for.
+fn named_config(
+    args: &AgentArgs,
+    zot_home: &Path,
+    mut named: Named,
+) -> anyhow::Result<(ProviderConfig, Result<String, String>)> {
+    let own = own_args(args, &named.name);
+    if let Some(url) = &own.base_url {
+        url.trim_end_matches('/').clone_into(&mut named.base_url);
+    }
+    let key = match credentials::named_key(&own, zot_home, &named)? {
+        Ok((key, _)) => Ok(key),
+        Err(_) if !named.needs_key() => Ok(String::new()),
+        Err(why) => Err(why),
+    };
+    Ok((named.config(key.clone().unwrap_or_default()), key))
+}
+
 async fn ask(
-    (config, key): (ProviderConfig, Option<String>),
+    (config, key): (ProviderConfig, Result<String, String>),
     zot_home: PathBuf,
     refresh: bool,
 ) -> Served {
-    if key.is_none() {
-        let var = credentials::env_var(config.kind).unwrap_or("a key");
+    if let Err(why) = key {
         return Served {
             config,
-            ids: Err(format!("not asked: no key ({var})")),
+            ids: Err(format!("not asked: {why}")),
             cached: false,
         };
     }
@@ -158,6 +181,45 @@ async fn ask(
     }
 }
 
+/// A model a session can switch to, with what zot knows of it.
+pub struct Offered {
+    pub provider: String,
+    pub id: String,
+    pub info: &'static ModelInfo,
+}
+
+/// Every model of every provider a session can switch to, the current
+/// provider's first: the table's and the user's, then what each provider
+/// served at its last listing (`zot models`, kept a day), asking no one.
+pub fn offered(
+    zot_home: Option<&Path>,
+    current: &ProviderConfig,
+    start: &ProviderConfig,
+) -> Vec<Offered> {
+    let mut offered = Vec::new();
+    for target in crate::run::switchable(zot_home, current, start) {
+        let listed = models::models(&target.name).map(|info| (info.id.clone(), info));
+        let served = zot_home
+            .and_then(|home| read_cache(&cache_path(home, &target), &target.base_url))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|id| {
+                let info = models::of(&target, &id);
+                (id, info)
+            })
+            // Listed already (under its id or an alias).
+            .filter(|(_, info)| !info.known() || info.provider != target.name);
+        for (id, info) in listed.chain(served) {
+            offered.push(Offered {
+                provider: target.name.clone(),
+                id,
+                info,
+            });
+        }
+    }
+    offered
+}
+
 /// `$ZOT_HOME/cache/models-<provider>-<hash of the base URL>.json`.
 fn cache_path(zot_home: &Path, config: &ProviderConfig) -> PathBuf {
     use std::hash::{DefaultHasher, Hash, Hasher};
@@ -165,7 +227,7 @@ fn cache_path(zot_home: &Path, config: &ProviderConfig) -> PathBuf {
     config.base_url.hash(&mut hasher);
     zot_home.join("cache").join(format!(
         "models-{}-{:016x}.json",
-        config.kind.name(),
+        config.name,
         hasher.finish()
     ))
 }
@@ -206,6 +268,7 @@ fn write_cache(path: &Path, base_url: &str, ids: &[String]) {
 /// Asks the provider what it serves, within [`LIST_TIMEOUT`].
 async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, String> {
     let client = zot_core::provider::http_client(&config.base_url)
+        .default_headers(zot_core::provider::header_map(&config.headers)?)
         .timeout(LIST_TIMEOUT)
         .connect_timeout(LIST_TIMEOUT)
         .build()
@@ -217,12 +280,7 @@ async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, String> {
             .header("x-api-key", &config.api_key)
             .header("anthropic-version", ANTHROPIC_VERSION),
         ProviderKind::OpenAi => {
-            let url = if base.ends_with("/v1") {
-                format!("{base}/models")
-            } else {
-                format!("{base}/v1/models")
-            };
-            let request = client.get(url);
+            let request = client.get(zot_core::provider::openai::api_url(base, "models"));
             if config.api_key.is_empty() {
                 request
             } else {
@@ -264,7 +322,9 @@ async fn fetch(config: &ProviderConfig) -> Result<Vec<String>, String> {
 
 /// One line of the listing.
 struct Row {
-    provider: ProviderKind,
+    /// The provider's name, and the family its unknown models default to.
+    provider: String,
+    kind: ProviderKind,
     id: String,
     info: Option<&'static ModelInfo>,
     /// `None`: the provider was not asked or not reached.
@@ -275,26 +335,28 @@ struct Row {
 fn rows(served: &[Served]) -> Vec<Row> {
     let mut rows = Vec::new();
     for provider in served {
-        let kind = provider.config.kind;
+        let (name, kind) = (&provider.config.name, provider.config.kind);
         let ids = provider.ids.as_ref().ok();
-        for info in models::models(kind) {
+        for info in models::models(name) {
             let served = ids.map(|ids| {
                 std::iter::once(&info.id)
                     .chain(&info.aliases)
                     .any(|id| ids.contains(id))
             });
             rows.push(Row {
-                provider: kind,
+                provider: name.clone(),
+                kind,
                 id: info.id.clone(),
                 info: Some(info),
                 served,
             });
         }
         for id in ids.into_iter().flatten() {
-            let info = models::info(kind, id);
-            if !info.known() || info.provider != kind {
+            let info = models::of(&provider.config, id);
+            if !info.known() || info.provider != *name {
                 rows.push(Row {
-                    provider: kind,
+                    provider: name.clone(),
+                    kind,
                     id: id.clone(),
                     info: None,
                     served: Some(true),
@@ -311,14 +373,14 @@ fn to_json(served: &[Served], rows: &[Row]) -> Value {
         .map(|row| {
             let info = row
                 .info
-                .unwrap_or_else(|| models::info(row.provider, &row.id));
+                .unwrap_or_else(|| models::lookup(&row.provider, row.kind, &row.id));
             let price = info.price.as_ref().map(|p| {
                 json!({"input": p.base.input, "output": p.base.output,
                     "cache_write": p.base.cache_write_5m, "cache_read": p.base.cache_read})
             });
             json!({
                 "id": row.id,
-                "provider": row.provider.name(),
+                "provider": row.provider,
                 "context_window": info.context_window,
                 "max_output": info.max_output,
                 "price": price,
@@ -331,7 +393,7 @@ fn to_json(served: &[Served], rows: &[Row]) -> Value {
         .iter()
         .map(|p| {
             json!({
-                "provider": p.config.kind.name(),
+                "provider": p.config.name,
                 "base_url": p.config.base_url,
                 "served": p.ids.as_ref().ok().map(Vec::len),
                 "error": p.ids.as_ref().err(),
@@ -348,7 +410,7 @@ fn write_text(
     rows: &[Row],
 ) -> std::io::Result<()> {
     for provider in served {
-        let name = provider.config.kind.name();
+        let name = &provider.config.name;
         match &provider.ids {
             Ok(ids) => {
                 let when = if provider.cached { ", cached" } else { "" };
@@ -383,8 +445,7 @@ fn write_text(
         writeln!(
             out,
             "{}\t{}\tcontext {context}\tmax output {output}\t{price}\t{mark}",
-            row.provider.name(),
-            row.id
+            row.provider, row.id
         )?;
     }
     Ok(())

@@ -10,7 +10,7 @@ use zot_core::CancellationToken;
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, text_of};
 use zot_core::provider::StopReason;
-use zot_extensions::zot_protocol::events::Event;
+use zot_extensions::zot_protocol::events::{Event, EventLine};
 use zot_extensions::{HostEvent, LoadError};
 
 use crate::args::{AgentArgs, Mode};
@@ -36,8 +36,11 @@ pub fn manifest_error_event(error: &str) -> Event {
 }
 
 /// Writes stream lines to stdout, one JSON object per line, flushed each.
-pub fn spawn_writer() -> (mpsc::UnboundedSender<Event>, tokio::task::JoinHandle<()>) {
-    let (lines, mut rx) = mpsc::unbounded_channel::<Event>();
+pub fn spawn_writer() -> (
+    mpsc::UnboundedSender<EventLine>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (lines, mut rx) = mpsc::unbounded_channel::<EventLine>();
     let writer = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             let Ok(line) = serde_json::to_string(&event) else {
@@ -55,12 +58,12 @@ pub fn spawn_writer() -> (mpsc::UnboundedSender<Event>, tokio::task::JoinHandle<
 #[derive(Clone)]
 struct Out {
     mode: Mode,
-    lines: mpsc::UnboundedSender<Event>,
+    lines: mpsc::UnboundedSender<EventLine>,
 }
 
 impl Out {
-    fn json(&self, event: Event) {
-        let _ = self.lines.send(event);
+    fn json(&self, line: impl Into<EventLine>) {
+        let _ = self.lines.send(line.into());
     }
 
     fn host_event(&self, event: HostEvent) {
@@ -148,7 +151,7 @@ pub async fn run_prompt_mode(
     running: Running,
     prompt: Prompt<'_>,
     mode: Mode,
-    lines: mpsc::UnboundedSender<Event>,
+    lines: mpsc::UnboundedSender<EventLine>,
 ) -> anyhow::Result<ExitCode> {
     drive(running, prompt, &Out { mode, lines }).await
 }
@@ -267,7 +270,7 @@ async fn run_prompt(
                 blocked = Some(format!("the model refused: {why}"));
             }
             if mode == Mode::Json {
-                json_out.json(event.to_wire());
+                json_out.json(event.to_line());
                 continue;
             }
             match event {
@@ -376,7 +379,7 @@ mod tests {
         )
         .await
         .unwrap();
-        (code, drain(rx).await)
+        (code, drain(rx).await.into_iter().map(|l| l.event).collect())
     }
 
     #[tokio::test(flavor = "multi_thread")]

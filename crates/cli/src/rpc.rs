@@ -18,7 +18,7 @@ use zot_core::provider::Provider;
 use zot_core::session::{Session, index};
 use zot_extensions::ExtensionHost;
 use zot_extensions::zot_protocol::events::{
-    CommandEntry, CommandSource, Data, Event, ModelInfo, ModelPrice, Response,
+    CommandEntry, CommandSource, Data, Event, EventLine, ModelInfo, ModelPrice, Response,
 };
 use zot_extensions::zot_protocol::rpc::{Envelope, Image, Request};
 use zot_extensions::zot_protocol::ui::{BUILTIN_COMMANDS, CommandOrigin};
@@ -50,7 +50,7 @@ struct Server {
     agent: Arc<Mutex<Agent>>,
     host: ExtensionHost,
     commands: Commands,
-    out: mpsc::UnboundedSender<Event>,
+    out: mpsc::UnboundedSender<EventLine>,
     /// Prompts and compactions in the order they came, the one running (or
     /// about to) first; each leaves when done. `abort` cancels the first,
     /// `abort {"queue": true}` also takes the others out.
@@ -58,7 +58,6 @@ struct Server {
     /// The number the next piece of work gets in `line`.
     next_work: std::sync::atomic::AtomicU64,
     busy: Arc<std::sync::atomic::AtomicUsize>,
-    provider_name: String,
     cwd: String,
     /// Releases the work a request just spawned, once its response is written,
     /// so the response always comes before the work's events.
@@ -68,10 +67,14 @@ struct Server {
     /// The agent's state as of its last change, for `get_state` while
     /// running work holds the agent.
     last: std::sync::Mutex<Snapshot>,
-    /// No key: what a request that would call the model answers.
-    missing_credentials: Option<String>,
+    /// No key: what a request that would call the model answers (until
+    /// `set_model` switches to a provider that has one).
+    missing_credentials: std::sync::Mutex<Option<String>>,
     /// Where `set_model` with `save` writes (`None` in tests that save nothing).
     zot_home: Option<std::path::PathBuf>,
+    /// The provider the session started with, as the flags set it up, and
+    /// what a prompt to it answers when it had no key.
+    start: (zot_core::provider::ProviderConfig, Option<String>),
 }
 
 /// A prompt or compaction waiting its turn (or running, first in line).
@@ -85,6 +88,7 @@ struct Waiting {
 /// What `get_state` reports about the agent.
 #[derive(Debug, Clone, Default)]
 struct Snapshot {
+    provider: String,
     model: String,
     message_count: usize,
     usage: zot_core::event::UsageReport,
@@ -93,6 +97,7 @@ struct Snapshot {
 impl Snapshot {
     fn of(agent: &Agent) -> Self {
         Self {
+            provider: agent.provider().name().to_owned(),
             model: agent.config().model.clone(),
             message_count: agent.messages().len(),
             usage: agent.usage(),
@@ -130,29 +135,33 @@ pub async fn serve(
     zot_home: Option<&std::path::Path>,
     token: Option<String>,
     input: impl AsyncBufRead + Unpin,
-    out: mpsc::UnboundedSender<Event>,
+    out: mpsc::UnboundedSender<EventLine>,
 ) -> ExitCode {
     for error in &running.load_errors {
-        let _ = out.send(load_error_event(error));
+        let _ = out.send(load_error_event(error).into());
     }
     for error in &running.manifest_errors {
-        let _ = out.send(manifest_error_event(error));
+        let _ = out.send(manifest_error_event(error).into());
     }
     let mut host_events = running.host_events;
     let host_out = out.clone();
     let host_task = tokio::spawn(async move {
         while let Some(event) = host_events.recv().await {
             if let Some(line) = Event::from_host(&event) {
-                let _ = host_out.send(line);
+                let _ = host_out.send(line.into());
             }
         }
     });
-    let provider_name = running.agent.provider().kind().name().to_owned();
     let last = std::sync::Mutex::new(Snapshot::of(&running.agent));
+    let start = (
+        running.agent.provider().config().clone(),
+        running.missing_credentials.clone(),
+    );
     let server = Arc::new(Server {
         last,
-        missing_credentials: running.missing_credentials,
+        missing_credentials: std::sync::Mutex::new(running.missing_credentials),
         zot_home: zot_home.map(std::path::Path::to_path_buf),
+        start,
         agent: Arc::new(Mutex::new(running.agent)),
         host: running.host,
         commands: running.commands,
@@ -160,7 +169,6 @@ pub async fn serve(
         line: std::sync::Mutex::default(),
         next_work: std::sync::atomic::AtomicU64::new(0),
         busy: Arc::default(),
-        provider_name,
         cwd: project.display().to_string(),
         tasks: std::sync::Mutex::new(Vec::new()),
         gate: std::sync::Mutex::new(None),
@@ -260,17 +268,17 @@ impl Server {
             Ok(data) => (data, None),
             Err(error) => (None, Some(error)),
         };
-        let _ = self.out.send(Event::Response(Response {
+        let _ = self.out.send(EventLine::from(Event::Response(Response {
             command: command.to_owned(),
             success: error.is_none(),
             data,
             error,
             id,
-        }));
+        })));
     }
 
-    fn event(&self, event: Event) {
-        let _ = self.out.send(event);
+    fn event(&self, event: impl Into<EventLine>) {
+        let _ = self.out.send(event.into());
     }
 
     fn remember(&self, agent: &Agent) {
@@ -278,6 +286,78 @@ impl Server {
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Snapshot::of(agent);
+    }
+
+    /// `set_model`: the model, and with `provider` the provider too (its
+    /// own base URL and key; the transcript is kept, its thinking is not sent
+    /// to another provider).
+    async fn set_model(
+        &self,
+        model: String,
+        provider: Option<String>,
+        save: bool,
+    ) -> Result<Data, String> {
+        let mut agent = self.agent.lock().await;
+        let current = agent.provider().config().clone();
+        let (config, missing) = match &provider {
+            Some(name) if *name == self.start.0.name && *name != current.name => self.start.clone(),
+            Some(name) if *name != current.name => {
+                let Some(zot_home) = &self.zot_home else {
+                    return Err("cannot switch provider: no $ZOT_HOME".into());
+                };
+                crate::run::switch_provider(zot_home, name, &self.start.0)
+                    .map_err(|e| format!("{e:#}"))?
+            }
+            _ => (current, self.missing()),
+        };
+        // A model outside the table (a newer one, a proxy's or a local
+        // server's) is taken: the provider answers whether it exists. The
+        // note says what zot cannot know about it.
+        let known = models::of(&config, &model).known();
+        let note = (!known).then(|| {
+            format!(
+                "\"{model}\" is not in zot's {} model table: it is sent as it is \
+                 (the provider says whether it exists), with a {} token context window \
+                 and {} token output limit assumed, and its calls are not priced",
+                config.name,
+                models::UNKNOWN_CONTEXT_WINDOW,
+                models::UNKNOWN_MAX_OUTPUT
+            )
+        });
+        let name = config.name.clone();
+        agent.set_model(Provider::new(config), model.clone());
+        *self
+            .missing_credentials
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = missing;
+        self.remember(&agent);
+        self.host.set_model(&name, &model);
+        // Only on request: an IDE switching models per session must not
+        // rewrite the user's file.
+        if save {
+            let Some(zot_home) = &self.zot_home else {
+                return Err("cannot save: no $ZOT_HOME".into());
+            };
+            crate::config::save_model(
+                zot_home,
+                provider.is_some().then_some(name.as_str()),
+                &model,
+            )
+            .map_err(|e| format!("model switched but not saved: {e:#}"))?;
+        }
+        Ok(Data::ModelSet {
+            model,
+            provider: name,
+            known,
+            note,
+        })
+    }
+
+    fn missing(&self) -> Option<String> {
+        self.missing_credentials
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -340,7 +420,7 @@ impl Server {
                 .busy
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             if let Some(finish) = finish.filter(|_| !dropped) {
-                let _ = server.out.send(finish);
+                let _ = server.out.send(finish.into());
             }
         });
         self.tasks
@@ -356,7 +436,7 @@ impl Server {
                 Data::Hello {
                     protocol_version: 1,
                     version: env!("CARGO_PKG_VERSION").to_owned(),
-                    provider: self.provider_name.clone(),
+                    provider: agent.provider().name().to_owned(),
                     model: agent.config().model.clone(),
                 }
             }
@@ -392,8 +472,8 @@ impl Server {
                 Data::Aborted { dropped }
             }
             Request::Compact => {
-                if let Some(missing) = &self.missing_credentials {
-                    return Err(missing.clone());
+                if let Some(missing) = self.missing() {
+                    return Err(missing);
                 }
                 self.spawn(None, None, |server, mut agent, cancel| async move {
                     let (events, mut rx) = mpsc::unbounded_channel();
@@ -401,7 +481,7 @@ impl Server {
                     server.remember(&agent);
                     drop(events);
                     while let Some(event) = rx.recv().await {
-                        server.event(event.to_wire());
+                        server.event(event.to_line());
                     }
                     if let Err(e) = result {
                         server.event(Event::Error {
@@ -420,7 +500,7 @@ impl Server {
                 }
                 let last = self.snapshot();
                 Data::State {
-                    provider: self.provider_name.clone(),
+                    provider: last.provider,
                     model: last.model,
                     cwd: self.cwd.clone(),
                     message_count: last.message_count,
@@ -486,6 +566,32 @@ impl Server {
                     text,
                 }
             }
+            Request::GetCheckpoints => {
+                let agent = self.agent.lock().await;
+                let session = agent.session().ok_or(NO_SESSION)?;
+                Data::Checkpoints {
+                    checkpoints: zot_core::checkpoint::prompts(session),
+                }
+            }
+            Request::Rewind {
+                entry_id,
+                code,
+                conversation,
+                force,
+            } => {
+                let mut agent = self.agent.lock().await;
+                let rewound =
+                    zot_core::checkpoint::rewind(&mut agent, &entry_id, code, conversation, force)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                self.remember(&agent);
+                Data::Rewound {
+                    restored: rewound.restored,
+                    conversation: rewound.conversation,
+                    leaf_id: rewound.leaf_id,
+                    text: rewound.text,
+                }
+            }
             Request::SetTitle { title } => {
                 let mut agent = self.agent.lock().await;
                 agent.set_title(&title).map_err(|e| e.to_string())?;
@@ -493,56 +599,32 @@ impl Server {
                     title: agent.session().map(Session::title).unwrap_or_default(),
                 }
             }
-            Request::SetModel { model, save } => {
-                let mut agent = self.agent.lock().await;
-                let kind = agent.provider().kind();
-                // A model outside the table (a newer one, a proxy's or a
-                // local server's) is taken: the provider answers whether it
-                // exists. The note says what zot cannot know about it.
-                let known = models::info(kind, &model).known();
-                let note = (!known).then(|| {
-                    format!(
-                        "\"{model}\" is not in zot's {} model table: it is sent as it is \
-                         (the provider says whether it exists), with a {} token context window \
-                         and {} token output limit assumed, and its calls are not priced",
-                        kind.name(),
-                        models::UNKNOWN_CONTEXT_WINDOW,
-                        models::UNKNOWN_MAX_OUTPUT
-                    )
-                });
-                let provider = Provider::new(agent.provider().config().clone());
-                agent.set_model(provider, model.clone());
-                self.remember(&agent);
-                self.host.set_model(kind.name(), &model);
-                // Only on request: an IDE switching models per session must
-                // not rewrite the user's file.
-                if save {
-                    let Some(zot_home) = &self.zot_home else {
-                        return Err("cannot save: no $ZOT_HOME".into());
-                    };
-                    crate::config::save_model(zot_home, &model)
-                        .map_err(|e| format!("model switched but not saved: {e:#}"))?;
-                }
-                Data::ModelSet { model, known, note }
-            }
+            Request::SetModel {
+                model,
+                provider,
+                save,
+            } => self.set_model(model, provider, save).await?,
             Request::GetModels => {
                 let agent = self.agent.lock().await;
-                let kind = agent.provider().kind();
-                let models = models::models(kind)
-                    .map(|m| ModelInfo {
-                        id: m.id.to_owned(),
-                        provider: kind.name().to_owned(),
-                        context_window: m.context_window,
-                        max_output: m.max_output,
-                        reasoning: m.reasoning(),
-                        price: m.price.as_ref().map(|p| ModelPrice {
-                            input: p.base.input,
-                            output: p.base.output,
-                            cache_write: p.base.cache_write_5m,
-                            cache_read: p.base.cache_read,
-                        }),
-                    })
-                    .collect();
+                let current = agent.provider().config().clone();
+                drop(agent);
+                let models =
+                    crate::models_cmd::offered(self.zot_home.as_deref(), &current, &self.start.0)
+                        .into_iter()
+                        .map(|m| ModelInfo {
+                            id: m.id,
+                            provider: m.provider,
+                            context_window: m.info.context_window,
+                            max_output: m.info.max_output,
+                            reasoning: m.info.reasoning(),
+                            price: m.info.price.as_ref().map(|p| ModelPrice {
+                                input: p.base.input,
+                                output: p.base.output,
+                                cache_write: p.base.cache_write_5m,
+                                cache_read: p.base.cache_read,
+                            }),
+                        })
+                        .collect();
                 Data::Models { models }
             }
             Request::GetCommands => {
@@ -639,8 +721,8 @@ impl Server {
             }
         }
         // Credentials are checked here, when the model is about to be called.
-        if let Some(missing) = &self.missing_credentials {
-            return self.finish_with_error(missing.clone());
+        if let Some(missing) = self.missing() {
+            return self.finish_with_error(missing);
         }
         let (events, mut rx) = mpsc::unbounded_channel();
         let out = self.out.clone();
@@ -650,7 +732,7 @@ impl Server {
                 if matches!(event, zot_core::AgentEvent::Done) {
                     continue;
                 }
-                let _ = out.send(event.to_wire());
+                let _ = out.send(event.to_line());
             }
         });
         // A failed prompt has emitted turn_end and error; `spawn` still ends it with done.
@@ -718,7 +800,7 @@ mod tests {
             out,
         )
         .await;
-        (code, drain(rx).await)
+        (code, drain(rx).await.into_iter().map(|l| l.event).collect())
     }
 
     fn responses(events: &[Event]) -> Vec<&Response> {

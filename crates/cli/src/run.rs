@@ -20,8 +20,7 @@ use crate::context::Context;
 use crate::credentials;
 use crate::ext_hooks::ExtHooks;
 
-/// Upper bound for `max_tokens` per call, whatever the model could do.
-pub const MAX_TOKENS_CAP: u32 = 32_000;
+pub use zot_core::models::MAX_TOKENS_CAP;
 
 pub struct Running {
     pub agent: Agent,
@@ -54,16 +53,27 @@ pub fn provider_and_model(args: &AgentArgs, ctx: &Context) -> anyhow::Result<Cho
 /// needs no project context).
 pub fn choose(args: &AgentArgs, zot_home: &std::path::Path) -> anyhow::Result<Choice> {
     let mut args = args.clone();
-    split_model(&mut args)?;
+    let configured = crate::providers::load(zot_home);
+    split_model(&mut args, &configured)?;
     let args = &args;
     let (provider, missing_credentials) = credentials::resolve(args, zot_home)?;
-    let model = match (&args.model, models::default_model(provider.kind)) {
-        (Some(model), _) => model.clone(),
-        (None, Some(model)) => model.to_owned(),
-        (None, None) => bail!(
-            "--provider {} needs --model (for example --model llama3.2)",
-            provider.kind.name()
-        ),
+    let named_default = || {
+        crate::providers::find(&configured, &provider.name)
+            .and_then(|named| named.default_model().map(str::to_owned))
+    };
+    let model = match &args.model {
+        Some(model) => model.clone(),
+        None => match models::default_model(provider.kind)
+            .filter(|_| provider.name == provider.kind.name())
+        {
+            Some(model) => model.to_owned(),
+            None => named_default().with_context(|| {
+                format!(
+                    "--provider {} needs --model (for example --model llama3.2)",
+                    provider.name
+                )
+            })?,
+        },
     };
     Ok(Choice {
         provider,
@@ -73,27 +83,80 @@ pub fn choose(args: &AgentArgs, zot_home: &std::path::Path) -> anyhow::Result<Ch
 }
 
 /// `--model PROVIDER:ID` chooses both: split at the first colon when what
-/// comes before it names a provider (so OpenRouter's `vendor/model` ids and
-/// ollama's `llama3.2:8b` tags stay whole). A provider named otherwise
-/// (`--provider`, or the config) that differs is an error.
-pub fn split_model(args: &mut AgentArgs) -> anyhow::Result<()> {
+/// comes before it names a provider (built in, the user's or a preset), so
+/// OpenRouter's `vendor/model` ids and ollama's `llama3.2:8b` tags stay
+/// whole. A provider named otherwise (`--provider`, or the config) that
+/// differs is an error.
+pub fn split_model(
+    args: &mut AgentArgs,
+    configured: &[crate::providers::Named],
+) -> anyhow::Result<()> {
     let Some((name, id)) = args.model.as_deref().and_then(|m| m.split_once(':')) else {
         return Ok(());
     };
-    let Some(kind) = ProviderKind::parse(name) else {
-        return Ok(());
+    let name = match ProviderKind::parse(name) {
+        Some(kind) => kind.name(),
+        None if crate::providers::known(configured, name) => name,
+        None => return Ok(()),
     };
     if id.is_empty() {
         bail!("--model {name}: names no model after the provider");
     }
     if let Some(other) = args.provider.as_deref()
-        && ProviderKind::parse(other) != Some(kind)
+        && other != name
+        && ProviderKind::parse(other).map(ProviderKind::name) != Some(name)
     {
         bail!("--model {name}:{id} is a {name} model, but the provider is {other}");
     }
-    args.provider = Some(kind.name().to_owned());
-    args.model = Some(id.to_owned());
+    let (name, id) = (name.to_owned(), id.to_owned());
+    args.provider = Some(name);
+    args.model = Some(id);
     Ok(())
+}
+
+/// The provider called `name` for a switch mid-session: `start` when it
+/// is the one the session started with (its `--base-url` and `--api-key`
+/// stay its own), else with its own base URL and key (none of the run's
+/// flags, which were for the starting provider). The message, when no key
+/// was found, is what to say at the next model request.
+pub fn switch_provider(
+    zot_home: &std::path::Path,
+    name: &str,
+    start: &ProviderConfig,
+) -> anyhow::Result<(ProviderConfig, Option<String>)> {
+    if name == start.name {
+        return Ok((start.clone(), None));
+    }
+    let args = AgentArgs {
+        provider: Some(name.to_owned()),
+        ..AgentArgs::default()
+    };
+    credentials::resolve(&args, zot_home)
+}
+
+/// Every provider a session can switch to: the current one first, then
+/// each built-in and named provider that has a key or needs none (the one
+/// it started with as it started).
+pub fn switchable(
+    zot_home: Option<&std::path::Path>,
+    current: &ProviderConfig,
+    start: &ProviderConfig,
+) -> Vec<ProviderConfig> {
+    let mut targets = vec![current.clone()];
+    let Some(zot_home) = zot_home else {
+        return targets;
+    };
+    let configured = crate::providers::load(zot_home);
+    let names = crate::providers::BUILTIN
+        .iter()
+        .map(|&name| name.to_owned())
+        .chain(configured.into_iter().map(|n| n.name));
+    for name in names.filter(|name| *name != current.name) {
+        if let Ok((config, None)) = switch_provider(zot_home, &name, start) {
+            targets.push(config);
+        }
+    }
+    targets
 }
 
 /// The extension host and what discovery found, before any agent exists.
@@ -209,7 +272,7 @@ pub fn agent(
         project_trusted: ctx.config.project_trusted,
     };
     let base_prompt = assemble(&ctx.zot_home, &ctx.project, &parts);
-    let info = models::info(provider.kind, model);
+    let info = models::of(&provider, model);
     let mut config = AgentConfig::new(&ctx.project, model);
     config.max_tokens = info.max_output.min(MAX_TOKENS_CAP);
     config.reasoning = args.reasoning.as_deref().and_then(Reasoning::parse);
@@ -222,9 +285,29 @@ pub fn agent(
     config.plan = args.plan;
     config.sandbox = args.bash_sandbox();
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
+    let checkpoints = zot_core::checkpoint::root(&ctx.zot_home);
+    config.checkpoints = Some(checkpoints.clone());
+    // Checkpoints of sessions deleted since, and the oldest when the store
+    // is over its size (a missing store costs one failed read_dir).
+    zot_core::checkpoint::prune(
+        &ctx.zot_home,
+        &checkpoints,
+        zot_core::checkpoint::MAX_STORAGE_BYTES,
+    );
     config.bash_timeout = ctx.settings.bash_timeout();
     config.web_fetch_private = ctx.settings.web_fetch_private();
     config.cache = ctx.settings.cache();
+    config.subagent_model = ctx.settings.subagent_model();
+    config.subagent_prompt = Some(assemble(
+        &ctx.zot_home,
+        &ctx.project,
+        &PromptParts {
+            system_prompt: Some(zot_core::agent::SUBAGENT_SYSTEM.to_owned()),
+            home: ctx.config.user_home.clone(),
+            project_trusted: ctx.config.project_trusted,
+            ..PromptParts::default()
+        },
+    ));
     config.tools = match (&args.tools, args.no_tools) {
         (_, true) => ToolFilter::None,
         (Some(names), _) => ToolFilter::Only(names.clone()),
@@ -289,15 +372,15 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     }
     // Without a key no conversation can happen: no session file for it.
     let session = match missing_credentials {
-        None => open_session(args, ctx, provider.kind.name(), &model, mode)?,
+        None => open_session(args, ctx, &provider.name, &model, mode)?,
         Some(_) => None,
     };
-    let info = models::info(provider.kind, &model);
+    let info = models::of(&provider, &model);
     if args.reasoning.is_some() && info.known() && !info.reasoning() {
         eprintln!("zot: warning: {model} does not reason; --reasoning is ignored");
     }
     let id = session_id(session.as_ref());
-    let loaded = load(args, ctx, provider.kind.name(), &model, &id, mode).await;
+    let loaded = load(args, ctx, &provider.name, &model, &id, mode).await;
     for warning in &loaded.warnings {
         errln!("zot: warning: {warning}");
     }

@@ -18,42 +18,37 @@ use tokio_util::sync::CancellationToken;
 use crate::conversation::Conversation;
 use crate::event::{AgentEvent, UsageReport};
 use crate::hooks::{
-    CompactOutcome, CompactPlan, HookEvent, Hooks, MessageGate, Permission, PermissionGate,
-    PromptGate, SessionSource, ToolGate, TurnGate,
+    HookEvent, Hooks, MessageGate, Permission, PermissionGate, PromptGate, SessionSource, ToolGate,
+    TurnGate,
 };
-use crate::message::{Block, Message, Role, now, text_of};
+use crate::message::{Block, Message, Role, text_of};
 use crate::provider::{
     CacheTtl, Completion, End, MAX_RESPONSE_BYTES, Provider, ProviderError, Reasoning, Request,
     STREAM_RETRY_BACKOFF, StopReason, StreamEvent,
 };
-use crate::session::{Compaction, Served, Session, SessionError, cap_transcript, summary_message};
+use crate::session::{Served, Session, SessionError};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec, progress_channel};
 use crate::tools::output;
+mod switch;
+
+mod compact;
+mod side_question;
+mod subagent;
+mod validate;
+pub use compact::{AUTO_COMPACT_RATIO, COMPACT_KEEP_TAIL, COMPACT_MAX_TOKENS};
+pub use subagent::{MAX_PARALLEL_TASKS, SUBAGENT_MAX_STEPS, SUBAGENT_SYSTEM, TASK};
+
+mod checkpointing;
+mod text;
+
+pub use text::preview;
+use text::{cut_note, with_text};
 
 /// Default `max_tokens` for a model call when the catalogue knows nothing better.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// Longest tool preview in a confirmation (research zot.md §1.6).
 pub const PREVIEW_CHARS: usize = 120;
-
-/// Messages kept verbatim after a compaction (research zot.md §1.6: keepTail=4).
-pub const COMPACT_KEEP_TAIL: usize = 4;
-
-/// Auto-compaction starts by default when a call's input reaches this share
-/// of the context window (the agent issue: 85%).
-pub const AUTO_COMPACT_RATIO: f64 = 0.85;
-
-/// `max_tokens` of the summarising call.
-pub const COMPACT_MAX_TOKENS: u32 = 4096;
-
-/// Before a `/btw` question: the model answers it from what it knows, as an aside.
-const SIDE_QUESTION: &str = "A side question, answered from the conversation so far without \
-     calling tools; it will not stay in the conversation:\n\n";
-
-const COMPACT_SYSTEM: &str = "You summarise a coding session so it can continue with less context. \
-Keep every fact the next steps need: goals, constraints, files and functions touched, decisions and \
-why, what is done, what is left, errors seen. Be concise; use the headings Goal, Constraints, \
-Progress, Key Decisions, Next Steps, Critical Context.";
 
 pub use crate::session::SUMMARY_HEADING;
 
@@ -68,15 +63,6 @@ pub const MAX_STOP_CONTINUATIONS: u32 = 3;
 /// Most times in a row a paused turn (Anthropic `pause_turn`) is sent back
 /// to go on, so a server that pauses forever cannot hold the prompt.
 pub const MAX_PAUSE_CONTINUATIONS: u32 = 5;
-
-/// Characters per token assumed when capping the summary request's input:
-/// code and JSON run at about three (the usual estimate of four is for
-/// prose), so the cap errs on the side of fitting.
-const CHARS_PER_TOKEN: usize = 3;
-
-/// Tokens of the context window kept free for the summary request's system
-/// prompt and framing, beyond its output ([`COMPACT_MAX_TOKENS`]).
-const COMPACT_OVERHEAD_TOKENS: usize = 2048;
 
 /// Most read-only tool calls of one assistant message that run at once.
 pub const MAX_PARALLEL_TOOLS: usize = 8;
@@ -136,6 +122,14 @@ pub struct AgentConfig {
     /// `web_fetch.allow_private`: web_fetch may reach loopback and private
     /// addresses.
     pub web_fetch_private: bool,
+    /// Where checkpoints of the project live (`$ZOT_HOME/checkpoints`, see
+    /// [`crate::checkpoint`]); `None` keeps none.
+    pub checkpoints: Option<PathBuf>,
+    /// The model subagents run (`subagent_model`); `None`: this agent's.
+    pub subagent_model: Option<String>,
+    /// A subagent's system prompt ([`SUBAGENT_SYSTEM`] with the project's
+    /// context files); `None`: that text with the working directory only.
+    pub subagent_prompt: Option<String>,
 }
 
 impl AgentConfig {
@@ -155,6 +149,9 @@ impl AgentConfig {
             tool_output: None,
             bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
             web_fetch_private: false,
+            checkpoints: None,
+            subagent_model: None,
+            subagent_prompt: None,
         }
     }
 }
@@ -260,6 +257,8 @@ pub struct Agent {
     /// A plan came back with a resumed session: the next prompt tells the
     /// front ends (a `todo` event) before anything else.
     announce_plan: bool,
+    checkpoints: Option<crate::checkpoint::Checkpoints>,
+    subagents: subagent::Subagents,
 }
 
 impl Agent {
@@ -278,7 +277,12 @@ impl Agent {
         }
         let plan = crate::tools::todo::Plan::default();
         let builtin = crate::tools::builtin(Arc::clone(&plan), config.web_fetch_private);
+        let checkpoints = config
+            .checkpoints
+            .as_deref()
+            .map(|root| crate::checkpoint::Checkpoints::new(root, &config.cwd));
         Self {
+            checkpoints,
             provider,
             config,
             hooks,
@@ -300,6 +304,7 @@ impl Agent {
             announce_plan: false,
             prefix: None,
             stale_thinking_before: 0,
+            subagents: subagent::Subagents::new(),
         }
     }
 
@@ -433,18 +438,18 @@ impl Agent {
         self.base_prompt.send_replace(prompt);
     }
 
-    /// Goes on with `model` (each call is priced at the model that served
-    /// it): its context window from now on, and a model-change line in the
-    /// session.
+    /// Goes on with `model` (priced per call): its limits, a model-change line
+    /// in the session; another provider keeps the transcript, not its thinking.
     pub fn set_model(&mut self, provider: Provider, model: String) {
-        let info = crate::models::info(provider.kind(), &model);
+        let info = crate::models::of(provider.config(), &model);
+        self.config.max_tokens = info.max_output.min(crate::models::MAX_TOKENS_CAP);
         if self.config.context_window.is_some() {
             self.config.context_window = Some(info.context_window);
         }
-        self.provider = provider;
-        self.config.model = model;
+        self.forget_thinking_unless(&provider);
+        (self.provider, self.config.model) = (provider, model);
         if let Some(session) = &mut self.session {
-            session.append_model_change(self.provider.kind().name(), &self.config.model);
+            session.append_model_change(self.provider.name(), &self.config.model);
         }
         self.reset_system_prompt();
     }
@@ -474,9 +479,7 @@ impl Agent {
         self.announce_plan = false;
         self.last_input = 0;
         let next = match &self.session {
-            Some(session) => {
-                Some(session.successor(self.provider.kind().name(), &self.config.model)?)
-            }
+            Some(session) => Some(session.successor(self.provider.name(), &self.config.model)?),
             None => None,
         };
         if let Some(next) = next {
@@ -504,50 +507,9 @@ impl Agent {
         self.prepared.is_some()
     }
 
-    /// `/btw QUESTION`: the model answers a side question with the
-    /// conversation as context, in a request that begins as the next turn's
-    /// would (same system prompt, tools and messages, so the cached prefix
-    /// serves it). Its usage is counted; neither question nor answer joins
-    /// the conversation or the session's messages.
-    pub async fn side_question(
-        &mut self,
-        question: &str,
-        events: &mpsc::UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> Result<String, AgentError> {
-        if !self.prepare_system_prompt(cancel).await {
-            return Err(AgentError::Provider(ProviderError::Cancelled));
-        }
-        let tools = self.tool_specs();
-        let mut messages = self.messages.to_vec();
-        messages.push(Message::user(format!("{SIDE_QUESTION}{question}")));
-        let request = Request {
-            model: &self.config.model,
-            system: self.prepared.as_deref().unwrap_or_default(),
-            messages: &messages,
-            tools: &tools,
-            max_tokens: self.config.max_tokens,
-            reasoning: self.config.reasoning,
-            cache: self.config.cache,
-            cache_key: Some(&self.session_id),
-            drop_thinking_before: self.stale_thinking_before,
-            history: None,
-        };
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let completion = self.provider.complete(&request, &tx, cancel).await?;
-        let served = self.served(completion.usage);
-        self.count_usage(served, events);
-        let answer = completion.message.text();
-        Ok(if answer.trim().is_empty() {
-            "(the model gave no answer in text)".to_owned()
-        } else {
-            answer
-        })
-    }
-
     /// Adds a call's usage to the running cost, the session's record and the front ends'.
     fn count_usage(&mut self, served: Served, events: &mpsc::UnboundedSender<AgentEvent>) {
-        let price = crate::models::price(self.provider.kind(), &served.model);
+        let price = crate::models::price(self.provider.config(), &served.model);
         let usage = UsageReport::priced(served.usage, price);
         self.usage += usage;
         if let Some(session) = &mut self.session {
@@ -563,6 +525,7 @@ impl Agent {
     /// extension tools whose names no built-in takes.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         let mut specs = self.builtin_specs.clone();
+        specs.extend(self.subagents.spec().cloned());
         for spec in self.hooks.tools() {
             if !specs.iter().any(|s| s.name == spec.name) {
                 specs.push(spec);
@@ -576,7 +539,7 @@ impl Agent {
     /// the model stops, the user aborts, or `max_steps` is reached.
     pub async fn prompt(
         &mut self,
-        content: Vec<Block>,
+        mut content: Vec<Block>,
         events: &mpsc::UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<(), AgentError> {
@@ -587,7 +550,6 @@ impl Agent {
             self.session_started = true;
             self.hooks.event(HookEvent::SessionStart).await;
         }
-        let mut content = content;
         let typed = text_of(&content);
         match self
             .hooks
@@ -606,6 +568,7 @@ impl Agent {
                 content.splice(0..0, blocks);
             }
         }
+        crate::prompt_files::attach(&mut content, &self.config.cwd).await;
         if !self.prepare_system_prompt(cancel).await {
             // Cancelled while the system prompt was prepared: the prompt is
             // kept and closed like any cancelled one, so the session and
@@ -627,6 +590,7 @@ impl Agent {
             time: user.time.clone(),
         });
         self.push(user);
+        let checkpoint = self.start_checkpoint();
         if std::mem::take(&mut self.announce_plan) {
             emit(AgentEvent::Todo { items: self.plan() });
         }
@@ -708,7 +672,7 @@ impl Agent {
             };
             // Priced with the model that served the call (`/model` may
             // have switched it since the last one).
-            let price = crate::models::price(self.provider.kind(), &self.config.model);
+            let price = crate::models::price(self.provider.config(), &self.config.model);
             let usage = UsageReport::priced(completion.usage, price);
             self.usage += usage;
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
@@ -779,6 +743,7 @@ impl Agent {
                 break;
             }
             let (results, refused) = self.run_tools(&calls, events, cancel).await;
+            self.settle_subagents();
             self.push(Message::new(Role::Tool, results));
             if cancel.is_cancelled() {
                 self.close_interrupted("");
@@ -805,6 +770,7 @@ impl Agent {
             }
             self.end_turn(events, StopReason::ToolUse, None).await;
         }
+        self.end_checkpoint(checkpoint, events).await;
         let interrupted = cancel.is_cancelled();
         self.hooks.event(HookEvent::PromptEnd { interrupted }).await;
         self.store_entries();
@@ -828,240 +794,6 @@ impl Agent {
         }
     }
 
-    fn needs_compaction(&self) -> bool {
-        match (self.config.context_window, self.config.auto_compact) {
-            (Some(window), Some(share)) => self.last_input as f64 >= share * f64::from(window),
-            _ => false,
-        }
-    }
-
-    /// Compaction the user asked for (`/compact`, RPC `compact`): like the
-    /// automatic one, it ends with `CompactDone`, here `automatic: false`.
-    pub async fn compact_now(
-        &mut self,
-        events: &mpsc::UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> Result<String, AgentError> {
-        let summary = self
-            .compact_with(false, COMPACT_KEEP_TAIL, events, cancel)
-            .await?;
-        let _ = events.send(AgentEvent::CompactDone {
-            summary: summary.clone(),
-            automatic: false,
-        });
-        Ok(summary)
-    }
-
-    /// Summarises all but the last `keep_tail` messages with the model and
-    /// replaces them with the summary. The tail never starts with tool
-    /// results, so no tool call is separated from its result; it may start
-    /// inside a long tool loop, where compaction is needed most.
-    pub async fn compact(
-        &mut self,
-        keep_tail: usize,
-        cancel: &CancellationToken,
-    ) -> Result<String, AgentError> {
-        let (events, _) = mpsc::unbounded_channel();
-        self.compact_with(false, keep_tail, &events, cancel).await
-    }
-
-    /// [`compact`](Self::compact), saying whether the context filled up
-    /// (`automatic`); the summarising call's usage goes to `events`.
-    async fn compact_with(
-        &mut self,
-        automatic: bool,
-        keep_tail: usize,
-        events: &mpsc::UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> Result<String, AgentError> {
-        let entries = serde_json::to_value(&self.messages[..]).unwrap_or_default();
-        // The model's own count from the last request (what auto-compaction
-        // goes by); before any request, about four characters a token.
-        let tokens_before = match self.last_input {
-            0 => entries.to_string().len() as u64 / 4,
-            counted => counted,
-        };
-        let (extra, custom) = match self
-            .hooks
-            .before_compact(automatic, "", tokens_before, entries)
-            .await
-        {
-            CompactPlan::Block { reason } => return Err(AgentError::CompactionBlocked(reason)),
-            CompactPlan::Proceed { instruction } => (instruction, None),
-            CompactPlan::Custom {
-                summary,
-                first_kept_index,
-            } => (None, Some((summary, first_kept_index))),
-        };
-        let result = match custom {
-            // An index past the end falls back to the model's summary.
-            Some((summary, index)) if index <= self.messages.len() => {
-                let mut split = index;
-                // Never keep a tool result without the call it answers.
-                while split > 0
-                    && self
-                        .messages
-                        .get(split)
-                        .is_some_and(|m| m.role == Role::Tool)
-                {
-                    split -= 1;
-                }
-                self.replace_with_summary(Compaction {
-                    summary: summary.clone(),
-                    first_kept: split,
-                    tokens_before,
-                    automatic,
-                    served: None,
-                });
-                Ok((summary, split, "Compacted by extension."))
-            }
-            _ => match self.summarise(keep_tail, extra.as_deref(), cancel).await {
-                Ok((summary, split, served)) => {
-                    self.count_usage(served.clone(), events);
-                    self.replace_with_summary(Compaction {
-                        summary: summary.clone(),
-                        first_kept: split,
-                        tokens_before,
-                        automatic,
-                        served: Some(served),
-                    });
-                    Ok((summary, split, "Compacted."))
-                }
-                Err(e) => Err(e),
-            },
-        };
-        let outcome = match &result {
-            Ok((summary, kept, message)) => CompactOutcome {
-                did_compact: true,
-                summary: summary.clone(),
-                first_kept_index: *kept,
-                tokens_before,
-                message: (*message).to_owned(),
-            },
-            Err(e) => CompactOutcome {
-                did_compact: false,
-                summary: String::new(),
-                first_kept_index: 0,
-                tokens_before,
-                message: format!("Compaction failed: {e}"),
-            },
-        };
-        self.hooks.event(HookEvent::Compacted(outcome)).await;
-        result.map(|(summary, ..)| summary)
-    }
-
-    /// Puts the summary in place of the messages before `first_kept`, in
-    /// the session too.
-    fn replace_with_summary(&mut self, compaction: Compaction) {
-        let mut compacted = vec![summary_message(&compaction.summary)];
-        compacted.extend(self.messages.take().drain(compaction.first_kept..));
-        self.messages.replace(compacted);
-        // The summary took the place of the messages before `first_kept`.
-        if self.stale_thinking_before > 0 {
-            self.stale_thinking_before =
-                (self.stale_thinking_before + 1).saturating_sub(compaction.first_kept);
-        }
-        self.last_input = 0;
-        self.session_source = Some(SessionSource::Compact);
-        self.store_entries();
-        if let Some(session) = &mut self.session {
-            session.append_compaction(compaction);
-        }
-    }
-
-    /// The model's summary of all but the last `keep_tail` messages, the
-    /// index the kept tail starts at, and who wrote the summary.
-    async fn summarise(
-        &mut self,
-        keep_tail: usize,
-        extra: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Result<(String, usize, Served), AgentError> {
-        let mut split = self.messages.len().saturating_sub(keep_tail);
-        while split > 0
-            && self
-                .messages
-                .get(split)
-                .is_some_and(|m| m.role == Role::Tool)
-        {
-            split -= 1;
-        }
-        if split == 0 {
-            return Err(AgentError::NothingToCompact);
-        }
-        let mut transcript = String::new();
-        for message in &self.messages[..split] {
-            let role = match message.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::Tool => "tool",
-            };
-            transcript.push_str(&format!("--- {role} ---\n"));
-            for block in &message.content {
-                match block {
-                    Block::Text { text } => transcript.push_str(text),
-                    Block::ToolCall { name, args, .. } => {
-                        transcript.push_str(&format!("[tool call {name} {args}]"))
-                    }
-                    Block::ToolResult {
-                        content, is_error, ..
-                    } => {
-                        let text: Vec<String> = content
-                            .iter()
-                            .filter_map(|b| match b {
-                                Block::Text { text } => Some(text.clone()),
-                                _ => None,
-                            })
-                            .collect();
-                        let kind = if *is_error {
-                            "tool error"
-                        } else {
-                            "tool result"
-                        };
-                        transcript.push_str(&format!("[{kind}] {}", text.join("\n")));
-                    }
-                    Block::Image { .. } => transcript.push_str("[image]"),
-                    Block::Thinking { .. }
-                    | Block::RedactedThinking { .. }
-                    | Block::Reasoning { .. } => {}
-                }
-                transcript.push('\n');
-            }
-        }
-        let system = match extra {
-            Some(extra) if !extra.is_empty() => format!("{COMPACT_SYSTEM}\n{extra}"),
-            _ => COMPACT_SYSTEM.to_owned(),
-        };
-        // The summary request must fit the window it is shrinking.
-        if let Some(window) = self.config.context_window {
-            let tokens = (window as usize)
-                .saturating_sub(COMPACT_MAX_TOKENS as usize + COMPACT_OVERHEAD_TOKENS);
-            transcript = cap_transcript(transcript, tokens * CHARS_PER_TOKEN);
-        }
-        let messages = [Message::user(format!(
-            "Summarise this conversation:\n\n{transcript}"
-        ))];
-        let request = Request {
-            model: &self.config.model,
-            system: &system,
-            messages: &messages,
-            tools: &[],
-            max_tokens: COMPACT_MAX_TOKENS,
-            reasoning: None,
-            cache: crate::provider::CacheTtl::Off,
-            cache_key: None,
-            drop_thinking_before: 0,
-            history: None,
-        };
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let completion = self.provider.complete(&request, &tx, cancel).await?;
-        let summary = completion.message.text();
-        if summary.trim().is_empty() {
-            return Err(AgentError::EmptySummary);
-        }
-        Ok((summary, split, self.served(completion.usage)))
-    }
-
     fn push(&mut self, message: Message) {
         self.push_served(message, None);
     }
@@ -1079,7 +811,7 @@ impl Agent {
     /// The current provider and model, for a call's `usage`.
     fn served(&self, usage: crate::provider::Usage) -> Served {
         Served {
-            provider: self.provider.kind().name().to_owned(),
+            provider: self.provider.name().to_owned(),
             model: self.config.model.clone(),
             usage,
         }
@@ -1160,7 +892,7 @@ impl Agent {
             history: Some(self.messages.id()),
         };
         tracing::debug!(
-            provider = self.provider.kind().name(),
+            provider = self.provider.name(),
             model = %request.model,
             messages = request.messages.len(),
             tools = ?request.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
@@ -1259,57 +991,6 @@ impl Agent {
         self.prefix = Some(prefix);
     }
 
-    /// The conversation did not fit the context window (`cause` says how
-    /// that showed): compacts it, once per prompt, so the call can be made
-    /// again. When it cannot, the turn ends with the error, returned.
-    async fn overflowed(
-        &mut self,
-        cause: String,
-        compacted: &mut bool,
-        events: &mpsc::UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> Result<(), AgentError> {
-        let why = self.compact_for_overflow(compacted, events, cancel).await;
-        let Err(why) = why else { return Ok(()) };
-        let message = format!("{cause}; {why}");
-        self.end_turn(events, StopReason::Error, Some(message.clone()))
-            .await;
-        let _ = events.send(AgentEvent::Error {
-            message: message.clone(),
-        });
-        Err(AgentError::ContextFull(message))
-    }
-
-    async fn compact_for_overflow(
-        &mut self,
-        compacted: &mut bool,
-        events: &mpsc::UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> Result<(), String> {
-        if std::mem::replace(compacted, true) {
-            return Err("it still does not fit after compacting".to_owned());
-        }
-        self.end_turn(
-            events,
-            StopReason::Length,
-            Some("the conversation no longer fits the model's context window: compacting it and asking again".to_owned()),
-        )
-        .await;
-        match self
-            .compact_with(true, COMPACT_KEEP_TAIL, events, cancel)
-            .await
-        {
-            Ok(summary) => {
-                let _ = events.send(AgentEvent::CompactDone {
-                    summary,
-                    automatic: true,
-                });
-                Ok(())
-            }
-            Err(e) => Err(format!("compacting failed: {e}")),
-        }
-    }
-
     /// The assistant_message intercept and event. The transcript keeps the
     /// original message; only what the user sees changes.
     async fn show_assistant(&self, message: &Message, events: &mpsc::UnboundedSender<AgentEvent>) {
@@ -1362,17 +1043,20 @@ impl Agent {
         while start < calls.len() {
             // Again per group: a tool result may activate tools.
             let specs = self.tool_specs();
-            let read_only = |name: &str| specs.iter().any(|s| s.name == name && s.read_only);
-            let end = if read_only(&calls[start].1) {
-                start
-                    + calls[start..]
-                        .iter()
-                        .take_while(|(_, name, _)| read_only(name))
-                        .count()
+            let read_only = |(_, name, args): &(String, String, Value)| {
+                specs.iter().any(|s| s.name == *name && s.read_only)
+                    && (name != TASK || self.task_reads_only(&specs, args))
+            };
+            let end = if read_only(&calls[start]) {
+                start + calls[start..].iter().take_while(|c| read_only(c)).count()
             } else {
                 start + 1
             };
             let group = &calls[start..end];
+            if !read_only(&group[0]) && !refused {
+                self.checkpoint_before(&group[0].1, &group[0].2, events)
+                    .await;
+            }
             let mut gates = Vec::with_capacity(group.len());
             for call in group {
                 let mut context = Vec::new();
@@ -1523,6 +1207,8 @@ impl Agent {
             },
             Permission::Default => match self.builtin_tool(name) {
                 Some(tool) if spec.read_only && !tool.reaches_network() => None,
+                // Each call of its subagent is asked about on its own.
+                None if name == TASK => None,
                 tool => {
                     let network = tool.is_some_and(|t| t.reaches_network());
                     self.confirm.as_ref().filter(|c| c.needed(name, network))
@@ -1622,9 +1308,13 @@ impl Agent {
             "tool call"
         );
         let ran_with = args.clone();
-        let output = self
-            .call_tool(id, self.builtin_tool(name), name, args, events, cancel)
-            .await;
+        let output = match self.subagents.spec() {
+            Some(_) if name == TASK => self.run_task(id, &args, events, cancel).await,
+            _ => {
+                self.call_tool(id, self.builtin_tool(name), name, args, events, cancel)
+                    .await
+            }
+        };
         self.hooks.tool_result(id, name, &ran_with, output).await
     }
 
@@ -1735,54 +1425,6 @@ impl Agent {
             .position(|s| s.name == name)
             .and_then(|i| self.builtin.get(i))
     }
-
-    /// Checks tool arguments against the tool's JSON Schema; a violation is
-    /// an error result the model sees. The compiled schema is kept for the
-    /// next call of the same tool (see [`Agent::validators`]).
-    fn validate(&self, spec: &ToolSpec, args: &Value) -> Result<(), String> {
-        let cached = self
-            .validators
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&spec.name)
-            .filter(|(schema, _)| *schema == spec.schema)
-            .map(|(_, validator)| Arc::clone(validator));
-        let validator = match cached {
-            Some(validator) => validator,
-            None => {
-                let validator =
-                    Arc::new(jsonschema::validator_for(&spec.schema).map_err(|e| {
-                        format!("tool \"{}\" has an invalid schema: {e}", spec.name)
-                    })?);
-                self.validators
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(
-                        spec.name.clone(),
-                        (spec.schema.clone(), Arc::clone(&validator)),
-                    );
-                validator
-            }
-        };
-        check(&validator, spec, args)
-    }
-}
-
-/// `args` against `spec`'s compiled schema.
-fn check(validator: &jsonschema::Validator, spec: &ToolSpec, args: &Value) -> Result<(), String> {
-    if validator.is_valid(args) {
-        return Ok(());
-    }
-    let problems: Vec<String> = validator.iter_errors(args).map(|e| e.to_string()).collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid arguments for {}: {}",
-            spec.name,
-            problems.join("; ")
-        ))
-    }
 }
 
 impl Drop for Agent {
@@ -1799,64 +1441,4 @@ impl Drop for Agent {
             }
         }
     }
-}
-
-/// A copy of `message` whose text blocks are replaced by one block of
-/// `text` at the position of the first.
-fn with_text(message: &Message, text: &str) -> Message {
-    let mut content = Vec::new();
-    let mut placed = false;
-    for block in &message.content {
-        match block {
-            Block::Text { .. } if !placed => {
-                content.push(Block::Text {
-                    text: text.to_owned(),
-                });
-                placed = true;
-            }
-            Block::Text { .. } => {}
-            other => content.push(other.clone()),
-        }
-    }
-    Message {
-        role: message.role,
-        content,
-        time: message.time.clone().or_else(|| Some(now())),
-    }
-}
-
-/// The one-line preview of a tool call: the first of command, path,
-/// file_path, url, query, name; else the JSON; cut to [`PREVIEW_CHARS`].
-pub fn preview(args: &Value) -> String {
-    let text = ["command", "path", "file_path", "url", "query", "name"]
-        .iter()
-        .find_map(|key| args.get(key).and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| args.to_string());
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > PREVIEW_CHARS {
-        let cut: String = line.chars().take(PREVIEW_CHARS - 1).collect();
-        format!("{cut}…")
-    } else {
-        line.to_owned()
-    }
-}
-
-/// Drops the tool calls of an answer cut at the output limit (the last one
-/// is incomplete, and none may run on a cut answer) and says so.
-fn cut_note(message: &mut Message, max_tokens: u32) -> String {
-    let cut: Vec<String> = message
-        .tool_calls()
-        .map(|(_, name, _)| name.to_owned())
-        .collect();
-    message
-        .content
-        .retain(|block| !matches!(block, Block::ToolCall { .. }));
-    let mut note = format!("the answer was cut at the output limit ({max_tokens} tokens)");
-    if !cut.is_empty() {
-        note.push_str(&format!(
-            "; its tool calls were not run: {}",
-            cut.join(", ")
-        ));
-    }
-    note
 }

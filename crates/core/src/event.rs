@@ -146,6 +146,19 @@ pub enum AgentEvent {
     Todo {
         items: Vec<zot_protocol::events::TodoItem>,
     },
+    /// The prompt `entry_id` changed these files and a checkpoint of them
+    /// was recorded (see [`crate::checkpoint`]).
+    Checkpoint {
+        entry_id: String,
+        files: Vec<zot_protocol::checkpoints::FileChange>,
+        notes: Vec<String>,
+    },
+    /// An event of a subagent: the child agent the `task` call
+    /// `parent_tool_call_id` runs (never another `Subagent`).
+    Subagent {
+        parent_tool_call_id: String,
+        event: Box<AgentEvent>,
+    },
 }
 
 impl AgentEvent {
@@ -228,7 +241,23 @@ fn wire_blocks(blocks: &[Block]) -> Vec<wire::Block> {
 }
 
 impl AgentEvent {
-    /// The event as a `--json` / `zot rpc` line.
+    /// The event as a `--json` / `zot rpc` line: a subagent's carries the
+    /// id of its `task` call.
+    pub fn to_line(&self) -> wire::EventLine {
+        match self {
+            Self::Subagent {
+                parent_tool_call_id,
+                event,
+            } => wire::EventLine {
+                event: event.to_wire(),
+                parent_tool_call_id: Some(parent_tool_call_id.clone()),
+            },
+            event => event.to_wire().into(),
+        }
+    }
+
+    /// The event as a stream event (a subagent's without its `task` call:
+    /// see [`to_line`](Self::to_line)).
     pub fn to_wire(&self) -> wire::Event {
         use wire::Event as W;
         match self.clone() {
@@ -282,6 +311,16 @@ impl AgentEvent {
             Self::CompactDone { summary, automatic } => W::CompactDone { summary, automatic },
             Self::Error { message } => W::Error { message },
             Self::Todo { items } => W::Todo { items },
+            Self::Checkpoint {
+                entry_id,
+                files,
+                notes,
+            } => W::Checkpoint {
+                entry_id,
+                files,
+                notes,
+            },
+            Self::Subagent { event, .. } => event.to_wire(),
         }
     }
 }

@@ -23,7 +23,8 @@ pub struct Reference {
 /// Every `@path` word of `text` outside fenced code blocks and inline code
 /// spans. The `@` starts a word (the start of a line or after whitespace or
 /// an opening bracket or quote), so `a@b.com` is no reference; trailing
-/// punctuation that ends a sentence is not part of the path.
+/// punctuation that ends a sentence is not part of the path. A path with
+/// spaces is quoted: `@"my notes.md"`.
 pub fn references(text: &str) -> Vec<Reference> {
     let mut out = Vec::new();
     let mut offset = 0;
@@ -59,6 +60,21 @@ fn scan_line(line: &str, base: usize, out: &mut Vec<Reference>) {
             b'`' => in_code = !in_code,
             b'@' if !in_code && starts_word(bytes, i) => {
                 let rest = &line[i + 1..];
+                // `@"a path with spaces"`: the path is what the quotes hold.
+                if let Some(quoted) = rest.strip_prefix('"') {
+                    let Some(len) = quoted.find(['"', '\n']).filter(|&n| n > 0) else {
+                        i += 1;
+                        continue;
+                    };
+                    if quoted[len..].starts_with('"') {
+                        out.push(Reference {
+                            range: base + i..base + i + len + 3,
+                            path: quoted[..len].to_owned(),
+                        });
+                        i += len + 3;
+                        continue;
+                    }
+                }
                 let end = rest
                     .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '<' | '>'))
                     .unwrap_or(rest.len());
@@ -136,6 +152,12 @@ mod tests {
             ),
             ["README.md", "docs/a.md", "~/notes.md", "last"]
         );
+        assert_eq!(
+            paths(r#"@"my notes.md", @"" @"open and @b.md"#),
+            ["my notes.md", "b.md"]
+        );
+        let text = r#"x @"a b.md" y"#;
+        assert_eq!(&text[references(text)[0].range.clone()], r#"@"a b.md""#);
         let text = "x @a.md y";
         let r = &references(text)[0];
         assert_eq!(&text[r.range.clone()], "@a.md");

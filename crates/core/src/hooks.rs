@@ -6,6 +6,7 @@
 //! The extension host implements it in the binary; `NoHooks` is the agent alone.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -225,6 +226,20 @@ pub trait Hooks: Send + Sync {
     /// answer being ended already followed such an instruction.
     fn before_stop(&self, _again: bool) -> BoxFuture<'_, Option<String>> {
         Box::pin(async { None })
+    }
+
+    /// A subagent (the `task` call `_parent_tool_call_id`) would end its
+    /// answer (`SubagentStop`); `Some(instruction)` sends it on, as
+    /// [`before_stop`](Self::before_stop) does the agent.
+    fn subagent_stop(&self, _again: bool) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    /// The hooks a subagent's tool calls go through: the same extensions,
+    /// command hooks and permission scopes, each told the `task` call the
+    /// subagent runs for. `None`: these hooks as they are.
+    fn for_subagent(&self, _parent_tool_call_id: &str) -> Option<Arc<dyn Hooks>> {
+        None
     }
 
     /// The session file the conversation is written to (`None`: none).

@@ -3,6 +3,7 @@
 //! through the [`hooks::Hooks`] trait, so it is testable without subprocesses.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod conversation;
 pub mod event;
 pub mod file_refs;
@@ -11,6 +12,7 @@ pub mod image;
 pub mod markdown_commands;
 pub mod message;
 pub mod models;
+pub mod prompt_files;
 pub mod provider;
 pub mod session;
 pub mod skills;

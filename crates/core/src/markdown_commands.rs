@@ -298,7 +298,9 @@ fn include_one(path: &str, x: Expansion<'_>, trusted: bool) -> String {
         return format!("[@{path}: no such file]");
     }
     if !trusted && !inside_project(&file, x.cwd) {
-        return format!("[@{path}: not read: outside the project, which is not trusted]");
+        // No `@` left: the prompt's own references are attached when it is
+        // sent (`prompt_files`), and this one must stay unread.
+        return format!("[{path}: not read: outside the project, which is not trusted]");
     }
     if file.is_dir() {
         return format!("[@{path}: a directory, not a file]");

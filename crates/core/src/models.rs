@@ -6,10 +6,13 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::provider::{ProviderKind, Usage};
+use crate::provider::{ProviderConfig, ProviderKind, Usage};
 
 /// The table, compiled in: one file to update when providers change.
 const TABLE: &str = include_str!("../data/models.toml");
+
+/// Upper bound for `max_tokens` per call, whatever the model could do.
+pub const MAX_TOKENS_CAP: u32 = 32_000;
 
 /// Limits assumed for a model the table does not know.
 pub const UNKNOWN_CONTEXT_WINDOW: u32 = 32_000;
@@ -121,8 +124,9 @@ impl Price {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ModelInfo {
     pub id: String,
-    #[serde(deserialize_with = "provider_kind")]
-    pub provider: ProviderKind,
+    /// The provider's name: a built-in one, or a named provider of the
+    /// user's config.
+    pub provider: String,
     /// Other ids the provider accepts for it (dated snapshots).
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -156,7 +160,7 @@ impl ModelInfo {
     fn unknown(provider: ProviderKind) -> Self {
         Self {
             id: String::new(),
-            provider,
+            provider: provider.name().to_owned(),
             aliases: Vec::new(),
             context_window: UNKNOWN_CONTEXT_WINDOW,
             max_output: UNKNOWN_MAX_OUTPUT,
@@ -172,12 +176,6 @@ impl ModelInfo {
             price: None,
         }
     }
-}
-
-fn provider_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ProviderKind, D::Error> {
-    let name = String::deserialize(d)?;
-    ProviderKind::parse(&name)
-        .ok_or_else(|| serde::de::Error::custom(format!("unknown provider \"{name}\"")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -241,9 +239,9 @@ pub fn add_user_models(models: Vec<ModelInfo>) {
     let _ = USER.set(models);
 }
 
-/// Every known model of `provider`: the user's first, then the table's
-/// current ones (ollama models are whatever the server has).
-pub fn models(provider: ProviderKind) -> impl Iterator<Item = &'static ModelInfo> {
+/// Every known model of the provider named `provider`: the user's first,
+/// then the table's current ones (ollama models are whatever the server has).
+pub fn models(provider: &str) -> impl Iterator<Item = &'static ModelInfo> {
     let user = user();
     let overridden = move |m: &ModelInfo| user.iter().any(|u| u.id == m.id);
     user.iter()
@@ -254,84 +252,104 @@ pub fn models(provider: ProviderKind) -> impl Iterator<Item = &'static ModelInfo
 /// Parses `models.json` (`{"models": [...]}`, each entry as `zot models
 /// --json` prints a model); an error names the line and column.
 pub fn parse_user_models(text: &str) -> Result<Vec<ModelInfo>, serde_json::Error> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct UserFile {
-        models: Vec<UserModel>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct UserModel {
-        id: String,
-        #[serde(deserialize_with = "provider_kind")]
-        provider: ProviderKind,
-        #[serde(default)]
-        aliases: Vec<String>,
-        context_window: u32,
-        max_output: u32,
-        /// Not given: the model does not reason (`max_tokens`, no effort).
-        #[serde(default)]
-        thinking: Thinking,
-        #[serde(default)]
-        sampling: Vec<String>,
-        #[serde(default = "yes")]
-        images: bool,
-        #[serde(default)]
-        wire: Vec<Wire>,
-        price: Option<UserPrice>,
-        // What `zot models --json` adds to an entry, so one can be pasted.
-        #[serde(default, rename = "in_table")]
-        _in_table: Option<serde_json::Value>,
-        #[serde(default, rename = "served")]
-        _served: Option<serde_json::Value>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct UserPrice {
-        input: f64,
-        output: f64,
-        #[serde(default)]
-        cache_write: Option<f64>,
-        #[serde(default)]
-        cache_write_1h: Option<f64>,
-        #[serde(default)]
-        cache_read: Option<f64>,
-    }
-    fn yes() -> bool {
-        true
-    }
     let file: UserFile = serde_json::from_str(text)?;
-    Ok(file
-        .models
-        .into_iter()
-        .map(|m| {
-            let price = m.price.map(|p| {
-                let write = p.cache_write.unwrap_or(p.input);
-                Price {
-                    base: Rates {
-                        input: p.input,
-                        output: p.output,
-                        cache_write_5m: write,
-                        cache_write_1h: p.cache_write_1h.unwrap_or(write),
-                        cache_read: p.cache_read.unwrap_or(p.input),
-                    },
-                    tiers: Vec::new(),
-                }
-            });
-            ModelInfo {
-                id: m.id,
-                provider: m.provider,
-                aliases: m.aliases,
-                context_window: m.context_window,
-                max_output: m.max_output.min(m.context_window),
-                thinking: m.thinking,
-                sampling: m.sampling,
-                images: m.images,
-                wire: m.wire,
-                price,
+    Ok(file.models.into_iter().map(UserModel::into_info).collect())
+}
+
+/// Parses a named provider's `models` (entries as in `models.json`, whose
+/// `provider` may be left out: it is `provider`).
+pub fn parse_provider_models(
+    provider: &str,
+    models: &serde_json::Value,
+) -> Result<Vec<ModelInfo>, serde_json::Error> {
+    let mut models = models.clone();
+    for entry in models.as_array_mut().into_iter().flatten() {
+        if let Some(entry) = entry.as_object_mut() {
+            entry.entry("provider").or_insert_with(|| provider.into());
+        }
+    }
+    let models: Vec<UserModel> = serde_json::from_value(models)?;
+    Ok(models.into_iter().map(UserModel::into_info).collect())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserFile {
+    models: Vec<UserModel>,
+}
+
+/// A model entry as the user writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserModel {
+    id: String,
+    provider: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    context_window: u32,
+    max_output: u32,
+    /// Not given: the model does not reason (`max_tokens`, no effort).
+    #[serde(default)]
+    thinking: Thinking,
+    #[serde(default)]
+    sampling: Vec<String>,
+    #[serde(default = "yes")]
+    images: bool,
+    #[serde(default)]
+    wire: Vec<Wire>,
+    price: Option<UserPrice>,
+    // What `zot models --json` adds to an entry, so one can be pasted.
+    #[serde(default, rename = "in_table")]
+    _in_table: Option<serde_json::Value>,
+    #[serde(default, rename = "served")]
+    _served: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserPrice {
+    input: f64,
+    output: f64,
+    #[serde(default)]
+    cache_write: Option<f64>,
+    #[serde(default)]
+    cache_write_1h: Option<f64>,
+    #[serde(default)]
+    cache_read: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl UserModel {
+    fn into_info(self) -> ModelInfo {
+        let price = self.price.map(|p| {
+            let write = p.cache_write.unwrap_or(p.input);
+            Price {
+                base: Rates {
+                    input: p.input,
+                    output: p.output,
+                    cache_write_5m: write,
+                    cache_write_1h: p.cache_write_1h.unwrap_or(write),
+                    cache_read: p.cache_read.unwrap_or(p.input),
+                },
+                tiers: Vec::new(),
             }
-        })
-        .collect())
+        });
+        ModelInfo {
+            id: self.id,
+            provider: self.provider,
+            aliases: self.aliases,
+            context_window: self.context_window,
+            max_output: self.max_output.min(self.context_window),
+            thinking: self.thinking,
+            sampling: self.sampling,
+            images: self.images,
+            wire: self.wire,
+            price,
+        }
+    }
 }
 
 /// The model used when `--model` is not given: each provider's current
@@ -345,27 +363,39 @@ pub fn default_model(provider: ProviderKind) -> Option<&'static str> {
     }
 }
 
-/// What the table knows about `id` (or one of its aliases), or conservative
-/// limits for `provider`.
+/// What the table knows about `id` (or one of its aliases) at a built-in
+/// provider, or conservative limits for it.
 pub fn info(provider: ProviderKind, id: &str) -> &'static ModelInfo {
+    lookup(provider.name(), provider, id)
+}
+
+/// [`info`] for the provider `config` reaches (a named one included).
+pub fn of(config: &ProviderConfig, id: &str) -> &'static ModelInfo {
+    lookup(&config.name, config.kind, id)
+}
+
+/// `id` at the provider named `name`: its own entries first, then any
+/// provider's (a proxy serves the same model under the same id), else
+/// conservative limits for a provider of `kind`.
+pub fn lookup(name: &str, kind: ProviderKind, id: &str) -> &'static ModelInfo {
     let table = table();
     let named = |m: &&ModelInfo| m.id == id || m.aliases.iter().any(|a| a == id);
     user()
         .iter()
-        .find(|m| m.provider == provider && named(m))
+        .find(|m| m.provider == name && named(m))
         .or_else(|| user().iter().find(named))
         .or_else(|| table.models.iter().find(named))
-        .unwrap_or(match provider {
+        .unwrap_or(match kind {
             ProviderKind::Anthropic => &table.unknown[0],
             ProviderKind::OpenAi => &table.unknown[1],
             ProviderKind::Ollama => &table.unknown[2],
         })
 }
 
-/// The list prices of `id`, when known. Usage is priced per call with the
-/// model that served it: `price(kind, model).map(|p| p.cost(&usage))`.
-pub fn price(provider: ProviderKind, id: &str) -> Option<&'static Price> {
-    info(provider, id).price.as_ref()
+/// The list prices of `id` at the provider `config` reaches, when known.
+/// Usage is priced per call with the model that served it.
+pub fn price(config: &ProviderConfig, id: &str) -> Option<&'static Price> {
+    of(config, id).price.as_ref()
 }
 
 #[cfg(test)]
@@ -378,6 +408,11 @@ mod tests {
         assert_eq!(file.checked.len(), "2026-12-02".len());
         let mut ids = std::collections::HashSet::new();
         for model in &file.model {
+            assert!(
+                ProviderKind::parse(&model.provider).is_some(),
+                "{}",
+                model.id
+            );
             for id in std::iter::once(&model.id).chain(&model.aliases) {
                 assert!(ids.insert(id.clone()), "{id} listed twice");
             }
@@ -420,6 +455,7 @@ mod tests {
 
     #[test]
     fn cost_prices_cache_writes_by_lifetime_and_long_prompts_by_tier() {
+        let price = |kind: ProviderKind, id: &str| info(kind, id).price.as_ref();
         let sonnet = price(ProviderKind::Anthropic, "claude-sonnet-4-5").unwrap();
         let usage = Usage {
             input: 1_000_000,

@@ -55,28 +55,6 @@ pub fn summary_message(summary: &str) -> Message {
     Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))
 }
 
-/// `transcript` cut to at most `max_chars` bytes: its start (the task) and
-/// its end (the latest work), with a marker where the middle was left out.
-pub(crate) fn cap_transcript(transcript: String, max_chars: usize) -> String {
-    if transcript.len() <= max_chars {
-        return transcript;
-    }
-    let floor = |at: usize| {
-        (0..=at)
-            .rev()
-            .find(|i| transcript.is_char_boundary(*i))
-            .unwrap_or(0)
-    };
-    let head = floor(max_chars / 4);
-    let tail = floor(transcript.len() - (max_chars - head));
-    let left_out = tail - head;
-    format!(
-        "{}\n[… {left_out} bytes of the conversation left out to fit the context window …]\n{}",
-        &transcript[..head],
-        &transcript[tail..]
-    )
-}
-
 /// Who produced an assistant message: the provider and model that served
 /// the call, and its token counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,6 +158,21 @@ enum Line {
         leaf_id: Option<String>,
         time: String,
     },
+    /// The snapshots before and after a prompt that changed files, or
+    /// around a rewind ([`crate::checkpoint`]).
+    Checkpoint {
+        checkpoint: crate::checkpoint::Record,
+    },
+    /// A subagent's conversation (its prompt, its model's messages and
+    /// their tool results), beside the `task` call `tool_call_id` that ran
+    /// it. Not a tree entry: the model reads only the call's result, and a
+    /// zot that does not know the line skips it.
+    Subagent {
+        tool_call_id: String,
+        description: String,
+        messages: Vec<Message>,
+        time: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -231,6 +224,9 @@ pub struct Session {
     failed: Option<String>,
     /// What loading the file had to say (lines skipped for their size).
     warnings: Vec<String>,
+    /// Checkpoint records in file order, each with the number of tree
+    /// entries written before it (what it came after).
+    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
 }
 
 /// `$ZOT_HOME/sessions/<first 8 bytes of sha256(cwd), hex>`.
@@ -314,6 +310,7 @@ impl Session {
             usage: UsageReport::default(),
             failed: None,
             warnings: Vec::new(),
+            checkpoints: Vec::new(),
         };
         session.write(&Record::plain(Line::Meta { meta }));
         Ok(session)
@@ -345,6 +342,7 @@ impl Session {
             usage: loaded.usage,
             failed: None,
             warnings: loaded.warnings,
+            checkpoints: loaded.checkpoints,
         };
         session.replay();
         Ok(session)
@@ -470,6 +468,17 @@ impl Session {
         );
     }
 
+    /// Records the conversation of the subagent that the `task` call
+    /// `tool_call_id` ran.
+    pub fn append_subagent(&mut self, tool_call_id: &str, description: &str, messages: &[Message]) {
+        self.write(&Record::plain(Line::Subagent {
+            tool_call_id: tool_call_id.to_owned(),
+            description: description.to_owned(),
+            messages: messages.to_vec(),
+            time: now(),
+        }));
+    }
+
     /// The session's name: the one the user gave it, else its first
     /// prompt's first line, trimmed ("" before any prompt).
     pub fn title(&self) -> String {
@@ -481,6 +490,23 @@ impl Session {
         let title = shorten(title);
         self.title = Some(title.clone());
         self.write(&Record::plain(Line::Title { title, time: now() }));
+    }
+
+    /// The checkpoints recorded, in file order, each with the number of
+    /// entries written before it.
+    pub fn checkpoints(&self) -> &[(usize, crate::checkpoint::Record)] {
+        &self.checkpoints
+    }
+
+    /// Records a checkpoint (not a tree entry: the conversation is unchanged).
+    pub fn append_checkpoint(&mut self, checkpoint: crate::checkpoint::Record) {
+        self.checkpoints.push((self.tree.len(), checkpoint.clone()));
+        self.write(&Record::plain(Line::Checkpoint { checkpoint }));
+    }
+
+    /// The whole text of the prompt `entry_id`.
+    pub fn prompt_text(&self, entry_id: &str) -> Option<String> {
+        self.tree.prompt_text(self.tree.find(entry_id)?)
     }
 
     /// The id of the entry the conversation goes on from (`None` before
@@ -656,6 +682,7 @@ struct Loaded {
     skipped: bool,
     /// The last line has no newline (a crash mid-write).
     torn: bool,
+    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
 }
 
 /// Reads a session file line by line into its tree. Lines that do not
@@ -672,6 +699,7 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
     let mut line = Vec::new();
     let mut number = 0u64;
     let mut torn = false;
+    let mut checkpoints = Vec::new();
     loop {
         let (skipped, ended) = match read_line(&mut reader, &mut line).map_err(io_err(path))? {
             LineRead::End => break,
@@ -721,6 +749,11 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
                 title = Some(t);
                 continue;
             }
+            Line::Checkpoint { checkpoint } => {
+                checkpoints.push((tree.len(), checkpoint));
+                continue;
+            }
+            Line::Subagent { .. } => continue,
             Line::Branch { leaf_id, .. } => {
                 match leaf_id {
                     None => tree.set_leaf(None),
@@ -752,6 +785,7 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
         skipped: !warnings.is_empty(),
         warnings,
         torn,
+        checkpoints,
     })
 }
 
@@ -979,19 +1013,4 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
         builder.mode(0o700);
     }
     builder.create(dir)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_capped_transcript_keeps_its_start_and_end() {
-        let transcript = format!("TASK{}LATEST", "é".repeat(10_000));
-        let capped = cap_transcript(transcript.clone(), 1000);
-        assert!(capped.len() < 1100, "{}", capped.len());
-        assert!(capped.starts_with("TASK") && capped.ends_with("LATEST"));
-        assert!(capped.contains("bytes of the conversation left out"));
-        assert_eq!(cap_transcript("short".into(), 1000), "short");
-    }
 }

@@ -113,6 +113,9 @@ fn main() -> Result<(), zot_ext::Error> {
             if command.contains("PANIC") {
                 panic!("interceptor exploded");
             }
+            if let Some(task) = &call.parent_tool_call_id {
+                return ToolCallDecision::block(format!("not for the subagent of {task}"));
+            }
             match (call.name.as_str(), command) {
                 ("bash", c) if c.contains("rm -rf") => {
                     ToolCallDecision::block(format!("refused: {c}"))

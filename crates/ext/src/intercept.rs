@@ -24,6 +24,9 @@ pub struct PendingToolCall {
     pub name: String,
     /// The arguments as they are now (after earlier interceptors' rewrites).
     pub args: Value,
+    /// The `task` call whose subagent made this call; `None` for the
+    /// agent's own calls.
+    pub parent_tool_call_id: Option<String>,
 }
 
 /// What happens to an intercepted tool call.

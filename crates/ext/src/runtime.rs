@@ -292,6 +292,7 @@ impl Dispatch {
                 tool_id,
                 tool_name,
                 tool_args,
+                parent_tool_call_id,
             } => {
                 let Some(hook) = &hooks.tool_call else {
                     return allow(id);
@@ -300,6 +301,7 @@ impl Dispatch {
                     id: tool_id,
                     name: tool_name,
                     args: tool_args,
+                    parent_tool_call_id,
                 };
                 match hook(&call, host) {
                     ToolCallDecision::Rewrite(args) if !args.is_object() => {

@@ -190,6 +190,18 @@ impl ExtensionHost {
         tool_name: &str,
         args: &Value,
     ) -> Outcome<Value> {
+        self.intercept_call_of(None, tool_id, tool_name, args).await
+    }
+
+    /// [`intercept_tool_call`](Self::intercept_tool_call) for a call a
+    /// subagent made: `parent_tool_call_id` names the `task` call it runs for.
+    pub async fn intercept_call_of(
+        &self,
+        parent_tool_call_id: Option<&str>,
+        tool_id: &str,
+        tool_name: &str,
+        args: &Value,
+    ) -> Outcome<Value> {
         let mut current = args.clone();
         let blocked = self
             .chain(
@@ -200,6 +212,7 @@ impl ExtensionHost {
                     id: tool_id.to_owned(),
                     name: tool_name.to_owned(),
                     args: current.clone(),
+                    parent_tool_call_id: parent_tool_call_id.map(str::to_owned),
                 },
                 |current, rewrite| {
                     if let Rewrite::Args(new) = rewrite {

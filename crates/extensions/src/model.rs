@@ -67,11 +67,15 @@ pub enum Hook {
         id: String,
         name: String,
         args: Value,
+        /// The `task` call whose subagent made this call (`None`: the agent's own).
+        parent_tool_call_id: Option<String>,
     },
     ToolConfirmation {
         id: String,
         name: String,
         preview: String,
+        /// The `task` call whose subagent made this call (`None`: the agent's own).
+        parent_tool_call_id: Option<String>,
     },
     AssistantMessage {
         text: String,
@@ -124,6 +128,8 @@ pub enum Ask {
         id: String,
         name: String,
         args: Value,
+        /// The `task` call whose subagent made this call (`None`: the agent's own).
+        parent_tool_call_id: Option<String>,
     },
     ToolResult {
         name: String,

@@ -5,7 +5,6 @@
 //! are `transport/ws.rs` and `transport/http.rs`.
 
 use std::hash::{BuildHasher, Hasher};
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,14 +169,7 @@ pub(crate) fn resolve_with(
     })
 }
 
-/// Whether `host` (as a URL gives it; IPv6 in brackets) is this machine.
-pub(crate) fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    match bare.parse::<IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => bare.eq_ignore_ascii_case("localhost") || bare.eq_ignore_ascii_case("localhost."),
-    }
-}
+pub(crate) use zot_http::is_loopback;
 
 /// The TLS client configuration of both remote transports: rustls with
 /// ring and the platform verifier (the system's roots; on Linux

@@ -34,6 +34,16 @@ pub fn http_client(base_url: &str) -> reqwest::ClientBuilder {
     }
 }
 
+/// Whether `host` (as a URL gives it; IPv6 in brackets) is this machine:
+/// the one place plain `http://` may carry a key or a session.
+pub fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => bare.eq_ignore_ascii_case("localhost") || bare.eq_ignore_ascii_case("localhost."),
+    }
+}
+
 /// An error with its causes, as one line. reqwest's own message is only
 /// "error sending request"; the cause (connection refused, dns failure) is
 /// further down the chain.

@@ -217,6 +217,15 @@ pub enum Event {
     Todo {
         items: Vec<TodoItem>,
     },
+    /// A prompt changed files and zot recorded a checkpoint of them, at
+    /// the end of the prompt `entry_id` (what RPC `rewind` takes). `notes`
+    /// say once what the checkpoints of this project leave out.
+    Checkpoint {
+        entry_id: String,
+        files: Vec<crate::checkpoints::FileChange>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notes: Vec<String>,
+    },
     ExtNotify {
         extension: String,
         level: NotifyLevel,
@@ -252,6 +261,27 @@ pub enum Event {
     },
     /// `zot rpc` only: the answer to a request.
     Response(Response),
+}
+
+/// One line as the streams print it: an event, and, for an event of a
+/// subagent (the child agent a `task` call runs), the id of that call, so a
+/// client can file the child's events under it. Lines of the agent itself
+/// carry no such field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventLine {
+    #[serde(flatten)]
+    pub event: Event,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+impl From<Event> for EventLine {
+    fn from(event: Event) -> Self {
+        Self {
+            event,
+            parent_tool_call_id: None,
+        }
+    }
 }
 
 /// The answer to one RPC request.
@@ -313,6 +343,20 @@ pub enum Data {
         leaf_id: Option<String>,
         entries: Vec<crate::sessions::TreeEntry>,
     },
+    /// `get_checkpoints`: the current branch's prompts, oldest first, each
+    /// with the files it changed.
+    Checkpoints {
+        checkpoints: Vec<crate::checkpoints::PromptCheckpoint>,
+    },
+    /// `rewind`: the files put back (`restored`), the new leaf when the
+    /// conversation moved (`null`: before the first prompt) and the prompt's
+    /// text, to edit and send again.
+    Rewound {
+        restored: Vec<crate::checkpoints::FileChange>,
+        conversation: bool,
+        leaf_id: Option<String>,
+        text: String,
+    },
     /// `fork`: the new leaf (`null`: before the first prompt) and the text
     /// of the prompt it starts before.
     Forked {
@@ -331,6 +375,8 @@ pub enum Data {
     /// means for limits and prices).
     ModelSet {
         model: String,
+        /// The provider now in use.
+        provider: String,
         known: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,

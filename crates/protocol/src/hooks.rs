@@ -22,6 +22,10 @@ pub struct HookInput {
     pub cwd: String,
     /// `default`, `plan` in plan mode, `bypassPermissions` when zot asks nothing.
     pub permission_mode: String,
+    /// The `task` call whose subagent the event belongs to (its tool
+    /// calls, its `SubagentStop`); absent for the agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
     /// The event (`hook_event_name`) and its own fields.
     #[serde(flatten)]
     pub event: HookEvent,
@@ -53,6 +57,9 @@ pub enum HookEvent {
     /// The agent would end its answer; `stop_hook_active` once a Stop hook
     /// has already sent it on.
     Stop { stop_hook_active: bool },
+    /// A subagent (a `task` call's child agent) would end its answer; like
+    /// `Stop`, a block sends it on with the reason.
+    SubagentStop { stop_hook_active: bool },
     /// Before compaction (`trigger`: manual or auto).
     PreCompact {
         trigger: String,
@@ -200,6 +207,7 @@ mod tests {
             transcript_path: None,
             cwd: "/p".into(),
             permission_mode: "default".into(),
+            parent_tool_call_id: None,
             event: HookEvent::Stop {
                 stop_hook_active: true,
             },

@@ -4,6 +4,7 @@
 //!
 //! Each protocol dialect lives in its own module; `zot` is the native one.
 
+pub mod checkpoints;
 pub mod events;
 pub mod frontmatter;
 pub mod hooks;

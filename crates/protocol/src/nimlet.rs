@@ -159,6 +159,11 @@ pub enum Event {
     ToolCall {
         tool: String,
         arguments: Value,
+        /// The `task` call whose subagent makes this call; left out for the
+        /// agent's own calls, so extensions that predate subagents see the
+        /// payload they know.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     ToolResult {
         tool: String,
@@ -298,6 +303,7 @@ mod tests {
         let call = Event::ToolCall {
             tool: "bash".into(),
             arguments: json!({"command":"ls"}),
+            parent_tool_call_id: None,
         };
         assert_eq!(call.name(), "tool_call");
         assert!(EVENTS.contains(&call.name()));

@@ -35,10 +35,14 @@ pub enum Request {
     GetMessages,
     /// Starts a fresh conversation.
     Clear,
-    /// Switches the model for this session; with `"save": true` also
-    /// writes it to the user's config.json (default: not saved).
+    /// Switches the model for this session; with `provider` (a built-in or
+    /// named provider) the provider too, keeping the conversation. With
+    /// `"save": true` also writes them to the user's config.json (default:
+    /// not saved).
     SetModel {
         model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         save: bool,
     },
@@ -70,6 +74,25 @@ pub enum Request {
     SetTitle {
         title: String,
     },
+    /// The current branch's prompts with the files each changed.
+    GetCheckpoints,
+    /// Goes back to before the prompt `entry_id`: its files as they were
+    /// (`code`) and the conversation as a new branch before it
+    /// (`conversation`); both by default. A file changed since zot last
+    /// recorded it (edited by the user) is only overwritten with `force`.
+    Rewind {
+        entry_id: String,
+        #[serde(default = "yes")]
+        code: bool,
+        #[serde(default = "yes")]
+        conversation: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+    },
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// An image attached to a prompt.
@@ -109,6 +132,8 @@ impl Request {
         "get_tree",
         "fork",
         "set_title",
+        "get_checkpoints",
+        "rewind",
     ];
 }
 
@@ -190,6 +215,7 @@ mod tests {
             env.request,
             Ok(Request::SetModel {
                 model: "m".into(),
+                provider: None,
                 save: false
             })
         );
@@ -197,6 +223,7 @@ mod tests {
             parse(r#"{"type":"set_model","model":"m","save":true}"#).request,
             Ok(Request::SetModel {
                 model: "m".into(),
+                provider: None,
                 save: true
             })
         );

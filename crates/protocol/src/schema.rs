@@ -8,7 +8,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
-use crate::events::Event;
+use crate::events::EventLine;
 use crate::hooks::{HookInput, HookOutput};
 use crate::rpc::Request;
 use crate::zot::{ExtFrame, HostFrame};
@@ -19,7 +19,7 @@ pub const EXT_FRAME_SCHEMA: &str = "ext-frame.schema.json";
 /// File name of the schema of every host → extension frame ([`HostFrame`]).
 pub const HOST_FRAME_SCHEMA: &str = "host-frame.schema.json";
 
-/// File name of the schema of every `--json` and `zot rpc` output line ([`Event`]).
+/// File name of the schema of every `--json` and `zot rpc` output line ([`EventLine`]).
 pub const EVENT_SCHEMA: &str = "event.schema.json";
 
 /// File name of the schema of every `zot rpc` request line ([`Request`]).
@@ -41,7 +41,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
     vec![
         (EXT_FRAME_SCHEMA, root::<ExtFrame>()),
         (HOST_FRAME_SCHEMA, root::<HostFrame>()),
-        (EVENT_SCHEMA, root::<Event>()),
+        (EVENT_SCHEMA, root::<EventLine>()),
         (RPC_REQUEST_SCHEMA, root::<Request>()),
         (HOOK_INPUT_SCHEMA, root::<HookInput>()),
         (HOOK_OUTPUT_SCHEMA, root::<HookOutput>()),

@@ -20,6 +20,11 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("tree", "the session's prompts as a tree: go on from one"),
     ("fork", "a new branch before an earlier prompt"),
     ("jump", "scroll the transcript to an earlier prompt"),
+    ("undo", "take back the last prompt: files and conversation"),
+    (
+        "rewind",
+        "back to before a prompt: code, conversation or both",
+    ),
     ("name", "name this session: /name TITLE"),
     (
         "export",
@@ -28,7 +33,7 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
     ("copy", "copy the last answer to the clipboard"),
     (
         "btw",
-        "a side question, answered apart from the conversation: /btw QUESTION",
+        "a side question, kept out of the conversation: /btw QUESTION",
     ),
     ("skills", "list the skills the agent can load"),
     ("hooks", "list the command hooks and whether they run"),
@@ -45,7 +50,8 @@ pub const BUILTIN_COMMANDS: &[(&str, &str)] = &[
 ];
 
 /// The names of the agent's own tools, in the order the model sees them,
-/// then `skill` (added beside them when the agent has skills): the names no
+/// then `skill` (added beside them when the agent has skills) and `task`
+/// (the subagent tool, after every other built-in): the names no
 /// extension tool can take (one taking one is reported as shadowed).
 pub const BUILTIN_TOOLS: &[&str] = &[
     "read",
@@ -58,6 +64,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "web_fetch",
     "todo_write",
     "skill",
+    "task",
 ];
 
 /// Whether `name` (without `/`) is a built-in command, case-insensitively.

@@ -374,11 +374,19 @@ pub enum Event {
         tool_id: String,
         tool_name: String,
         tool_args: Value,
+        /// The `task` call whose subagent made this call; absent for the
+        /// agent's own calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     ToolConfirmationRequested {
         tool_id: String,
         tool_name: String,
         tool_preview: String,
+        /// The `task` call whose subagent made this call; absent for the
+        /// agent's own calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     AssistantMessage {
         text: String,
@@ -424,6 +432,10 @@ pub enum Intercept {
         tool_id: String,
         tool_name: String,
         tool_args: Value,
+        /// The `task` call whose subagent made this call; absent for the
+        /// agent's own calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<String>,
     },
     TurnStart {
         step: u32,
@@ -796,6 +808,7 @@ mod tests {
                     tool_id: "...".into(),
                     tool_name: "read".into(),
                     tool_args: json!({"path":"foo.go"}),
+                    parent_tool_call_id: None,
                 },
             ),
             (
@@ -805,6 +818,7 @@ mod tests {
                     tool_id: "...".into(),
                     tool_name: "read".into(),
                     tool_preview: "foo.go".into(),
+                    parent_tool_call_id: None,
                 },
             ),
             (

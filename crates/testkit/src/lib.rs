@@ -41,6 +41,8 @@ enum Kind {
         stall: bool,
         /// Each event is written in pieces of at most this many bytes.
         write_size: Option<usize>,
+        /// The stream starts only once this gate opens.
+        gate: Option<watch::Receiver<bool>>,
     },
     Status {
         code: u16,
@@ -73,6 +75,7 @@ impl Response {
                 events,
                 stall: false,
                 write_size: None,
+                gate: None,
             },
         }
     }
@@ -106,16 +109,53 @@ impl Response {
         self
     }
 
+    /// The stream starts only once `gate` opens (for tests of requests in
+    /// flight together). A gate still shut after [`GATE_DEADLINE`] gets a
+    /// 500 saying so, so a client that never makes the opening request
+    /// fails its test instead of hanging it.
+    pub fn after(mut self, gate: &Gate) -> Self {
+        if let Kind::Stream { gate: slot, .. } = &mut self.kind {
+            *slot = Some(gate.0.subscribe());
+        }
+        self
+    }
+
     fn stream(events: Vec<SseEvent>) -> Self {
         Self {
             kind: Kind::Stream {
                 events,
                 stall: false,
                 write_size: None,
+                gate: None,
             },
         }
     }
 }
+
+/// What a gated response ([`Response::after`]) waits for.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<watch::Sender<bool>>);
+
+impl Gate {
+    pub fn new() -> Self {
+        Self(Arc::new(watch::Sender::new(false)))
+    }
+
+    /// Lets every response waiting on this gate go.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How long a gated response waits for its gate (generous for a loaded
+/// 2-core CI machine).
+pub const GATE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An error (or any other) status with `body` (JSON bodies are sent as
 /// `application/json`).
@@ -370,13 +410,29 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
             events,
             stall,
             write_size,
+            gate,
         } => {
+            if let Some(mut gate) = gate {
+                let opened = tokio::time::timeout(GATE_DEADLINE, gate.wait_for(|open| *open))
+                    .await
+                    .is_ok_and(|waited| waited.is_ok());
+                if !opened {
+                    let body = openai::error_body("the response's gate never opened");
+                    let _ = http::write_plain(&mut socket, 500, &[], &body).await;
+                    return;
+                }
+            }
             let include_usage =
                 recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
             if stream(&mut socket, &events, include_usage, write_size)
                 .await
                 .is_err()
             {
+                // Gone before the stall began: that too is a client
+                // letting go of a stalled stream.
+                if stall {
+                    shared.hangups.send_modify(|n| *n += 1);
+                }
                 return;
             }
             if stall {

@@ -25,6 +25,7 @@ use crate::command::Builtin;
 // Where the CLI finds it (`zot_tui::app::parse_command`).
 pub use crate::command::parse_command;
 use crate::editor::Editor;
+use crate::file_picker::FilePicker;
 use crate::modal::{
     Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, PromptAction, Question, Step,
 };
@@ -32,7 +33,10 @@ use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
+mod file_picker;
 mod images;
+pub(crate) mod model_picker;
+mod rewind;
 mod sessions;
 
 /// Two Ctrl+C within this time exit (the TUI issue).
@@ -150,6 +154,8 @@ pub struct App {
     /// their names (shown until they are up; Esc sends it at once).
     waiting: Option<(String, Vec<String>)>,
     editor: Editor,
+    /// The `@` file picker, open while the cursor ends an `@word`.
+    files: FilePicker,
     modal: Modal,
     /// The agent is working on a prompt or a command.
     busy: bool,
@@ -169,6 +175,8 @@ pub struct App {
     clipboard: Option<String>,
     /// A `/model` the provider's list lacks: saved once it has answered.
     unsaved_model: Option<String>,
+    /// The last turn failed in a way another model may not: Ctrl+P runs it again.
+    retry_offered: bool,
     /// The share of the session's prompt tokens read from the cache, once
     /// the cache was used.
     cache_share: Option<f64>,
@@ -209,6 +217,7 @@ impl App {
             todos: Vec::new(),
             waiting: None,
             editor: Editor::new(),
+            files: FilePicker::new(&config.cwd),
             modal: Modal::default(),
             busy: false,
             spinner: 0,
@@ -219,6 +228,7 @@ impl App {
             cost: 0.0,
             clipboard: None,
             unsaved_model: None,
+            retry_offered: false,
             cache_share: None,
             quit: false,
             last_ctrl_c: None,
@@ -510,7 +520,10 @@ impl App {
             return;
         }
         match self.modal {
-            Modal::Editor { .. } => self.editor_key(key),
+            Modal::Editor { .. } => {
+                self.editor_key(key);
+                self.follow_editor(key);
+            }
             Modal::Panel { .. } => self.panel_key(key),
             Modal::Dialog { .. } => self.dialog_key(key),
         }
@@ -520,6 +533,9 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
+        }
+        if self.file_key(key) {
+            return;
         }
         if let Some(rows) = self.popup()
             && self.popup_key(key, &rows)
@@ -561,6 +577,7 @@ impl App {
             KeyCode::Char('u') if ctrl => self.editor.kill_line(),
             KeyCode::Char('x') if ctrl => self.editor.expand_pastes(),
             KeyCode::Char('o') if ctrl => self.toggle_last_expandable(),
+            KeyCode::Char('p') if ctrl => self.open_model_picker(self.retry_offered),
             KeyCode::Char('b') if alt => self.editor.word_left(),
             KeyCode::Char('f') if alt => self.editor.word_right(),
             KeyCode::Char(c) if !ctrl => {
@@ -602,6 +619,7 @@ impl App {
     pub fn on_paste(&mut self, text: &str) {
         if matches!(self.modal, Modal::Editor { .. }) && !self.paste_image(text) {
             self.editor.paste(text);
+            self.files.sync(&self.editor);
         }
     }
 
@@ -689,10 +707,16 @@ impl App {
             Step::DeleteSession(summary, all) => self.delete_session(summary, all),
             Step::WidenSessions(all) => self.open_sessions(all),
             Step::Prompt(action, entry_id, back) => self.prompt_picked(action, entry_id, back),
+            Step::PickModel(choice, retry) => self.model_picked(choice, retry),
             Step::Trust(true) => match self.ext.trust_project() {
                 Ok(()) => self.reload(),
                 Err(e) => self.set_status(format!("trust: {e}"), StatusKind::Error),
             },
+            Step::Rewind {
+                entry_id,
+                code,
+                conversation,
+            } => self.rewind(entry_id, code, conversation),
             Step::Trust(false) => self.set_status(
                 "the project's extensions, servers and hooks stay off (run `zot trust` to allow them)",
                 StatusKind::Info,
@@ -808,21 +832,22 @@ impl App {
 
     /// `/model <id>` is remembered in the user config; the status line
     /// says where it went and who overrides it at the next start.
-    fn save_model(&mut self, model: &str) {
-        match self.ext.save_model(model) {
+    fn save_model(&mut self, provider: Option<&str>, model: &str) {
+        let shown = provider.map_or_else(|| model.to_owned(), |p| format!("{p}:{model}"));
+        match self.ext.save_model(provider, model) {
             Ok(file) => {
                 let text = match &self.config.model_override {
                     Some(by) => format!(
-                        "model: {model} (saved to {file}, but {by} overrides it at start-up)"
+                        "model: {shown} (saved to {file}, but {by} overrides it at start-up)"
                     ),
-                    None => format!("model: {model} (saved to {file})"),
+                    None => format!("model: {shown} (saved to {file})"),
                 };
                 // In the transcript, where the switch happened.
                 self.transcript.push(Entry::Info(text));
             }
             Err(e) => self
                 .transcript
-                .push(Entry::Error(format!("model: {model} (not saved: {e})"))),
+                .push(Entry::Error(format!("model: {shown} (not saved: {e})"))),
         }
     }
 
@@ -865,6 +890,8 @@ impl App {
     }
 
     fn send_prompt(&mut self, text: String) {
+        // A new prompt: the failed turn is no longer the one to run again.
+        self.retry_offered = false;
         if let Some(worker) = &self.worker {
             let images = self.images_in(&text);
             worker.send(Work::Prompt { text, images });
@@ -880,21 +907,21 @@ impl App {
             }
             Builtin::Model => {
                 if args.is_empty() {
-                    let list = self.config.models.join(", ");
-                    self.transcript.push(Entry::Info(format!(
-                        "model: {} ({}); available: {list}",
-                        self.config.model, self.config.provider
-                    )));
-                } else {
+                    self.open_model_picker(false);
+                } else if !self.switch_by_name(args) {
                     if let Some(worker) = &self.worker {
                         worker.abort();
-                        worker.send(Work::SetModel(args.to_owned()));
+                        let model = args.to_owned();
+                        worker.send(Work::SetModel {
+                            provider: None,
+                            model,
+                        });
                     }
                     self.config.model = args.to_owned();
                     let listed = self.config.models.iter().any(|m| m == args);
                     if listed || self.config.models.is_empty() {
                         self.unsaved_model = None;
-                        self.save_model(args);
+                        self.save_model(None, args);
                     } else {
                         // A typo must not become every later start-up's model.
                         self.unsaved_model = Some(args.to_owned());
@@ -928,6 +955,8 @@ impl App {
             Builtin::Tree => self.ask_tree(PromptAction::Tree),
             Builtin::Fork => self.ask_tree(PromptAction::Fork),
             Builtin::Jump => self.ask_tree(PromptAction::Jump),
+            Builtin::Undo => self.plan_rewind(None),
+            Builtin::Rewind => self.ask_tree(PromptAction::Rewind),
             Builtin::Name => self.name_session(args),
             Builtin::Export => self.export_session(args),
             Builtin::Skills => {
@@ -1051,8 +1080,9 @@ impl App {
         }
         text.push_str(
             "Keys: Enter send (queued while busy) · Shift+Enter newline · Esc cancel · \
-             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · \
-             Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt)",
+             Ctrl+C twice exit · PgUp/PgDn scroll · Ctrl+O expand the last tool result or summary · Ctrl+P pick a model · \
+             Ctrl+X show a folded paste whole · !command run it (output goes with the next prompt) · \
+             @ pick a file to attach",
         );
         text
     }
@@ -1240,6 +1270,7 @@ impl App {
             }
             WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
             WorkerEvent::Error(text) => self.push_error_once(text),
+            WorkerEvent::Retryable => self.offer_retry(),
             WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
             WorkerEvent::Confirm(request) => {
                 // Replaces any other dialog: the agent waits on this one.
@@ -1248,6 +1279,7 @@ impl App {
             }
             WorkerEvent::Tree(action, rows) => self.open_prompts(action, rows),
             WorkerEvent::EditorText(text) => self.editor.set_text(&text),
+            WorkerEvent::RewindOffer(offer) => self.offer_rewind(*offer),
             WorkerEvent::Sessions(all) => self.open_sessions(all),
             WorkerEvent::SideAnswer { question, answer } => {
                 self.close_panel(true);
@@ -1268,7 +1300,7 @@ impl App {
         for message in messages {
             match message.role {
                 Role::User => {
-                    let text = message.text();
+                    let text = zot_core::prompt_files::typed_text(&message.content);
                     let heading = format!("{}\n\n", zot_core::agent::SUMMARY_HEADING);
                     if let Some(summary) = text.strip_prefix(&heading) {
                         self.transcript.push(Entry::Compaction {
@@ -1392,7 +1424,7 @@ impl App {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
                 self.cost = cumulative.cost_usd;
                 if let Some(model) = self.unsaved_model.take() {
-                    self.save_model(&model);
+                    self.save_model(None, &model);
                 }
                 if cumulative.cache_read + cumulative.cache_write > 0 {
                     self.cache_share = Some(cumulative.cache_share());
@@ -1430,6 +1462,14 @@ impl App {
             }
             AgentEvent::Error { message } => self.push_error_once(message),
             AgentEvent::Todo { items } => self.todos = items,
+            AgentEvent::Checkpoint { files, notes, .. } => self.on_checkpoint(files.len(), notes),
+            AgentEvent::Subagent {
+                parent_tool_call_id,
+                event,
+            } => match *event {
+                AgentEvent::Usage { cumulative, .. } => self.cost = cumulative.cost_usd,
+                event => crate::subagent::show(&mut self.transcript, &parent_tool_call_id, event),
+            },
             _ => {}
         }
     }
@@ -1437,6 +1477,8 @@ impl App {
     /// Spinner, status expiry.
     pub fn tick(&mut self) {
         self.spinner = self.spinner.wrapping_add(1);
+        self.files.poll();
+        crate::subagent::tick(&mut self.transcript, self.spinner);
         if self
             .status
             .as_ref()

@@ -2,6 +2,7 @@
 //! implements (the TUI does not depend on the host crate). The types it
 //! speaks in are shared with the host (`zot_protocol::ui`).
 
+use zot_core::provider::ProviderConfig;
 use zot_core::tool::BoxFuture;
 use zot_protocol::ui::{CommandInfo, CommandReply, ReloadSummary};
 use zot_protocol::zot::Key;
@@ -19,10 +20,21 @@ pub trait Extensions: Send + Sync {
     fn reload(&self) -> BoxFuture<'_, ReloadSummary>;
     /// Saves trust for the project (the caller reloads afterwards).
     fn trust_project(&self) -> Result<(), String>;
-    /// Saves `/model <id>` as the user's model; `Ok` names the file.
-    /// (The binary's settings ride on this trait, the TUI's one way out.)
-    fn save_model(&self, _model: &str) -> Result<String, String> {
+    /// Saves `/model <id>` as the user's model (and `provider`, when the
+    /// switch chose another); `Ok` names the file. (The binary's settings
+    /// ride on this trait, the TUI's one way out.)
+    fn save_model(&self, _provider: Option<&str>, _model: &str) -> Result<String, String> {
         Err("settings are not saved here".into())
+    }
+    /// What the model picker offers: every model of every provider that
+    /// has a key (or needs none), the current provider's first.
+    fn model_choices(&self) -> Vec<ModelChoice> {
+        Vec::new()
+    }
+    /// How to reach the provider `name` for a switch mid-session (its own
+    /// base URL and key); `Err` says why it cannot be used.
+    fn switch_provider(&self, name: &str) -> Result<ProviderConfig, String> {
+        Err(format!("cannot switch to {name} here"))
     }
     /// `/hooks`: one line per configured command hook, with whether it runs.
     fn hooks(&self) -> Vec<String> {
@@ -47,6 +59,16 @@ pub trait Extensions: Send + Sync {
     fn mcp_servers(&self) -> Vec<(String, bool)> {
         Vec::new()
     }
+}
+
+/// A model the picker offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub id: String,
+    pub context_window: u32,
+    /// USD per million input and output tokens, when known.
+    pub price: Option<(f64, f64)>,
 }
 
 /// No extensions at all (tests, `--no-ext` with nothing to load).

@@ -31,6 +31,8 @@ pub enum Builtin {
     Tree,
     Fork,
     Jump,
+    Undo,
+    Rewind,
     Name,
     Export,
     Copy,
@@ -47,7 +49,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    const ALL: [Self; 21] = [
+    const ALL: [Self; 23] = [
         Self::Help,
         Self::Model,
         Self::Clear,
@@ -56,6 +58,8 @@ impl Builtin {
         Self::Tree,
         Self::Fork,
         Self::Jump,
+        Self::Undo,
+        Self::Rewind,
         Self::Name,
         Self::Export,
         Self::Copy,
@@ -82,6 +86,8 @@ impl Builtin {
             Self::Tree => "tree",
             Self::Fork => "fork",
             Self::Jump => "jump",
+            Self::Undo => "undo",
+            Self::Rewind => "rewind",
             Self::Name => "name",
             Self::Export => "export",
             Self::Copy => "copy",

@@ -321,6 +321,38 @@ impl Editor {
         }
     }
 
+    /// The `@word` the cursor ends, for the file picker: its row, the
+    /// column of its `@` and what follows it. The `@` must start the word
+    /// (after opening brackets or quotes at most), as `file_refs` reads
+    /// references, so an e-mail address is none.
+    pub fn at_word(&self) -> Option<(usize, usize, String)> {
+        let chars = self.chars();
+        let before = &chars[..self.col.min(chars.len())];
+        let start = before
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let word = &before[start..];
+        let at = word.iter().position(|&c| c == '@')?;
+        if !word[..at]
+            .iter()
+            .all(|c| matches!(c, '(' | '[' | '"' | '\''))
+        {
+            return None;
+        }
+        Some((self.row, start + at, word[at + 1..].iter().collect()))
+    }
+
+    /// Replaces the cursor's line from column `from` to the cursor with `text`.
+    pub fn replace_before_cursor(&mut self, from: usize, text: &str) {
+        let from = from.min(self.col);
+        let start = self.byte_at(self.row, from);
+        let end = self.byte_at(self.row, self.col);
+        self.lines[self.row].replace_range(start..end, "");
+        self.col = from;
+        self.insert_str(text);
+    }
+
     /// Deletes from the start of the line to the cursor (Ctrl+U).
     pub fn kill_line(&mut self) {
         let at = self.byte_at(self.row, self.col);

@@ -3,12 +3,16 @@
 //! [`app::App`] (testable without a terminal), drawing in [`view`].
 
 pub mod app;
+pub mod background;
 pub mod bridge;
 pub mod command;
 pub mod editor;
+pub mod file_picker;
 pub mod markdown;
 pub mod modal;
 pub mod picker;
+pub mod rewind;
+mod subagent;
 pub mod theme;
 pub mod transcript;
 pub mod view;

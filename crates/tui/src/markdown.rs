@@ -77,11 +77,9 @@ fn syntaxes() -> &'static SyntaxSet {
     SET.get_or_init(SyntaxSet::load_defaults_newlines)
 }
 
-fn highlight_theme() -> Option<&'static syntect::highlighting::Theme> {
+fn highlight_theme(name: &str) -> Option<&'static syntect::highlighting::Theme> {
     static SET: OnceLock<ThemeSet> = OnceLock::new();
-    SET.get_or_init(ThemeSet::load_defaults)
-        .themes
-        .get("base16-ocean.dark")
+    SET.get_or_init(ThemeSet::load_defaults).themes.get(name)
 }
 
 struct Renderer<'t> {
@@ -485,7 +483,7 @@ impl Renderer<'_> {
         let syntax = (!lang.is_empty())
             .then(|| set.find_syntax_by_token(lang))
             .flatten();
-        let mut highlighter = match (syntax, highlight_theme()) {
+        let mut highlighter = match (syntax, highlight_theme(self.theme.highlight)) {
             (Some(syntax), Some(theme)) => Some(HighlightLines::new(syntax, theme)),
             _ => None,
         };

@@ -191,12 +191,16 @@ pub enum Dialog {
     Sessions(SessionPicker),
     /// `/tree`, `/fork`, `/jump`: a prompt of this session.
     Prompts(PromptPicker),
+    /// `/model`, Ctrl+P: a model of any provider that has a key.
+    Models(crate::app::model_picker::ModelPicker),
     /// The project ships what waits for the user's trust: one line per
     /// gated input it has (extensions, MCP servers, hooks, commands, skills).
     Trust { inputs: Vec<String> },
     /// Files a trusted project runs changed while zot ran (one
     /// `changed <path>` line each): trust them again?
     Retrust { changes: Vec<String> },
+    /// `/undo`, `/rewind`: what going back would change, and how far.
+    Rewind(crate::rewind::RewindOffer),
 }
 
 /// What a key did to a dialog.
@@ -214,6 +218,14 @@ pub(crate) enum Step {
     Prompt(PromptAction, String, usize),
     /// Closed on whether the user trusts the project.
     Trust(bool),
+    /// Closed on going back to before a prompt: its code, conversation or both.
+    Rewind {
+        entry_id: String,
+        code: bool,
+        conversation: bool,
+    },
+    /// Closed on a model to switch to (and whether to run the failed turn again).
+    PickModel(crate::bridge::ModelChoice, bool),
 }
 
 impl Dialog {
@@ -224,6 +236,8 @@ impl Dialog {
             Self::Confirm(confirmation) => confirmation.key(key),
             Self::Sessions(picker) => picker.key(key),
             Self::Prompts(picker) => picker.key(key),
+            Self::Rewind(offer) => offer.key(key),
+            Self::Models(picker) => picker.key(key),
             Self::Trust { .. } | Self::Retrust { .. } => match key.code {
                 KeyCode::Char('y' | 'Y') => Step::Trust(true),
                 KeyCode::Char('n' | 'N') | KeyCode::Esc => Step::Trust(false),

@@ -69,25 +69,11 @@ impl SessionPicker {
     /// directory, model and id); the newest first among equal scores.
     fn refilter(&mut self) {
         self.selected = 0;
-        if self.filter.trim().is_empty() {
-            self.shown = (0..self.items.len()).collect();
-            return;
-        }
-        let pattern = Pattern::parse(&self.filter, CaseMatching::Ignore, Normalization::Smart);
-        let mut matcher = Matcher::new(Config::DEFAULT);
-        let mut buf = Vec::new();
-        let mut scored: Vec<(u32, usize)> = self
+        let haystacks = self
             .items
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                let haystack = format!("{} {} {} {}", s.title, s.cwd, s.model, s.id);
-                let score = pattern.score(Utf32Str::new(&haystack, &mut buf), &mut matcher)?;
-                Some((score, i))
-            })
-            .collect();
-        scored.sort_by_key(|&(score, i)| (std::cmp::Reverse(score), i));
-        self.shown = scored.into_iter().map(|(_, i)| i).collect();
+            .map(|s| format!("{} {} {} {}", s.title, s.cwd, s.model, s.id));
+        self.shown = rank(&self.filter, haystacks);
     }
 
     pub(crate) fn key(&mut self, key: KeyEvent) -> Step {
@@ -113,14 +99,7 @@ impl SessionPicker {
             KeyCode::Char('c') if ctrl => return Step::Close,
             KeyCode::Char('d') if ctrl => self.confirm = self.current().is_some(),
             KeyCode::Tab => return Step::WidenSessions(!self.all),
-            KeyCode::Backspace => {
-                self.filter.pop();
-                self.refilter();
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.filter.push(c);
-                self.refilter();
-            }
+            _ if edit_filter(&mut self.filter, key) => self.refilter(),
             _ => {}
         }
         Step::Stay
@@ -137,11 +116,7 @@ impl SessionPicker {
 
     pub(crate) fn body(&self, theme: &Theme) -> Vec<Line<'static>> {
         let muted = Style::default().fg(theme.muted);
-        let mut body = vec![Line::from(vec![
-            Span::styled("filter: ", muted),
-            Span::raw(self.filter.clone()),
-            Span::styled("▏", Style::default().fg(theme.accent)),
-        ])];
+        let mut body = vec![filter_line(&self.filter, theme)];
         if self.shown.is_empty() {
             let none = if self.items.is_empty() {
                 "no sessions yet"
@@ -203,6 +178,8 @@ pub enum PromptAction {
     Fork,
     /// `/jump`: scroll the transcript to it.
     Jump,
+    /// `/rewind`: its files and conversation back to before it.
+    Rewind,
 }
 
 pub struct PromptPicker {
@@ -217,7 +194,7 @@ impl PromptPicker {
     pub(crate) fn new(action: PromptAction, rows: Vec<OutlineRow>) -> Self {
         let rows: Vec<OutlineRow> = match action {
             PromptAction::Tree => rows,
-            PromptAction::Fork | PromptAction::Jump => {
+            PromptAction::Fork | PromptAction::Jump | PromptAction::Rewind => {
                 rows.into_iter().filter(|r| r.on_path).collect()
             }
         };
@@ -273,6 +250,7 @@ impl PromptPicker {
             PromptAction::Tree => " Session tree: go to a prompt's answer ".to_owned(),
             PromptAction::Fork => " Fork: a new branch before a prompt ".to_owned(),
             PromptAction::Jump => " Jump to a prompt ".to_owned(),
+            PromptAction::Rewind => " Rewind: back to before a prompt ".to_owned(),
         }
     }
 
@@ -309,5 +287,50 @@ impl PromptPicker {
             muted,
         ));
         body
+    }
+}
+
+/// The indices of `haystacks` that match `filter` (nucleo's fuzzy score),
+/// best first, in their own order among equal scores; all of them for an
+/// empty filter.
+pub(crate) fn rank(filter: &str, haystacks: impl Iterator<Item = String>) -> Vec<usize> {
+    if filter.trim().is_empty() {
+        return (0..haystacks.count()).collect();
+    }
+    let pattern = Pattern::parse(filter, CaseMatching::Ignore, Normalization::Smart);
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let mut buf = Vec::new();
+    let mut scored: Vec<(u32, usize)> = haystacks
+        .enumerate()
+        .filter_map(|(i, haystack)| {
+            let score = pattern.score(Utf32Str::new(&haystack, &mut buf), &mut matcher)?;
+            Some((score, i))
+        })
+        .collect();
+    scored.sort_by_key(|&(score, i)| (std::cmp::Reverse(score), i));
+    scored.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The filter as a picker shows it, with a cursor after it.
+pub(crate) fn filter_line(filter: &str, theme: &Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::styled("filter: ", Style::default().fg(theme.muted)),
+        Span::raw(filter.to_owned()),
+        Span::styled("▏", Style::default().fg(theme.accent)),
+    ])
+}
+
+/// Typing and Backspace edit a picker's filter: whether `key` was one of them.
+pub(crate) fn edit_filter(filter: &mut String, key: KeyEvent) -> bool {
+    match key.code {
+        KeyCode::Backspace => {
+            filter.pop();
+            true
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+            filter.push(c);
+            true
+        }
+        _ => false,
     }
 }

@@ -1,6 +1,7 @@
-//! Colours. The default theme, and `theme.json` from a theme-only extension
-//! bundle (schema in docs/themes.md): any subset of the colour slots, each a
-//! `#rrggbb` string or a named terminal colour.
+//! Colours. The built-in dark (default) and light themes, picked by the
+//! terminal's background unless the config names one, and `theme.json` from
+//! a theme-only extension bundle (schema in docs/themes.md): any subset of
+//! the colour slots, each a `#rrggbb` string or a named terminal colour.
 
 use std::path::Path;
 
@@ -19,6 +20,8 @@ pub struct Theme {
     pub border: Color,
     pub code: Color,
     pub tool: Color,
+    /// The syntect theme code blocks are highlighted with.
+    pub highlight: &'static str,
 }
 
 impl Default for Theme {
@@ -34,6 +37,45 @@ impl Default for Theme {
             border: Color::DarkGray,
             code: Color::LightYellow,
             tool: Color::Magenta,
+            highlight: "base16-ocean.dark",
+        }
+    }
+}
+
+impl Theme {
+    /// For a light background: darker colours, each readable on white
+    /// (the terminal's bright colours, the dark theme's, are not).
+    pub fn light() -> Self {
+        Self {
+            accent: Color::Rgb(0x00, 0x5f, 0x87),
+            user: Color::Rgb(0x1f, 0x4e, 0xa8),
+            assistant: Color::Reset,
+            muted: Color::Rgb(0x6e, 0x6e, 0x6e),
+            error: Color::Rgb(0xb3, 0x1d, 0x28),
+            warn: Color::Rgb(0x8a, 0x5a, 0x00),
+            success: Color::Rgb(0x1a, 0x7f, 0x37),
+            border: Color::Rgb(0x9a, 0x9a, 0x9a),
+            code: Color::Rgb(0x95, 0x38, 0x00),
+            tool: Color::Rgb(0x8a, 0x2b, 0x9e),
+            highlight: "InspiredGitHub",
+        }
+    }
+
+    /// The built-in theme called `name` in the config (`light`, `dark`).
+    pub fn builtin(name: &str) -> Option<Self> {
+        match name {
+            "light" => Some(Self::light()),
+            "dark" => Some(Self::default()),
+            _ => None,
+        }
+    }
+
+    /// The built-in theme for the terminal's background (dark when it
+    /// does not say).
+    pub fn for_terminal() -> Self {
+        match crate::background::detect() {
+            Some(crate::background::Background::Light) => Self::light(),
+            _ => Self::default(),
         }
     }
 }

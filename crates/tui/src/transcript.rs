@@ -14,8 +14,11 @@ pub enum Entry {
         preview: String,
         result: Option<(bool, String)>,
         expanded: bool,
-        /// Output so far while the tool runs (bash), last lines only.
+        /// Output so far while the tool runs (bash), last lines only; a
+        /// task's subagent steps.
         live: String,
+        /// The spinner's frame while a task's subagent runs.
+        frame: usize,
     },
     Error(String),
     Info(String),
@@ -41,6 +44,7 @@ impl Entry {
             result: None,
             expanded: false,
             live: String::new(),
+            frame: 0,
         }
     }
 
@@ -159,6 +163,20 @@ impl Transcript {
         change(&mut self.entries[index]);
         self.rendered[index] = None;
         true
+    }
+
+    /// Changes every entry `matches` accepts.
+    pub(crate) fn update_each(
+        &mut self,
+        matches: impl Fn(&Entry) -> bool,
+        mut change: impl FnMut(&mut Entry),
+    ) {
+        for (entry, rendered) in self.entries.iter_mut().zip(&mut self.rendered) {
+            if matches(entry) {
+                change(entry);
+                *rendered = None;
+            }
+        }
     }
 
     /// Removes the last entry `matches` accepts.

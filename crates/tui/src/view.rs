@@ -20,7 +20,7 @@ use crate::transcript::Entry;
 use crate::wrap::wrap;
 use zot_protocol::ui::FieldKind;
 
-const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+pub(crate) const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 /// Most rows the editor grows to.
 const EDITOR_MAX_ROWS: usize = 8;
 /// Queued prompts shown at most.
@@ -256,8 +256,13 @@ fn entry_lines(entry: &Entry, theme: &Theme, width: usize) -> Vec<Line<'static>>
             result,
             expanded,
             live,
+            frame,
             ..
-        } => tool_lines(name, preview, result.as_ref(), *expanded, live, theme),
+        } => {
+            let mut lines = tool_lines(name, preview, result.as_ref(), *expanded, live, theme);
+            crate::subagent::spin(&mut lines, name, result.is_none(), *frame, theme);
+            lines
+        }
         Entry::Error(text) => text
             .lines()
             .map(|l| Line::styled(format!("✗ {l}"), Style::default().fg(theme.error)))
@@ -391,6 +396,7 @@ fn tool_lines(
         }
         return lines;
     };
+    lines.extend(crate::subagent::finished_steps(name, live, expanded, theme));
     let (mark, color) = if *is_error {
         ("✗", theme.error)
     } else {
@@ -562,6 +568,8 @@ fn draw_bar(frame: &mut Frame, app: &App, area: Rect, theme: &Theme) {
 fn draw_floating(frame: &mut Frame, app: &mut App, screen: Rect, editor: Rect, theme: &Theme) {
     if let Some(rows) = app.popup() {
         draw_popup(frame, app, &rows, editor, theme);
+    } else if let Some(picker) = app.file_picker() {
+        draw_above(frame, picker.lines(theme), editor, theme);
     }
     if let Some(panel) = app.panel_mut() {
         draw_panel(frame, panel, screen, theme);
@@ -601,6 +609,12 @@ fn draw_popup(frame: &mut Frame, app: &App, rows: &[PopupRow], editor: Rect, the
             Span::styled(format!(" {desc}"), Style::default().fg(theme.muted)),
         ]));
     }
+    draw_above(frame, lines, editor, theme);
+}
+
+/// `lines` in a bordered box standing on the editor (the command popup,
+/// the file picker), as high as they need and the screen allows.
+fn draw_above(frame: &mut Frame, lines: Vec<Line>, editor: Rect, theme: &Theme) {
     let height = (lines.len() as u16 + 2).min(editor.y);
     if height < 3 {
         return;
@@ -667,6 +681,8 @@ fn draw_dialog(frame: &mut Frame, dialog: &Dialog, area: Rect, theme: &Theme) {
         Dialog::Form(form) => (format!(" {} asks ", form.extension), form_body(form, theme)),
         Dialog::Sessions(picker) => (picker.title(), picker.body(theme)),
         Dialog::Prompts(picker) => (picker.title(), picker.body(theme)),
+        Dialog::Rewind(offer) => (offer.title(), offer.body(theme)),
+        Dialog::Models(picker) => (picker.title(), picker.body(theme)),
         Dialog::Trust { inputs } => (" Untrusted project ".to_owned(), trust_body(inputs, theme)),
         Dialog::Retrust { changes } => (
             " Project files changed ".to_owned(),

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use zot_core::agent::{Agent, AgentError, Confirm, Refusal};
 use zot_core::event::AgentEvent;
 use zot_core::message::{Block, Message};
-use zot_core::provider::Provider;
+use zot_core::provider::{Provider, ProviderConfig, ProviderError};
 use zot_core::session::{OutlineRow, Session, index, outline};
 use zot_protocol::sessions::SessionSummary;
 
@@ -35,7 +35,15 @@ pub enum Work {
     SideQuestion(String),
     Compact,
     Clear,
-    SetModel(String),
+    /// `/model` and the model picker: goes on with `model`, at `provider`
+    /// when the switch chose another provider.
+    SetModel {
+        provider: Option<ProviderConfig>,
+        model: String,
+    },
+    /// Runs the prompt whose turn failed again (on the model chosen since),
+    /// taking the failed one back first so it is not sent twice.
+    Retry,
     /// Extensions were reloaded: prepare the system prompt again.
     ResetPrompt,
     /// Plan mode on (`/plan`) or off (`/act`).
@@ -53,6 +61,16 @@ pub enum Work {
     Export(zot_export::Format, PathBuf),
     /// `/name`: names the session (empty: says its title).
     SetTitle(String),
+    /// `/undo` (no prompt: the last) and `/rewind`: plans going back to
+    /// before a prompt, for the user to confirm.
+    PlanRewind(Option<String>),
+    /// Goes back to before the prompt: its files, conversation or both
+    /// (the user saw and confirmed what changes).
+    Rewind {
+        entry_id: String,
+        code: bool,
+        conversation: bool,
+    },
     /// Deletes a session (never the running one) and its outputs under
     /// `zot_home`, then asks for the picker again (`all`: every directory's).
     DeleteSession {
@@ -84,6 +102,11 @@ pub enum WorkerEvent {
     },
     /// The session picker is to open again: every directory's (`true`) or this one's.
     Sessions(bool),
+    /// A planned rewind, for the user to confirm.
+    RewindOffer(Box<crate::rewind::RewindOffer>),
+    /// The turn failed in a way another model may not (401, 403, 429, 5xx):
+    /// it can run again elsewhere (`Work::Retry`).
+    Retryable,
 }
 
 /// A tool call waiting for the user (`--no-yolo`).
@@ -200,8 +223,7 @@ pub fn spawn(
         confirm: Arc::clone(&confirm),
     };
     let mut agent = agent;
-    // `!command` outputs waiting for the next prompt.
-    let mut shell_context: Vec<Block> = Vec::new();
+    let mut held = Held::default();
     if let Some(agent) = &mut agent {
         agent.set_confirm(Arc::new(TuiConfirm {
             state: confirm,
@@ -216,7 +238,7 @@ pub fn spawn(
                 None => {
                     let _ = events.send(WorkerEvent::Error(missing.clone()));
                 }
-                Some(agent) => run(agent, work, &mut shell_context, &events, &token).await,
+                Some(agent) => run(agent, work, &mut held, &events, &token).await,
             }
             let _ = events.send(WorkerEvent::Idle);
         }
@@ -224,17 +246,74 @@ pub fn spawn(
     (handle, rx)
 }
 
+/// Runs one prompt, its events to the app. Returns its content when the
+/// turn failed in a way another model may not, so it can run again there.
+async fn prompt(
+    agent: &mut Agent,
+    content: Vec<Block>,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+    cancel: &CancellationToken,
+) -> Option<Vec<Block>> {
+    let kept = content.clone();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let forward = async {
+        while let Some(event) = rx.recv().await {
+            let _ = events.send(WorkerEvent::Agent(event));
+        }
+    };
+    let run = async {
+        let result = agent.prompt(content, &tx, cancel).await;
+        drop(tx);
+        result
+    };
+    let (result, ()) = tokio::join!(run, forward);
+    let error = result.err()?;
+    let _ = events.send(WorkerEvent::Error(error.to_string()));
+    another_model_may_help(&error).then(|| {
+        let _ = events.send(WorkerEvent::Retryable);
+        kept
+    })
+}
+
+/// What the worker keeps between pieces of work.
+#[derive(Default)]
+struct Held {
+    /// `!command` outputs waiting for the next prompt.
+    shell: Vec<Block>,
+    /// The content of the last prompt, while its turn's failure may be
+    /// retried on another model.
+    failed: Option<Vec<Block>>,
+}
+
+/// Whether another model may get past `error`: a refused key, a rate limit
+/// or a server error (the same request on the same model failed already,
+/// after the provider's retries).
+fn another_model_may_help(error: &AgentError) -> bool {
+    matches!(
+        error,
+        AgentError::Provider(ProviderError::Status {
+            status: 401 | 403 | 429 | 500..=599,
+            ..
+        })
+    )
+}
+
 async fn run(
     agent: &mut Agent,
     work: Work,
-    shell_context: &mut Vec<Block>,
+    held: &mut Held,
     events: &mpsc::UnboundedSender<WorkerEvent>,
     cancel: &CancellationToken,
 ) {
-    if matches!(work, Work::Clear | Work::OpenSession(_) | Work::Branch(..)) {
+    if matches!(
+        work,
+        Work::Clear | Work::OpenSession(_) | Work::Branch(..) | Work::Rewind { .. }
+    ) {
         // Context for a conversation that is no longer the one going on.
-        shell_context.clear();
+        held.shell.clear();
+        held.failed = None;
     }
+    let shell_context = &mut held.shell;
     match work {
         Work::Shell { id, command } => {
             let (tx, mut rx) = mpsc::unbounded_channel();
@@ -270,22 +349,17 @@ async fn run(
             let mut content = std::mem::take(shell_context);
             content.push(Block::Text { text });
             content.extend(images);
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let forward = async {
-                while let Some(event) = rx.recv().await {
-                    let _ = events.send(WorkerEvent::Agent(event));
-                }
-            };
-            let run = async {
-                let result = agent.prompt(content, &tx, cancel).await;
-                drop(tx);
-                result
-            };
-            let (result, ()) = tokio::join!(run, forward);
-            if let Err(e) = result {
-                let _ = events.send(WorkerEvent::Error(e.to_string()));
-            }
+            held.failed = prompt(agent, content, events, cancel).await;
         }
+        Work::Retry => match held.failed.take() {
+            Some(content) if agent.take_back_prompt() => {
+                let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                held.failed = prompt(agent, content, events, cancel).await;
+            }
+            _ => {
+                let _ = events.send(WorkerEvent::Error("no failed turn to run again".into()));
+            }
+        },
         Work::Compact => match compact(agent, events, cancel).await {
             // The transcript keeps what was shown; the summary follows it
             // (the agent's `compact_done`).
@@ -308,10 +382,10 @@ async fn run(
                 )));
             }
         }
-        Work::SetModel(model) => {
-            let provider = Provider::new(agent.provider().config().clone());
+        Work::SetModel { provider, model } => {
+            let config = provider.unwrap_or_else(|| agent.provider().config().clone());
             // The app's status line already says so (and where it was saved).
-            agent.set_model(provider, model);
+            agent.set_model(Provider::new(config), model);
         }
         Work::ResetPrompt => agent.reset_system_prompt(),
         Work::SetSandbox(sandbox) => {
@@ -351,7 +425,8 @@ async fn run(
         }
         Work::Branch(action, entry_id) => {
             let moved = match action {
-                PromptAction::Fork => agent.fork_before(&entry_id).map(Some),
+                // A rewind reaches here only as its conversation part.
+                PromptAction::Fork | PromptAction::Rewind => agent.fork_before(&entry_id).map(Some),
                 PromptAction::Tree | PromptAction::Jump => agent.move_to(&entry_id).map(|()| None),
             };
             match moved {
@@ -364,6 +439,28 @@ async fn run(
                             "forked: edit the prompt and send it".into(),
                         ));
                     }
+                }
+                Err(e) => {
+                    let _ = events.send(WorkerEvent::Error(e.to_string()));
+                }
+            }
+        }
+        Work::PlanRewind(entry_id) => plan_rewind(agent, entry_id, events).await,
+        Work::Rewind {
+            entry_id,
+            code,
+            conversation,
+        } => {
+            let done =
+                zot_core::checkpoint::rewind(agent, &entry_id, code, conversation, true).await;
+            match done {
+                Ok(rewound) => {
+                    if conversation {
+                        let _ = events.send(WorkerEvent::Transcript(agent.messages().to_vec()));
+                        send_plan(agent, events);
+                        let _ = events.send(WorkerEvent::EditorText(rewound.text.clone()));
+                    }
+                    let _ = events.send(WorkerEvent::Status(rewound_status(&rewound)));
                 }
                 Err(e) => {
                     let _ = events.send(WorkerEvent::Error(e.to_string()));
@@ -419,6 +516,51 @@ async fn run(
             });
             let _ = events.send(WorkerEvent::Sessions(all));
         }
+    }
+}
+
+/// `/undo`, `/rewind`: what going back to before the prompt (the last
+/// one without `entry_id`) would change, for the user to confirm.
+async fn plan_rewind(
+    agent: &Agent,
+    entry_id: Option<String>,
+    events: &mpsc::UnboundedSender<WorkerEvent>,
+) {
+    let undo = entry_id.is_none();
+    let planned = match (agent.session(), agent.checkpoints()) {
+        (Some(session), Some(checkpoints)) => {
+            match entry_id.or_else(|| zot_core::checkpoint::last_prompt(session)) {
+                Some(entry_id) => zot_core::checkpoint::plan(&checkpoints, session, &entry_id)
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err("no prompt to undo in this session".to_owned()),
+            }
+        }
+        _ => Err("this run keeps no session file: nothing to undo".to_owned()),
+    };
+    let _ = events.send(match planned {
+        Ok(plan) => WorkerEvent::RewindOffer(Box::new(crate::rewind::RewindOffer {
+            entry_id: plan.entry_id,
+            text: plan.text,
+            changes: plan.changes,
+            edited: plan.edited,
+            unrestorable: plan.unrestorable,
+            undo,
+        })),
+        Err(e) => WorkerEvent::Error(e),
+    });
+}
+
+/// The status line after a rewind.
+fn rewound_status(rewound: &zot_core::checkpoint::Rewound) -> String {
+    let files = match rewound.restored.len() {
+        0 => "no files changed".to_owned(),
+        1 => "1 file put back".to_owned(),
+        n => format!("{n} files put back"),
+    };
+    match rewound.conversation {
+        true => format!("rewound: {files}; edit the prompt and send it"),
+        false => format!("rewound the code: {files}"),
     }
 }
 

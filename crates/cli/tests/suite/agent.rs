@@ -6,7 +6,10 @@ use std::path::Path;
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai, status};
 
-use super::support::{Run, World, events, on_terminal, turns_filling_the_context};
+use super::support::{
+    Block, Event, Run, StopReason, World, first, kind, on_terminal, stops, text,
+    turns_filling_the_context, typed_events,
+};
 
 /// Runs `zot` against `model` as `provider` with `args`, without a session unless asked.
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
@@ -75,7 +78,8 @@ async fn print_mode_answers_and_sends_a_proper_request() {
             "find",
             "ls",
             "web_fetch",
-            "todo_write"
+            "todo_write",
+            "task"
         ]
     );
 }
@@ -149,8 +153,8 @@ async fn tool_loop_with_built_in_tools_both_providers() {
             std::fs::read_to_string(w.project.join("out.txt")).unwrap(),
             "made\n"
         );
-        let evs = events(&run);
-        let kinds: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        let evs = typed_events(&run);
+        let kinds: Vec<String> = evs.iter().map(kind).collect();
         let order = [
             "user_message",
             "turn_start",
@@ -168,21 +172,9 @@ async fn tool_loop_with_built_in_tools_both_providers() {
             }
         }
         assert_eq!(at, order.len(), "{provider}: event order {kinds:?}");
-        let result = evs.iter().find(|e| e["type"] == "tool_result").unwrap();
-        assert!(
-            result["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .contains("made"),
-            "{result}"
-        );
-        assert_eq!(
-            evs.iter()
-                .filter(|e| e["type"] == "turn_end")
-                .map(|e| e["stop"].clone())
-                .collect::<Vec<_>>(),
-            [json!("tool_use"), json!("end_turn")]
-        );
+        let content = first!(evs, Event::ToolResult { content, .. } => content);
+        assert!(text(&content[0]).contains("made"), "{content:?}");
+        assert_eq!(stops(&evs), [StopReason::ToolUse, StopReason::EndTurn]);
         let second = &model.requests()[1].body;
         let text = second.to_string();
         assert!(
@@ -315,12 +307,9 @@ async fn guard_blocks_and_rewrites_while_the_transcript_keeps_the_original() {
     // The transcript sent back keeps the original args of the rewritten call.
     let third = requests[2].body.to_string();
     assert!(third.contains("echo original > which.txt"), "{third}");
-    let evs = events(&run);
-    let call = evs
-        .iter()
-        .find(|e| e["type"] == "tool_call" && e["id"] == "b2")
-        .unwrap();
-    assert_eq!(call["args"]["command"], "echo original > which.txt");
+    let evs = typed_events(&run);
+    let args = first!(evs, Event::ToolCall { id, args, .. } if id == "b2" => args);
+    assert_eq!(args["command"], "echo original > which.txt");
 }
 
 const REDACT: &str = r#"
@@ -360,12 +349,9 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     };
     let run = gated(&["--json", "--no-session", "tell me"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
-    let shown = evs
-        .iter()
-        .find(|e| e["type"] == "assistant_message")
-        .unwrap();
-    assert_eq!(shown["content"][0]["text"], "the key is [redacted]");
+    let evs = typed_events(&run);
+    let shown = first!(evs, Event::AssistantMessage { content, .. } => content);
+    assert_eq!(text(&shown[0]), "the key is [redacted]");
     let request = &model.requests()[0].body;
     assert!(
         request["system"]
@@ -386,17 +372,12 @@ async fn assistant_text_replaced_and_blocked_turns_gated_prompt_replaced() {
     let run = gated(&["--json", "--no-session", "now"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(model.requests().len(), before);
-    let end = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "turn_end")
-        .unwrap();
-    assert_eq!(end["stop"], "error");
+    let evs = typed_events(&run);
+    let (stop, error) = first!(evs, Event::TurnEnd { stop, error } => (stop, error));
+    assert_eq!(*stop, StopReason::Error);
     assert!(
-        end["error"]
-            .as_str()
-            .unwrap()
-            .contains("outside business hours"),
-        "{end}"
+        error.as_deref().unwrap().contains("outside business hours"),
+        "{error:?}"
     );
 }
 
@@ -484,15 +465,18 @@ async fn slash_commands_in_print_and_json_modes() {
         &with_ext(&["--json", "--no-session", "/show"], &[&ext]),
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
+    let evs = typed_events(&run);
     assert!(
-        evs.iter().any(|e| *e
-            == json!({"type":"ext_display","extension":"cmds","command":"show","text":"a note"})),
+        evs.contains(&Event::ExtDisplay {
+            extension: "cmds".into(),
+            command: "show".into(),
+            text: "a note".into()
+        }),
         "{evs:?}"
     );
     assert!(
         evs.iter()
-            .any(|e| e["type"] == "ext_notify" && e["message"] == "shown"),
+            .any(|e| matches!(e, Event::ExtNotify { message, .. } if message == "shown")),
         "{evs:?}"
     );
 
@@ -540,11 +524,9 @@ async fn extension_load_failures_are_reported_and_the_run_goes_on() {
         "anthropic",
         &with_ext(&["--json", "--no-session", "hi"], &[&broken]),
     );
-    let warning = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "ext_warning")
-        .unwrap();
-    assert_eq!(warning["extension"], "broken");
+    let evs = typed_events(&run);
+    let extension = first!(evs, Event::ExtWarning { extension, .. } => extension);
+    assert_eq!(extension.as_deref(), Some("broken"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -574,13 +556,13 @@ async fn provider_errors_and_retries() {
         &["--json", "--no-session", "hi"],
     );
     assert_eq!(run.code, 1, "{run:?}");
-    let evs = events(&run);
-    assert_eq!(evs.last().unwrap()["type"], "error", "{evs:?}");
+    let evs = typed_events(&run);
     assert!(
-        evs.iter()
-            .any(|e| e["type"] == "turn_end" && e["stop"] == "error")
+        matches!(evs.last().unwrap(), Event::Error { .. }),
+        "{evs:?}"
     );
-    assert!(!evs.iter().any(|e| e["type"] == "done"));
+    assert!(stops(&evs).contains(&StopReason::Error));
+    assert!(!evs.contains(&Event::Done));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -711,6 +693,7 @@ async fn system_prompt_parts_skills_and_tool_filters() {
             "web_fetch",
             "todo_write",
             "skill",
+            "task",
             "weather"
         ]
     );
@@ -773,7 +756,7 @@ async fn max_steps_stops_the_loop_and_list_models_lists() {
     );
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(model.requests().len(), 1);
-    assert_eq!(events(&run).last().unwrap()["type"], "done");
+    assert_eq!(typed_events(&run).last(), Some(&Event::Done));
     let run = w.zot(&["--list-models", "--provider", "openai"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("gpt-4.1"), "{run:?}");
@@ -794,13 +777,11 @@ async fn auto_compaction_summarises_when_the_context_fills_up() {
         &["--json", "--no-session", "big task"],
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
-    let compact = evs
-        .iter()
-        .find(|e| e["type"] == "compact_done")
-        .unwrap_or_else(|| panic!("{evs:?}"));
-    assert_eq!(compact["summary"], "SUMMARY OF EARLIER WORK");
-    assert_eq!(compact["automatic"], true);
+    let evs = typed_events(&run);
+    let (summary, automatic) =
+        first!(evs, Event::CompactDone { summary, automatic } => (summary, *automatic));
+    assert_eq!(summary, "SUMMARY OF EARLIER WORK");
+    assert!(automatic);
     let requests = model.requests();
     assert_eq!(requests.len(), 5);
     let summarising = &requests[3].body;
@@ -818,7 +799,7 @@ async fn auto_compaction_summarises_when_the_context_fills_up() {
         last.contains("echo three") && !last.contains("echo one"),
         "{last}"
     );
-    assert_eq!(evs.last().unwrap()["type"], "done");
+    assert_eq!(evs.last(), Some(&Event::Done));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -884,21 +865,14 @@ async fn usage_events_carry_the_cost_at_list_prices() {
         ],
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let usage = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "usage")
-        .unwrap();
+    let evs = typed_events(&run);
+    let (usage, cumulative) =
+        first!(evs, Event::Usage { usage, cumulative } => (usage, cumulative));
     // From the model table, claude-opus-5-5: $4 in, $20 out, $5 a 5-minute
     // cache write and $0.20 a cache read (a twentieth of input) per million.
     let cost = 4.0 + 2.0 + 5.0 + 0.2;
-    assert!(
-        (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
-        "{usage}"
-    );
-    assert!(
-        (usage["cumulative"]["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9,
-        "{usage}"
-    );
+    assert!((usage.cost_usd - cost).abs() < 1e-9, "{usage:?}");
+    assert!((cumulative.cost_usd - cost).abs() < 1e-9, "{cumulative:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -913,14 +887,15 @@ async fn json_events_show_image_sizes_not_their_data() {
     .await;
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "look"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let result = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "tool_result")
-        .unwrap();
+    let evs = typed_events(&run);
+    let content = first!(evs, Event::ToolResult { content, .. } => content);
     assert_eq!(
-        result["content"][0],
-        json!({"type": "image", "mime_type": "image/png", "bytes": 10}),
-        "{result}"
+        content[0],
+        Block::Image {
+            mime_type: "image/png".into(),
+            bytes: 10
+        },
+        "{content:?}"
     );
     // The model still got the image itself.
     assert!(
@@ -1018,7 +993,7 @@ async fn zot_log_shows_a_turn_at_debug_and_stays_quiet_at_info() {
         "zot starts",
         "extension started",
         "model request",
-        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch", "todo_write", "echo"]"#,
+        r#"tools=["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch", "todo_write", "task", "echo"]"#,
         "tool call",
         "tool=\"echo\"",
         "frame in",
@@ -1095,11 +1070,9 @@ async fn extension_text_reaches_the_terminal_without_control_sequences() {
         "openai",
         &with_ext(&["--json", "--no-session", "/show"], &exts),
     );
-    let display = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "ext_display")
-        .unwrap();
-    assert!(display["text"].as_str().unwrap().contains('\u{1b}'));
+    let evs = typed_events(&run);
+    let display = first!(evs, Event::ExtDisplay { text, .. } => text);
+    assert!(display.contains('\u{1b}'));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1162,12 +1135,14 @@ async fn auto_compact_from_the_config_sets_when_compaction_runs() {
     .await;
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "task"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let compacted = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "compact_done")
-        .unwrap_or_else(|| panic!("no compaction at 60% with auto_compact 50: {run:?}"));
-    assert_eq!(compacted["automatic"], true);
-    assert_eq!(compacted["summary"], "EARLIER");
+    let compacted = typed_events(&run).into_iter().find_map(|e| match e {
+        Event::CompactDone { summary, automatic } => Some((summary, automatic)),
+        _ => None,
+    });
+    let (summary, automatic) =
+        compacted.unwrap_or_else(|| panic!("no compaction at 60% with auto_compact 50: {run:?}"));
+    assert!(automatic);
+    assert_eq!(summary, "EARLIER");
 
     std::fs::write(&config, r#"{"auto_compact": false}"#).unwrap();
     let model = MockModel::start([
@@ -1180,7 +1155,9 @@ async fn auto_compact_from_the_config_sets_when_compaction_runs() {
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "task"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        !events(&run).iter().any(|e| e["type"] == "compact_done"),
+        !typed_events(&run)
+            .iter()
+            .any(|e| matches!(e, Event::CompactDone { .. })),
         "auto_compact false never compacts: {run:?}"
     );
     assert_eq!(model.requests().len(), 4);
@@ -1292,11 +1269,15 @@ async fn read_only_extension_tools_of_one_message_overlap_and_a_write_runs_alone
         .filter_map(|b| b["tool_use_id"].as_str())
         .collect();
     assert_eq!(ids, ["t1", "t2", "t3", "t4", "t5"], "{body}");
-    let events = events(&run);
+    let events = typed_events(&run);
     let at = |kind: &str, id: &str| {
         events
             .iter()
-            .position(|e| e["type"] == kind && e["id"] == id)
+            .position(|e| match e {
+                Event::ToolCall { id: of, .. } => kind == "tool_call" && of == id,
+                Event::ToolResult { id: of, .. } => kind == "tool_result" && of == id,
+                _ => false,
+            })
             .unwrap_or_else(|| panic!("no {kind} for {id}: {run:?}"))
     };
     for id in ["t1", "t2", "t3", "t4", "t5"] {

@@ -7,7 +7,7 @@ use zot_testkit::anthropic::cache_marks as marks_of;
 use zot_testkit::{MockModel, anthropic, openai};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events, session_lines};
+use super::support::{Event, Run, Usage, World, first, session_lines, typed_events};
 
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
     w.against(model, provider, args).output().unwrap().into()
@@ -54,17 +54,20 @@ async fn requests_mark_the_prefix_and_cache_use_is_counted_and_priced() {
     };
     assert_eq!(prefix(0), prefix(1));
 
-    let usage: Vec<Value> = events(&run)
+    let usage: Vec<(Usage, Usage)> = typed_events(&run)
         .into_iter()
-        .filter(|e| e["type"] == "usage")
+        .filter_map(|e| match e {
+            Event::Usage { usage, cumulative } => Some((usage, cumulative)),
+            _ => None,
+        })
         .collect();
-    assert_eq!(usage[1]["cache_read"], 4000);
-    assert_eq!(usage[1]["cumulative"]["cache_write"], 4120);
+    assert_eq!(usage[1].0.cache_read, 4000);
+    assert_eq!(usage[1].1.cache_write, 4120);
     // claude-sonnet-5-5: $2 in, $10 out, $2.50 a 5-minute write, $0.10 a read.
     let second = (50.0 * 2.0 + 10.0 * 10.0 + 4000.0 * 0.10 + 120.0 * 2.5) / 1e6;
     assert!(
-        (usage[1]["cost_usd"].as_f64().unwrap() - second).abs() < 1e-12,
-        "{}",
+        (usage[1].0.cost_usd - second).abs() < 1e-12,
+        "{:?}",
         usage[1]
     );
     let recorded: Vec<Value> = session_lines(&w)
@@ -112,14 +115,9 @@ async fn other_openai_compatible_servers_get_no_cache_key_and_cached_tokens_coun
     let run = zot(&w, &model, "openai", &["--json", "--no-session", "q"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(model.requests()[0].body.get("prompt_cache_key").is_none());
-    let usage = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "usage")
-        .unwrap();
-    assert_eq!(
-        (usage["input"].as_u64(), usage["cache_read"].as_u64()),
-        (Some(200), Some(800))
-    );
+    let evs = typed_events(&run);
+    let usage = first!(evs, Event::Usage { usage, .. } => usage);
+    assert_eq!((usage.input, usage.cache_read), (200, 800));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -129,7 +127,7 @@ async fn get_state_reports_cache_use() {
         MockModel::start([anthropic::Script::new().text("x").cache(900, 100).build()]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"hi"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
     assert_eq!(state["data"]["usage"]["cache_read"], 900, "{state}");

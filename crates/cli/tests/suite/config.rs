@@ -211,7 +211,11 @@ fn config_verbs() {
     );
     for (key, value, why) in [
         ("max_steps", "0", "positive integer"),
-        ("provider", "acme", "anthropic, openai or ollama"),
+        (
+            "provider",
+            "acme",
+            "unknown provider \"acme\" (use anthropic, openai, ollama",
+        ),
         ("colour", "red", "unknown key"),
         ("auto_compact", "101", "percentage"),
     ] {

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{Run, World};
+use std::time::Duration;
+
+use super::support::{Event, Run, StopReason, World, text, typed};
 use super::tui::Tmux;
 
 /// Each message of a request body as its text (text blocks and tool
@@ -69,9 +71,9 @@ fn stalled(text: &str) -> Response {
 /// Waits until the text deltas streamed so far spell `text`.
 fn streamed(rpc: &Rpc, text: &str) {
     let mut got = String::new();
-    rpc.until(|v| {
-        if v["type"] == "text_delta" {
-            got.push_str(v["delta"].as_str().unwrap());
+    rpc.until_event(|e| {
+        if let Event::TextDelta { delta } = e {
+            got.push_str(delta);
         }
         got == text
     });
@@ -84,7 +86,7 @@ pub(super) fn prompt(rpc: &mut Rpc, text: &str) {
 
 pub(super) fn answered(rpc: &mut Rpc, text: &str) {
     prompt(rpc, text);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
 }
 
 /// What `--json`/`-p` printed, for messages.
@@ -155,8 +157,11 @@ async fn a_resumed_session_keeps_its_compaction_and_who_answered_each_message() 
         answered(&mut rpc, &format!("message {n}"));
     }
     rpc.send(r#"{"type":"compact"}"#);
-    let done = rpc.until(|v| v["type"] == "compact_done" || v["type"] == "error");
-    assert_eq!(done["summary"], "THE SUMMARY", "{done}");
+    let done = rpc.until_event(|e| matches!(e, Event::CompactDone { .. } | Event::Error { .. }));
+    assert!(
+        matches!(&done, Event::CompactDone { summary, .. } if summary == "THE SUMMARY"),
+        "{done:?}"
+    );
     rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5"}"#);
     assert_eq!(rpc.response("set_model")["success"], true);
     assert_eq!(rpc.close(), 0);
@@ -233,12 +238,13 @@ async fn abort_closes_the_prompt_and_leaves_the_queue_and_abort_queue_drops_it()
     streamed(&rpc, "partial A");
     prompt(&mut rpc, "B");
     rpc.send(r#"{"type":"abort"}"#);
-    let end = rpc.until(|v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "aborted");
+    assert_eq!(
+        rpc.next_stop_within(Duration::from_secs(10)),
+        StopReason::Aborted
+    );
     // B was queued: it runs once A is over.
-    let answer = rpc.until(|v| v["type"] == "assistant_message");
-    assert_eq!(answer["content"][0]["text"], "B answer");
-    rpc.until(|v| v["type"] == "done");
+    assert_eq!(text(&rpc.next_answer()[0]), "B answer");
+    rpc.done();
     // The cancelled prompt is closed, not glued to the next one.
     assert_eq!(
         texts(&model.requests()[1].body),
@@ -253,8 +259,9 @@ async fn abort_closes_the_prompt_and_leaves_the_queue_and_abort_queue_drops_it()
     // D's `done` and the response may come in either order.
     let (mut response, mut done) = (Value::Null, false);
     rpc.until(|v| {
-        done |= v["type"] == "done";
-        if v["type"] == "response" {
+        let event = typed(v);
+        done |= event == Event::Done;
+        if let Event::Response(_) = event {
             response = v.clone();
         }
         done && !response.is_null()
@@ -267,12 +274,12 @@ async fn abort_closes_the_prompt_and_leaves_the_queue_and_abort_queue_drops_it()
     // E and F never run: the next prompt is answered next, with no `done` between.
     prompt(&mut rpc, "G");
     let mut dones = 0;
-    rpc.until(|v| {
-        dones += usize::from(v["type"] == "done");
-        v["type"] == "assistant_message"
+    rpc.until_event(|e| {
+        dones += usize::from(*e == Event::Done);
+        matches!(e, Event::AssistantMessage { .. })
     });
     assert_eq!(dones, 0, "E and F never ran");
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert_eq!(
         texts(&model.requests()[3].body),
         [
@@ -314,20 +321,20 @@ async fn every_call_is_priced_at_the_model_that_served_it_compaction_included() 
         ("c", None),
     ] {
         prompt(&mut rpc, prompt_text);
-        let usage = rpc.until(|v| v["type"] == "usage");
-        costs.push(usage["cost_usd"].as_f64().unwrap());
-        rpc.until(|v| v["type"] == "done");
+        let (usage, _) = rpc.next_usage();
+        costs.push(usage.cost_usd);
+        rpc.done();
         if let Some(next) = next {
             rpc.send(&json!({"type": "set_model", "model": next}).to_string());
             assert_eq!(rpc.response("set_model")["success"], true);
         }
     }
     rpc.send(r#"{"type":"compact"}"#);
-    let usage = rpc.until(|v| v["type"] == "usage");
-    costs.push(usage["cost_usd"].as_f64().unwrap());
-    let total = usage["cumulative"]["cost_usd"].as_f64().unwrap();
-    assert!((total - 165.0).abs() < 0.01, "{usage}");
-    rpc.until(|v| v["type"] == "compact_done");
+    let (usage, cumulative) = rpc.next_usage();
+    costs.push(usage.cost_usd);
+    let total = cumulative.cost_usd;
+    assert!((total - 165.0).abs() < 0.01, "{usage:?}");
+    rpc.until_event(|e| matches!(e, Event::CompactDone { .. }));
     // Sonnet 5.5 $10, haiku 4.5 $5, opus 4.1 $75 per million output tokens
     // (the ten input tokens add a few ten-thousandths).
     assert_eq!(
@@ -336,10 +343,7 @@ async fn every_call_is_priced_at_the_model_that_served_it_compaction_included() 
     );
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
-    assert_eq!(
-        state["data"]["usage"]["cost_usd"],
-        usage["cumulative"]["cost_usd"]
-    );
+    assert_eq!(state["data"]["usage"]["cost_usd"], cumulative.cost_usd);
     assert_eq!(rpc.close(), 0);
 }
 
@@ -442,11 +446,9 @@ async fn a_tool_cut_by_a_cancel_keeps_its_own_text_before_the_closing_note() {
     .await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     prompt(&mut rpc, "run it");
-    rpc.until(|v| {
-        v["type"] == "tool_progress" && v["text"].as_str().is_some_and(|t| t.contains("started"))
-    });
+    rpc.until_event(|e| matches!(e, Event::ToolProgress { text, .. } if text.contains("started")));
     rpc.send(r#"{"type":"abort"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     answered(&mut rpc, "what now");
     let sent = texts(&model.requests()[1].body);
     // The command's own output and end, then the note that closes the prompt.
@@ -496,9 +498,11 @@ async fn a_cancel_while_the_system_prompt_is_prepared_keeps_the_prompt() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     rpc.send(r#"{"type":"abort"}"#);
-    let end = rpc.until(|v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "aborted");
-    rpc.until(|v| v["type"] == "done");
+    assert_eq!(
+        rpc.next_stop_within(Duration::from_secs(10)),
+        StopReason::Aborted
+    );
+    rpc.done();
     answered(&mut rpc, "second try");
     assert_eq!(
         texts(&model.requests()[0].body),

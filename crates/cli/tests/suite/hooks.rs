@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic};
 
 use super::support::{
-    HOOK_INPUT_SCHEMA, Run, World, check_schema, events, record_input, turns_filling_the_context,
+    Event, HOOK_INPUT_SCHEMA, Run, World, check_schema, first, last_turn_error, record_input, text,
+    turns_filling_the_context, typed_events, warning_text,
 };
 
 /// Writes an executable hook script `name` into the scratch dir.
@@ -167,13 +168,18 @@ if "rm -rf" in data["tool_input"].get("command", ""):
     .await;
     let run = zot(&w, &model, &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
-    let result = lines
+    let lines = typed_events(&run);
+    let (is_error, content) = lines
         .iter()
-        .find(|e| e["type"] == "tool_result")
+        .find_map(|e| match e {
+            Event::ToolResult {
+                is_error, content, ..
+            } => Some((*is_error, content)),
+            _ => None,
+        })
         .unwrap_or_else(|| panic!("{run:?}"));
-    assert_eq!(result["is_error"], true);
-    assert_eq!(result["content"][0]["text"], "no recursive deletes");
+    assert!(is_error);
+    assert_eq!(text(&content[0]), "no recursive deletes");
     assert_eq!(result_text(&tool_result(&model, 1)), "no recursive deletes");
 }
 
@@ -310,11 +316,18 @@ async fn a_user_prompt_submit_hook_blocks_the_prompt_in_every_mode() {
 
     let run = zot(&w, &model, &["--json", "--no-session", "the secret is 42"]);
     assert_eq!(run.code, 1, "{run:?}");
-    let lines = events(&run);
-    let types: Vec<&str> = lines.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["prompt_blocked", "done"], "{run:?}");
-    assert_eq!(lines[0]["source"], "hook");
-    assert_eq!(lines[0]["reason"], "no secrets in prompts");
+    let lines = typed_events(&run);
+    assert_eq!(
+        lines,
+        [
+            Event::PromptBlocked {
+                source: "hook".into(),
+                reason: "no secrets in prompts".into()
+            },
+            Event::Done
+        ],
+        "{run:?}"
+    );
     assert!(model.requests().is_empty(), "the model never heard it");
 }
 
@@ -375,22 +388,24 @@ async fn a_hook_past_its_timeout_is_killed_with_its_group_and_fails_open() {
     .await;
     let run = zot(&w, &model, &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
-    let warnings: Vec<&Value> = lines
+    let lines = typed_events(&run);
+    let warnings: Vec<&str> = lines
         .iter()
-        .filter(|e| e["type"] == "ext_warning" && e["extension"] == "hook:PreToolUse")
+        .filter_map(|e| match e {
+            Event::ExtWarning {
+                extension: Some(x),
+                message,
+            } if x == "hook:PreToolUse" => Some(message.as_str()),
+            _ => None,
+        })
         .collect();
     assert_eq!(warnings.len(), 2, "{run:?}");
     assert!(
-        warnings
-            .iter()
-            .any(|w| w["message"].as_str().unwrap().contains("timed out")),
+        warnings.iter().any(|w| w.contains("timed out")),
         "{warnings:?}"
     );
     assert!(
-        warnings
-            .iter()
-            .any(|w| w["message"].as_str().unwrap().contains("failed")),
+        warnings.iter().any(|w| w.contains("failed")),
         "{warnings:?}"
     );
     assert!(result_text(&tool_result(&model, 1)).contains("\nran\n"));
@@ -652,13 +667,9 @@ async fn continue_false_ends_the_run_after_the_call_with_its_reason() {
     .await;
     let run = zot(&w, &model, &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
-    let end = lines
-        .iter()
-        .rev()
-        .find(|e| e["type"] == "turn_end")
-        .unwrap();
-    assert_eq!(end["error"], "enough for today", "{run:?}");
+    let lines = typed_events(&run);
+    let error = last_turn_error(&lines);
+    assert_eq!(error.as_deref(), Some("enough for today"), "{run:?}");
     assert_eq!(model.requests().len(), 1, "the model is not called again");
 }
 
@@ -776,23 +787,29 @@ async fn ask_counts_as_a_deny_where_nobody_can_be_asked() {
 
     let run = zot(&w, &model, &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let lines = events(&run);
+    let lines = typed_events(&run);
     assert!(
         !lines
             .iter()
-            .any(|e| e["type"] == "tool_confirmation_requested"),
+            .any(|e| matches!(e, Event::ToolConfirmationRequested { .. })),
         "nobody is asked: {run:?}"
     );
-    let result = lines.iter().find(|e| e["type"] == "tool_result").unwrap();
-    assert_eq!(result["is_error"], true, "{run:?}");
+    let is_error = first!(lines, Event::ToolResult { is_error, .. } => *is_error);
+    assert!(is_error, "{run:?}");
     refused(3);
 
     let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
     rpc.send(r#"{"type":"prompt","message":"go"}"#);
-    let result = rpc.until(|v| v["type"] == "tool_result");
-    assert_eq!(result["is_error"], true, "{result}");
-    assert_eq!(result["content"][0]["text"], "a person must look at this");
-    rpc.until(|v| v["type"] == "done");
+    let result = rpc.until_event(|e| matches!(e, Event::ToolResult { .. }));
+    let Event::ToolResult {
+        is_error, content, ..
+    } = &result
+    else {
+        unreachable!()
+    };
+    assert!(*is_error, "{result:?}");
+    assert_eq!(text(&content[0]), "a person must look at this");
+    rpc.done();
     assert_eq!(rpc.close(), 0);
     refused(5);
     assert!(!w.project.join("asked.txt").exists(), "never ran");
@@ -824,12 +841,12 @@ async fn session_start_hears_compact_after_a_compaction() {
     let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &[], None);
     for n in 1..=3 {
         rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
-        rpc.until(|v| v["type"] == "done");
+        rpc.done();
     }
     rpc.send(r#"{"type":"compact"}"#);
-    rpc.until(|v| v["type"] == "compact_done");
+    rpc.until_event(|e| matches!(e, Event::CompactDone { .. }));
     rpc.send(r#"{"type":"prompt","message":"message 4"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert_eq!(rpc.close(), 0);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "startup\ncompact\n");
     let requests = model.requests();
@@ -882,9 +899,10 @@ async fn a_hooks_stdout_and_stderr_are_kept_up_to_one_mib_each() {
     );
     let run = zot(&w, &model, &["--json", "--no-session", "hello"]);
     assert_eq!(run.code, 1, "{}", &run.stderr);
-    let lines = events(&run);
-    let reason = lines[0]["reason"].as_str().unwrap();
-    assert_eq!(lines[0]["type"], "prompt_blocked");
+    let lines = typed_events(&run);
+    let Event::PromptBlocked { reason, .. } = &lines[0] else {
+        panic!("not prompt_blocked: {:?}", lines[0])
+    };
     assert_eq!(reason.len(), MIB);
     assert!(reason.bytes().all(|b| b == b'y'));
 }
@@ -913,11 +931,9 @@ async fn load_warnings_are_said_once_however_often_extensions_reload() {
     let mut warnings: Vec<String> = Vec::new();
     for _ in 0..3 {
         rpc.send(r#"{"type":"reload_extensions"}"#);
-        rpc.until(|v| {
-            if v["type"] == "ext_warning" {
-                warnings.push(format!("{}: {}", v["extension"], v["message"]));
-            }
-            v["type"] == "response" && v["command"] == "reload_extensions"
+        rpc.until_event(|e| {
+            warnings.extend(warning_text(e));
+            matches!(e, Event::Response(r) if r.command == "reload_extensions")
         });
     }
     assert_eq!(rpc.close(), 0);
@@ -971,13 +987,9 @@ async fn post_tool_use_blocks_reach_the_model_and_continue_false_ends_the_run() 
     let text = result_text(&tool_result(&model, 1));
     assert!(text.contains("\nbuilt\n"), "{text}");
     assert!(text.ends_with("the build broke"), "{text}");
-    let lines = events(&run);
-    let end = lines
-        .iter()
-        .rev()
-        .find(|e| e["type"] == "turn_end")
-        .unwrap();
-    assert_eq!(end["error"], "written; over to you", "{run:?}");
+    let lines = typed_events(&run);
+    let error = last_turn_error(&lines);
+    assert_eq!(error.as_deref(), Some("written; over to you"), "{run:?}");
     assert!(w.project.join("a.txt").exists());
     assert_eq!(model.requests().len(), 2, "the model is not called again");
 }
@@ -1022,22 +1034,18 @@ async fn clear_ends_the_session_for_hooks_and_system_messages_and_rewrites_are_r
     .await;
     let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &[], None);
     let mut warnings = Vec::new();
-    let mut note = |v: &Value| {
-        if v["type"] == "ext_warning" {
-            warnings.push(format!("{}: {}", v["extension"], v["message"]));
-        }
-    };
+    let mut note = |e: &Event| warnings.extend(warning_text(e));
     rpc.send(r#"{"type":"prompt","message":"first"}"#);
-    rpc.until(|v| {
-        note(v);
-        v["type"] == "done"
+    rpc.until_event(|e| {
+        note(e);
+        *e == Event::Done
     });
     rpc.send(r#"{"type":"clear"}"#);
     rpc.response("clear");
     rpc.send(r#"{"type":"prompt","message":"second"}"#);
-    rpc.until(|v| {
-        note(v);
-        v["type"] == "done"
+    rpc.until_event(|e| {
+        note(e);
+        *e == Event::Done
     });
     assert_eq!(rpc.close(), 0);
     assert_eq!(
@@ -1091,9 +1099,13 @@ async fn pre_compact_hears_auto_when_the_context_fills_up() {
     let run = zot(&w, &model, &["--json", "--no-session", "big task"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        events(&run)
-            .iter()
-            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
+        typed_events(&run).iter().any(|e| matches!(
+            e,
+            Event::CompactDone {
+                automatic: true,
+                ..
+            }
+        )),
         "{run:?}"
     );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "auto ''\n");

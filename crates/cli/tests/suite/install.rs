@@ -1,9 +1,8 @@
 //! `zot ext install`: path and git sources, staging, validation, rollback.
 
 use std::path::Path;
-use std::process::Command;
 
-use super::support::World;
+use super::support::{World, git};
 
 /// Entries of `dir` (names), to prove nothing was left behind.
 fn entries(dir: &Path) -> Vec<String> {
@@ -116,19 +115,6 @@ fn bad_sources_fail_and_leave_nothing_behind() {
     ]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("is not a directory"), "{run:?}");
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
 }
 
 /// A bare repo at `<scratch>/<name>.git` holding the extension in `work`.

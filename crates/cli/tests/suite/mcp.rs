@@ -11,7 +11,10 @@ use zot_testkit::npm::EverythingServer;
 use zot_testkit::{MockModel, anthropic, openai};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{
+    Data, Event, Response, Run, StopReason, World, is_error, is_result_of, result_text,
+    typed_events,
+};
 
 /// How long one step of an RPC conversation with MCP servers may take: a
 /// cold `node` start of the reference server on a loaded machine takes
@@ -185,12 +188,18 @@ async fn progress_becomes_tool_progress_and_the_tool_timeout_cancels_the_call() 
     cmd.env("ZOT_LOG", "debug");
     let run: Run = cmd.output().unwrap().into();
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
-    let progress: Vec<&Value> = evs
+    let evs = typed_events(&run);
+    let progress: Vec<&Event> = evs
         .iter()
-        .filter(|e| e["type"] == "tool_progress" && e["id"] == "p1")
+        .filter(|e| matches!(e, Event::ToolProgress { id, .. } if id == "p1"))
         .collect();
-    let text: String = progress.iter().filter_map(|e| e["text"].as_str()).collect();
+    let text: String = progress
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolProgress { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
     // Steps before the last come well before the result (the last one may
     // race it, since rmcp hands notifications and replies over separately).
     assert!(text.contains("progress 1/4"), "{progress:?}");
@@ -501,15 +510,17 @@ async fn an_aborted_call_sends_cancelled_to_the_server_and_zot_goes_on() {
     .await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"run the slow one"}"#);
-    let progress = rpc.until_within(STEP, |v| v["type"] == "tool_progress" && v["id"] == "long");
+    let progress = rpc.until_event_within(
+        STEP,
+        |e| matches!(e, Event::ToolProgress { id, .. } if id == "long"),
+    );
     assert!(
-        progress["text"].as_str().unwrap().contains("/600"),
-        "{progress}"
+        matches!(&progress, Event::ToolProgress { text, .. } if text.contains("/600")),
+        "{progress:?}"
     );
     rpc.send(r#"{"type":"abort"}"#);
-    let end = rpc.until_within(STEP, |v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "aborted", "{end}");
-    rpc.until_within(STEP, |v| v["type"] == "done");
+    assert_eq!(rpc.next_stop_within(STEP), StopReason::Aborted);
+    rpc.until_event_within(STEP, |e| *e == Event::Done);
 
     // The server was told, naming the request it was working on.
     let call_id = eventually("the tools/call in the transcript", || {
@@ -536,26 +547,34 @@ async fn an_aborted_call_sends_cancelled_to_the_server_and_zot_goes_on() {
 
     // zot goes on, with the same server.
     rpc.send(r#"{"type":"prompt","message":"again"}"#);
-    let result = rpc.until_within(STEP, |v| v["type"] == "tool_result" && v["id"] == "e1");
-    assert_eq!(result["is_error"], false, "{result}");
-    assert!(result.to_string().contains("Echo: still here"), "{result}");
-    rpc.until_within(STEP, |v| v["type"] == "done");
+    let result = rpc.until_event_within(STEP, |e| is_result_of(e, "e1"));
+    assert!(!is_error(&result), "{result:?}");
+    assert!(
+        result_text(&result).contains("Echo: still here"),
+        "{result:?}"
+    );
+    rpc.until_event_within(STEP, |e| *e == Event::Done);
     assert_eq!(rpc.close(), 0);
 }
 
-/// Waits for an RPC line matching `pred`, keeping the message of every
+/// Waits for an RPC event matching `pred`, keeping the message of every
 /// `ext_warning` about extension `ext` that passes by.
 fn wait_noting(
     rpc: &Rpc,
     ext: &str,
     warnings: &mut Vec<String>,
-    mut pred: impl FnMut(&Value) -> bool,
-) -> Value {
-    rpc.until_within(STEP, |v| {
-        if v["type"] == "ext_warning" && v["extension"] == ext {
-            warnings.push(v["message"].as_str().unwrap_or_default().to_owned());
+    mut pred: impl FnMut(&Event) -> bool,
+) -> Event {
+    rpc.until_event_within(STEP, |e| {
+        if let Event::ExtWarning {
+            extension: Some(extension),
+            message,
+        } = e
+            && extension == ext
+        {
+            warnings.push(message.clone());
         }
-        pred(v)
+        pred(e)
     })
 }
 
@@ -565,14 +584,20 @@ fn wait_for_command(rpc: &mut Rpc, ext: &str, warnings: &mut Vec<String>, name: 
     let deadline = Instant::now() + STEP;
     loop {
         rpc.send(r#"{"type":"get_commands"}"#);
-        let listed = wait_noting(rpc, ext, warnings, |v| {
-            v["type"] == "response" && v["command"] == "get_commands"
-        });
-        let commands = listed["data"]["commands"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if commands.iter().any(|c| c["name"] == name) {
+        let listed = wait_noting(
+            rpc,
+            ext,
+            warnings,
+            |e| matches!(e, Event::Response(r) if r.command == "get_commands"),
+        );
+        let commands = match listed {
+            Event::Response(Response {
+                data: Some(Data::Commands { commands }),
+                ..
+            }) => commands,
+            _ => Vec::new(),
+        };
+        if commands.iter().any(|c| c.name == name) {
             return;
         }
         assert!(Instant::now() < deadline, "no /{name} again: {commands:?}");
@@ -600,19 +625,22 @@ async fn an_http_server_that_drops_is_reported_once_and_reconnected() {
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     let mut warnings = Vec::new();
     rpc.send(r#"{"type":"prompt","message":"first"}"#);
-    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
-        v["type"] == "tool_result" && v["id"] == "a"
-    });
-    assert!(result.to_string().contains("Echo: before"), "{result}");
-    wait_noting(&rpc, "mcp:web", &mut warnings, |v| v["type"] == "done");
+    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |e| is_result_of(e, "a"));
+    assert!(result_text(&result).contains("Echo: before"), "{result:?}");
+    wait_noting(&rpc, "mcp:web", &mut warnings, |e| *e == Event::Done);
 
     // The server dies; zot notices by itself (its event stream cannot be
     // resumed) and says so.
     drop(first);
-    let warning = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
-        v["type"] == "ext_warning" && v["extension"] == "mcp:web"
-    });
-    let message = warning["message"].as_str().unwrap();
+    let warning = wait_noting(
+        &rpc,
+        "mcp:web",
+        &mut warnings,
+        |e| matches!(e, Event::ExtWarning { extension: Some(x), .. } if x == "mcp:web"),
+    );
+    let Event::ExtWarning { message, .. } = warning else {
+        unreachable!()
+    };
     assert!(
         message.contains("mcp:web disconnected") && message.contains("until zot reconnects"),
         "{message}"
@@ -628,12 +656,10 @@ async fn an_http_server_that_drops_is_reported_once_and_reconnected() {
         "mcp__web__simple-prompt",
     );
     rpc.send(r#"{"type":"prompt","message":"second"}"#);
-    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |v| {
-        v["type"] == "tool_result" && v["id"] == "b"
-    });
-    assert_eq!(result["is_error"], false, "{result}");
-    assert!(result.to_string().contains("Echo: after"), "{result}");
-    wait_noting(&rpc, "mcp:web", &mut warnings, |v| v["type"] == "done");
+    let result = wait_noting(&rpc, "mcp:web", &mut warnings, |e| is_result_of(e, "b"));
+    assert!(!is_error(&result), "{result:?}");
+    assert!(result_text(&result).contains("Echo: after"), "{result:?}");
+    wait_noting(&rpc, "mcp:web", &mut warnings, |e| *e == Event::Done);
     assert_eq!(warnings.len(), 1, "reported once: {warnings:?}");
     let log = w.log("mcp:web");
     assert!(log.contains("the server dropped"), "{log}");
@@ -694,15 +720,16 @@ async fn a_stdio_server_that_crashes_is_reported_once_and_restarted_on_reload() 
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     let mut warnings = Vec::new();
     rpc.send(r#"{"type":"prompt","message":"call it"}"#);
-    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
-        v["type"] == "tool_result" && v["id"] == "c1"
-    });
-    assert!(result.to_string().contains("answered"), "{result}");
-    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |e| is_result_of(e, "c1"));
+    assert!(result_text(&result).contains("answered"), "{result:?}");
+    wait_noting(&rpc, "mcp:once", &mut warnings, |e| *e == Event::Done);
     if warnings.is_empty() {
-        wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
-            v["type"] == "ext_warning" && v["extension"] == "mcp:once"
-        });
+        wait_noting(
+            &rpc,
+            "mcp:once",
+            &mut warnings,
+            |e| matches!(e, Event::ExtWarning { extension: Some(x), .. } if x == "mcp:once"),
+        );
     }
     assert!(
         warnings[0].contains("mcp:once exited (exit status: 3)")
@@ -712,22 +739,23 @@ async fn a_stdio_server_that_crashes_is_reported_once_and_restarted_on_reload() 
 
     // Not restarted behind the user's back: the next request goes without it.
     rpc.send(r#"{"type":"prompt","message":"and now?"}"#);
-    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    wait_noting(&rpc, "mcp:once", &mut warnings, |e| *e == Event::Done);
     let tools = tool_names(&model.requests()[2].body);
     assert!(!tools.contains(&"mcp__once__once".to_owned()), "{tools:?}");
     assert_eq!(warnings.len(), 1, "reported once: {warnings:?}");
 
     // /reload-ext starts it again.
     rpc.send(r#"{"type":"reload_extensions"}"#);
-    wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
-        v["type"] == "response" && v["command"] == "reload_extensions"
-    });
+    wait_noting(
+        &rpc,
+        "mcp:once",
+        &mut warnings,
+        |e| matches!(e, Event::Response(r) if r.command == "reload_extensions"),
+    );
     rpc.send(r#"{"type":"prompt","message":"call it again"}"#);
-    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |v| {
-        v["type"] == "tool_result" && v["id"] == "c2"
-    });
-    assert!(result.to_string().contains("answered"), "{result}");
-    wait_noting(&rpc, "mcp:once", &mut warnings, |v| v["type"] == "done");
+    let result = wait_noting(&rpc, "mcp:once", &mut warnings, |e| is_result_of(e, "c2"));
+    assert!(result_text(&result).contains("answered"), "{result:?}");
+    wait_noting(&rpc, "mcp:once", &mut warnings, |e| *e == Event::Done);
     let started = std::fs::read_to_string(&starts).unwrap();
     assert_eq!(started.lines().count(), 2, "{started}");
     assert_eq!(rpc.close(), 0);
@@ -751,7 +779,7 @@ async fn tools_that_come_after_initialized_join_and_roots_are_the_project() {
     loop {
         model.push(anthropic::text("noted"));
         rpc.send(r#"{"type":"prompt","message":"which tools now?"}"#);
-        rpc.until_within(STEP, |v| v["type"] == "done");
+        rpc.until_event_within(STEP, |e| *e == Event::Done);
         let requests = model.requests();
         let tools = tool_names(&requests.last().unwrap().body);
         if tools.contains(&"mcp__old__get-roots-list".to_owned()) {
@@ -767,11 +795,14 @@ async fn tools_that_come_after_initialized_join_and_roots_are_the_project() {
     model.push(anthropic::tool_call("r1", "mcp__old__get-roots-list", "{}"));
     model.push(anthropic::text("done"));
     rpc.send(r#"{"type":"prompt","message":"what are my roots?"}"#);
-    let result = rpc.until_within(STEP, |v| v["type"] == "tool_result" && v["id"] == "r1");
+    let result = rpc.until_event_within(STEP, |e| is_result_of(e, "r1"));
     let project = std::fs::canonicalize(&w.project).unwrap();
     let uri = format!("URI: file://{}", project.display());
-    assert!(result.to_string().contains(&uri), "{uri} not in {result}");
-    rpc.until_within(STEP, |v| v["type"] == "done");
+    assert!(
+        result_text(&result).contains(&uri),
+        "{uri} not in {result:?}"
+    );
+    rpc.until_event_within(STEP, |e| *e == Event::Done);
     assert_eq!(rpc.close(), 0);
 }
 

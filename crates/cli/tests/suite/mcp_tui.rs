@@ -10,7 +10,7 @@ use zot_testkit::npm::EverythingServer;
 use zot_testkit::{MockModel, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{World, events};
+use super::support::{Event, World, typed_events};
 use super::tui::Tmux;
 
 /// A minimal MCP server over stdio that answers `initialize` only once the
@@ -391,7 +391,9 @@ async fn sampling_is_refused_headless_and_not_offered_without_the_option() {
         .into();
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        events(&run).iter().any(|e| e["type"] == "tool_result"),
+        typed_events(&run)
+            .iter()
+            .any(|e| matches!(e, Event::ToolResult { .. })),
         "{run:?}"
     );
     let requests = model.requests();
@@ -428,7 +430,7 @@ async fn sampling_is_refused_headless_and_not_offered_without_the_option() {
     everything(&w, json!({"sampling": true}));
     let mut rpc = Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
     rpc.send(r#"{"type":"prompt","message":"both"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert_eq!(rpc.close(), 0);
     let requests = model.requests();
     assert_eq!(requests.len(), 6);

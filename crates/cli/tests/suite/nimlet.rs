@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, openai};
 
-use super::support::{Run, World, events};
+use super::support::{self, Data, Event, Response, Run, World, first, typed, typed_events};
 
 /// A nimlet extension (manifest with a `command` array) in `<scratch>/<name>`.
 fn nimlet_ext(w: &World, name: &str, body: &str) -> PathBuf {
@@ -97,26 +97,39 @@ async fn a_nimlet_tool_with_side_effects_events_and_a_persisted_entry() {
         &["--json", "--ext", ext.to_str().unwrap(), "save it"],
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
+    let evs = typed_events(&run);
     let find = |kind: &str| {
         evs.iter()
-            .find(|e| e["type"] == kind)
+            .find(|e| support::kind(e) == kind)
             .cloned()
             .unwrap_or_else(|| panic!("no {kind}: {evs:?}"))
     };
     assert_eq!(
         find("ext_status"),
-        json!({"type":"ext_status","extension":"notes","key":"notes:notes","text":"1 saved"})
+        Event::ExtStatus {
+            extension: "notes".into(),
+            key: "notes:notes".into(),
+            text: "1 saved".into()
+        }
     );
     assert_eq!(
         find("ext_widget"),
-        json!({"type":"ext_widget","extension":"notes","key":"notes:w","lines":["a line"]})
+        Event::ExtWidget {
+            extension: "notes".into(),
+            key: "notes:w".into(),
+            lines: vec!["a line".into()]
+        }
     );
     assert_eq!(
         find("ext_entry"),
-        json!({"type":"ext_entry","extension":"notes","data":{"saved":"cache bug"}})
+        Event::ExtEntry {
+            extension: "notes".into(),
+            data: json!({"saved": "cache bug"})
+        }
     );
-    assert_eq!(find("ext_notify")["message"], "saved it");
+    assert!(
+        matches!(find("ext_notify"), Event::ExtNotify { message, .. } if message == "saved it")
+    );
     // The tool's schema went to the model, the result (rewritten by tool_result) came back.
     let requests = model.requests();
     assert!(requests[0].body["tools"].to_string().contains("save_note"));
@@ -284,11 +297,9 @@ async fn the_nimlet_example_runs_unmodified() {
     );
     assert_eq!(run.code, 0, "{run:?}");
     assert!(model.requests()[1].body.to_string().contains("- ship it"));
-    let status = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "ext_status")
-        .unwrap();
-    assert_eq!(status["text"], "1 tool call(s) seen");
+    let evs = typed_events(&run);
+    let status = first!(evs, Event::ExtStatus { text, .. } => text);
+    assert_eq!(status, "1 tool call(s) seen");
     let doctor: Value = serde_json::from_str(
         &w.zot(&["ext", "doctor", "--json", "--ext", dir.to_str().unwrap()])
             .stdout,
@@ -360,9 +371,10 @@ for msg in frames():
             "ls",
             "web_fetch",
             "todo_write",
+            "task",
             "peek"
         ],
-        "only read-only tools in plan mode"
+        "only read-only tools in plan mode (a task's child reads only there)"
     );
     // An act-only tool the model calls anyway is refused.
     assert!(
@@ -389,6 +401,7 @@ for msg in frames():
             "ls",
             "web_fetch",
             "todo_write",
+            "task",
             "peek",
             "poke",
             "plain",
@@ -433,18 +446,13 @@ for line in sys.stdin:
         r#"{"type":"get_messages"}"#,
     ];
     let run = rpc_run(&w, &model, &ext, &input);
-    let compact = run
-        .iter()
-        .find(|v| v["type"] == "compact_done")
-        .unwrap_or_else(|| panic!("{run:?}"));
-    assert_eq!(compact["summary"], "CUSTOM SUMMARY of 4 entries");
-    let messages =
-        run.iter().find(|v| v["command"] == "get_messages").unwrap()["data"]["messages"].clone();
-    assert_eq!(
-        messages.as_array().unwrap().len(),
-        3,
-        "summary + the last two"
-    );
+    let summary = first!(run, Event::CompactDone { summary, .. } => summary);
+    assert_eq!(summary, "CUSTOM SUMMARY of 4 entries");
+    let messages = first!(run, Event::Response(Response {
+        data: Some(Data::Messages { messages }),
+        ..
+    }) => messages);
+    assert_eq!(messages.len(), 3, "summary + the last two");
     assert!(
         messages[0]["content"][0]["text"]
             .as_str()
@@ -477,16 +485,13 @@ for line in sys.stdin:
             r#"{"type":"compact"}"#,
         ],
     );
-    let error = run
-        .iter()
-        .find(|v| v["type"] == "error")
-        .unwrap_or_else(|| panic!("{run:?}"));
-    assert_eq!(error["message"], "compaction blocked: not now");
+    let error = first!(run, Event::Error { message } => message);
+    assert_eq!(error, "compaction blocked: not now");
 }
 
 /// Runs `zot rpc` with `lines` on stdin (each command waits for the previous
-/// to finish) and returns every output line.
-fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Value> {
+/// to finish) and returns every output line, read as the protocol's event.
+fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Event> {
     use std::io::{BufRead, BufReader, Write};
     let mut child = w
         .against(model, "openai", &["rpc", "--ext", ext.to_str().unwrap()])
@@ -504,12 +509,13 @@ fn rpc_run(w: &World, model: &MockModel, ext: &Path, lines: &[&str]) -> Vec<Valu
         // prompt ends with done; compact with compact_done or error; others with their response.
         loop {
             let value: Value = serde_json::from_str(&out.next().unwrap().unwrap()).unwrap();
+            let event = typed(&value);
             let end = match kind.as_str() {
-                "prompt" => value["type"] == "done",
-                "compact" => value["type"] == "compact_done" || value["type"] == "error",
-                _ => value["type"] == "response" && value["command"] == kind,
+                "prompt" => event == Event::Done,
+                "compact" => matches!(event, Event::CompactDone { .. } | Event::Error { .. }),
+                _ => matches!(&event, Event::Response(r) if r.command == kind),
             };
-            seen.push(value);
+            seen.push(event);
             if end {
                 break;
             }

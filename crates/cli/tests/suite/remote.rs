@@ -14,7 +14,7 @@ use zot_testkit::remote::{Conn, HttpServer, TestCa, WsServer, guard, handler};
 use zot_testkit::{MockModel, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{Event, Run, World, first, is_error, result_text, typed_events};
 use super::tui::Tmux;
 
 /// Runs `cmd` off the runtime's threads, so the in-test servers keep serving.
@@ -92,11 +92,9 @@ async fn json_mode_with_an_http_guard_blocks_a_dangerous_call() {
     let ext = remote_ext(&w, "remote", json!({"url": server.url()}));
     let (run, second) = rm_precious(&w, &ext, "--json").await;
     assert!(second.contains("remote guard says no"), "{second}");
-    let result = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "tool_result")
-        .unwrap();
-    assert_eq!(result["is_error"], true, "{result}");
+    let evs = typed_events(&run);
+    let result = first!(evs, e @ Event::ToolResult { .. } => e);
+    assert!(is_error(result), "{result:?}");
 }
 
 /// A guard built with the Rust SDK and served by its synchronous WebSocket
@@ -415,20 +413,22 @@ async fn rpc_sees_a_remote_extension_go_and_come_back(http: bool) {
         &["--ext", ext.to_str().unwrap()],
         None,
     );
-    let result = |rpc: &Rpc| rpc.until(|v| v["type"] == "tool_result");
+    let result = |rpc: &Rpc| rpc.until_event(|e| matches!(e, Event::ToolResult { .. }));
 
     // A tool call through the WebSocket.
     rpc.send(r#"{"type":"prompt","message":"first"}"#);
     let first = result(&rpc);
-    assert_eq!(first["is_error"], false, "{first}");
-    assert!(first.to_string().contains(r#"echo {\"n\":1}"#), "{first}");
-    rpc.until(|v| v["type"] == "done");
+    assert!(!is_error(&first), "{first:?}");
+    assert!(result_text(&first).contains(r#"echo {"n":1}"#), "{first:?}");
+    rpc.done();
 
     // The server goes away: one warning says so and what is lost.
     flaky.down();
-    let warning = rpc.until(|v| v["type"] == "ext_warning");
-    let message = warning["message"].as_str().unwrap();
-    assert_eq!(warning["extension"], "remote");
+    let warning = rpc.until_event(|e| matches!(e, Event::ExtWarning { .. }));
+    let Event::ExtWarning { extension, message } = warning else {
+        unreachable!()
+    };
+    assert_eq!(extension.as_deref(), Some("remote"));
     assert!(
         message.contains("remote disconnected") && message.contains("until zot reconnects"),
         "{message}"
@@ -438,14 +438,12 @@ async fn rpc_sees_a_remote_extension_go_and_come_back(http: bool) {
     // its tool is not offered to the model.
     rpc.send(r#"{"type":"prompt","message":"second"}"#);
     let blocked = result(&rpc);
-    assert_eq!(blocked["is_error"], true, "{blocked}");
+    assert!(is_error(&blocked), "{blocked:?}");
     assert!(
-        blocked
-            .to_string()
-            .contains("extension remote is unreachable (on_failure: block)"),
-        "{blocked}"
+        result_text(&blocked).contains("extension remote is unreachable (on_failure: block)"),
+        "{blocked:?}"
     );
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert!(!w.project.join("made.txt").exists(), "bash ran");
     let requests = model.requests();
     assert!(
@@ -456,19 +454,22 @@ async fn rpc_sees_a_remote_extension_go_and_come_back(http: bool) {
 
     // Back up: zot reconnects, says so once, and the tool works again.
     flaky.up();
-    let note = rpc.until(|v| {
-        v["type"] == "ext_notify"
-            && v["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("reconnected to "))
-    });
-    assert_eq!(note["extension"], "remote");
-    assert_eq!(note["message"], format!("reconnected to {}", flaky.url()));
+    let note = rpc.until_event(
+        |e| matches!(e, Event::ExtNotify { message, .. } if message.starts_with("reconnected to ")),
+    );
+    let Event::ExtNotify {
+        extension, message, ..
+    } = note
+    else {
+        unreachable!()
+    };
+    assert_eq!(extension, "remote");
+    assert_eq!(message, format!("reconnected to {}", flaky.url()));
     rpc.send(r#"{"type":"prompt","message":"third"}"#);
     let third = result(&rpc);
-    assert_eq!(third["is_error"], false, "{third}");
-    assert!(third.to_string().contains(r#"echo {\"n\":3}"#), "{third}");
-    rpc.until(|v| v["type"] == "done");
+    assert!(!is_error(&third), "{third:?}");
+    assert!(result_text(&third).contains(r#"echo {"n":3}"#), "{third:?}");
+    rpc.done();
 
     // A reload connects anew, like restarting a local extension.
     let before = flaky.connections();

@@ -3,12 +3,17 @@
 //! replayed in order with the calls they preceded, every way a response
 //! ends, and the `api` setting that picks the wire API.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use zot_testkit::responses::{self, Script};
 use zot_testkit::{MockModel, openai};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events, session_lines};
+use super::support::{
+    Event, Run, StopReason, World, any_tool_call, compacted_automatically, first, last_answer,
+    session_lines, streamed_text, streamed_thinking, text, turn_ends, typed_events,
+};
 
 /// `zot args` against `model` as OpenAI speaking the Responses API.
 fn zot(w: &World, model: &MockModel, args: &[&str]) -> Run {
@@ -29,13 +34,6 @@ fn shape(body: &Value) -> Vec<String> {
             "reasoning" => format!("reasoning {}", item["encrypted_content"].as_str().unwrap()),
             kind => format!("{kind} {}", item["call_id"].as_str().unwrap()),
         })
-        .collect()
-}
-
-fn turn_ends(run: &Run) -> Vec<Value> {
-    events(run)
-        .into_iter()
-        .filter(|e| e["type"] == "turn_end")
         .collect()
 }
 
@@ -129,30 +127,17 @@ async fn summaries_stream_as_thinking_and_usage_counts_cached_and_reasoning_toke
     .await;
     let run = zot(&w, &model, &["--json", "--no-session", "hi"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let evs = events(&run);
-    let thinking: String = evs
-        .iter()
-        .filter(|e| e["type"] == "thinking_delta")
-        .map(|e| e["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(thinking, "First part.\n\nSecond part.");
-    let text: String = evs
-        .iter()
-        .filter(|e| e["type"] == "text_delta")
-        .map(|e| e["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(text, "Answer.");
-    let usage = evs.iter().find(|e| e["type"] == "usage").unwrap();
-    assert_eq!(usage["input"], 400);
-    assert_eq!(usage["cache_read"], 600);
-    assert_eq!(usage["output"], 200);
-    assert_eq!(usage["reasoning"], 50);
+    let evs = typed_events(&run);
+    assert_eq!(streamed_thinking(&evs), "First part.\n\nSecond part.");
+    assert_eq!(streamed_text(&evs), "Answer.");
+    let usage = first!(evs, Event::Usage { usage, .. } => usage);
+    assert_eq!(usage.input, 400);
+    assert_eq!(usage.cache_read, 600);
+    assert_eq!(usage.output, 200);
+    assert_eq!(usage.reasoning, 50);
     // gpt-6.2-sol: $2 in, $0.10 a cached token, $10 out (reasoning included).
     let cost = (400.0 * 2.0 + 600.0 * 0.10 + 200.0 * 10.0) / 1e6;
-    assert!(
-        (usage["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-12,
-        "{usage}"
-    );
+    assert!((usage.cost_usd - cost).abs() < 1e-12, "{usage:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -173,22 +158,17 @@ async fn reasoning_tokens_are_kept_in_the_session_file_and_rpc_state_on_both_wir
     .await;
     let run = zot(&w, &model, &["--json", "one"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let usage = events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "usage")
-        .unwrap();
-    assert_eq!(
-        (&usage["output"], &usage["reasoning"]),
-        (&json!(80), &json!(60))
-    );
+    let evs = typed_events(&run);
+    let usage = first!(evs, Event::Usage { usage, .. } => usage);
+    assert_eq!((usage.output, usage.reasoning), (80, 60));
     // Chat completions report theirs as `completion_tokens_details`; the
     // resumed session adds them to what its file already holds.
     let mut rpc = Rpc::start(&w, &model, "openai", &["-c"], None);
     rpc.send(r#"{"type":"prompt","message":"two"}"#);
-    let usage = rpc.until(|v| v["type"] == "usage");
-    assert_eq!(usage["reasoning"], 20, "{usage}");
-    assert_eq!(usage["cumulative"]["reasoning"], 80, "{usage}");
-    rpc.until(|v| v["type"] == "done");
+    let (usage, cumulative) = rpc.next_usage();
+    assert_eq!(usage.reasoning, 20, "{usage:?}");
+    assert_eq!(cumulative.reasoning, 80, "{cumulative:?}");
+    rpc.done();
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
     assert_eq!(state["data"]["usage"]["reasoning"], 80, "{state}");
@@ -212,17 +192,19 @@ async fn an_incomplete_response_says_why_and_runs_no_cut_call() {
     let model = MockModel::start([cut.build()]).await;
     let run = zot(&w, &model, &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let ends = turn_ends(&run);
+    let evs = typed_events(&run);
+    let ends = turn_ends(&evs);
     assert_eq!(ends.len(), 1, "{run:?}");
-    assert_eq!(ends[0]["stop"], "length");
+    assert_eq!(ends[0].0, StopReason::Length);
     assert!(
-        ends[0]["error"]
-            .as_str()
+        ends[0]
+            .1
+            .as_deref()
             .unwrap()
             .contains("cut at the output limit"),
         "{run:?}"
     );
-    assert!(!events(&run).iter().any(|e| e["type"] == "tool_call"));
+    assert!(!any_tool_call(&evs));
     assert!(!w.project.join("ran").exists());
     assert_eq!(model.requests().len(), 1);
 
@@ -253,10 +235,10 @@ async fn a_refusal_part_is_a_refusal() {
     );
     let mut rpc = Rpc::start(&w, &model, "openai", &["--api", "responses"], None);
     rpc.send(r#"{"type":"prompt","message":"bad"}"#);
-    let end = rpc.until(|v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "refusal", "{end}");
-    assert_eq!(end["error"], "Still no.");
-    rpc.until(|v| v["type"] == "done");
+    let (stop, error) = rpc.next_turn_end_within(Duration::from_secs(10));
+    assert_eq!(stop, StopReason::Refusal, "{error:?}");
+    assert_eq!(error.as_deref(), Some("Still no."));
+    rpc.done();
     assert_eq!(rpc.close(), 0);
 }
 
@@ -337,4 +319,59 @@ async fn a_session_continues_with_its_reasoning_and_the_api_setting_picks_the_wi
     let run = w.zot(&["config", "set", "api", "grpc"]);
     assert_ne!(run.code, 0, "{run:?}");
     assert!(run.stderr.contains("responses or chat"), "{run:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_codex_model_is_asked_through_the_responses_api_whatever_the_setting() {
+    let w = World::new();
+    // The config asks for chat completions, as a custom server speaks.
+    std::fs::write(w.home.join("config.json"), r#"{"api": "chat"}"#).unwrap();
+    let model = MockModel::start([openai::text("from chat"), responses::text("from codex")]).await;
+    let run: Run = w
+        .against(&model, "openai", &["-p", "--model", "gpt-6.2-sol", "hi"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.stdout, "from chat\n", "{run:?}");
+    // The same conversation goes on with a model served only by the
+    // Responses API: asked there, with what was said so far.
+    let args = ["-p", "-c", "--model", "gpt-5.3-codex", "again"];
+    let run: Run = w.against(&model, "openai", &args).output().unwrap().into();
+    assert_eq!(run.stdout, "from codex\n", "{run:?}");
+    let requests = model.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/v1/chat/completions", "/v1/responses"]);
+    assert_eq!(requests[1].body["model"], "gpt-5.3-codex");
+    assert_eq!(
+        shape(&requests[1].body),
+        ["message user", "message assistant", "message user"]
+    );
+    let listed = w.zot(&["models", "--json", "--provider", "openai"]);
+    assert!(listed.stdout.contains("\"gpt-5.3-codex\""), "{listed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_context_window_compacts_and_the_turn_goes_on() {
+    let w = World::new();
+    let mut script: Vec<_> = (1..=3)
+        .map(|n| responses::tool_call(&format!("call_{n}"), "bash", r#"{"command":"echo hi"}"#))
+        .collect();
+    script.extend([
+        responses::failed(
+            "context_length_exceeded",
+            "Your input exceeds the context window of this model.",
+        ),
+        responses::text("Summary of the work."),
+        responses::text("done"),
+    ]);
+    let model = MockModel::start(script).await;
+    let run = zot(&w, &model, &["--json", "--no-session", "go"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = typed_events(&run);
+    assert!(compacted_automatically(&all), "{run:?}");
+    assert_eq!(text(&last_answer(&all)[0]), "done");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    let retry = serde_json::to_string(&requests[5].body["input"][0]).unwrap();
+    assert!(retry.contains("Summary of the work."), "{retry}");
 }

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
 use super::support::{
-    EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, World, check_schema, record_input, typed,
+    Block, EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, StopReason, Usage, World, check_schema,
+    record_input, text, typed,
 };
 
 /// An RPC client: every line zot prints is checked against the published
@@ -41,7 +42,7 @@ impl Rpc {
     }
 
     /// Starts `cmd` (stdin and stdout piped) as the server.
-    fn from_command(mut cmd: std::process::Command) -> Self {
+    pub(super) fn from_command(mut cmd: std::process::Command) -> Self {
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -125,9 +126,18 @@ impl Rpc {
 
     /// The next output line, read as the protocol's typed [`Event`], that
     /// `pred` accepts, skipping others, within 10 s.
-    pub(super) fn until_event(&self, mut pred: impl FnMut(&Event) -> bool) -> Event {
+    pub(super) fn until_event(&self, pred: impl FnMut(&Event) -> bool) -> Event {
+        self.until_event_within(Duration::from_secs(10), pred)
+    }
+
+    /// [`Rpc::until_event`] within `limit`.
+    pub(super) fn until_event_within(
+        &self,
+        limit: Duration,
+        mut pred: impl FnMut(&Event) -> bool,
+    ) -> Event {
         let mut found = None;
-        self.until(|v| {
+        self.until_within(limit, |v| {
             let event = typed(v);
             let hit = pred(&event);
             if hit {
@@ -139,7 +149,41 @@ impl Rpc {
     }
 
     pub(super) fn response(&self, command: &str) -> Value {
-        self.until(|v| v["type"] == "response" && v["command"] == command)
+        self.until(|v| matches!(typed(v), Event::Response(r) if r.command == command))
+    }
+
+    /// Why the next turn ends (its `turn_end`), waiting up to `limit`.
+    pub(super) fn next_stop_within(&self, limit: Duration) -> StopReason {
+        self.next_turn_end_within(limit).0
+    }
+
+    /// The next `turn_end`: why the turn ended and the error it gave.
+    pub(super) fn next_turn_end_within(&self, limit: Duration) -> (StopReason, Option<String>) {
+        match self.until_event_within(limit, |e| matches!(e, Event::TurnEnd { .. })) {
+            Event::TurnEnd { stop, error } => (stop, error),
+            other => unreachable!("until_event_within returned {other:?}"),
+        }
+    }
+
+    /// The content of the next assistant message.
+    pub(super) fn next_answer(&self) -> Vec<Block> {
+        match self.until_event(|e| matches!(e, Event::AssistantMessage { .. })) {
+            Event::AssistantMessage { content, .. } => content,
+            other => unreachable!("until_event returned {other:?}"),
+        }
+    }
+
+    /// The next model call's usage and the session's so far.
+    pub(super) fn next_usage(&self) -> (Usage, Usage) {
+        match self.until_event(|e| matches!(e, Event::Usage { .. })) {
+            Event::Usage { usage, cumulative } => (usage, cumulative),
+            other => unreachable!("until_event returned {other:?}"),
+        }
+    }
+
+    /// Waits for the `done` that ends the running prompt.
+    pub(super) fn done(&self) {
+        self.until_event(|e| *e == Event::Done);
     }
 
     fn assert_valid(&self) {
@@ -208,9 +252,8 @@ async fn commands_events_and_malformed_lines() {
 
     rpc.send(r#"{"id":"p","type":"prompt","message":"hi"}"#);
     assert_eq!(rpc.response("prompt")["data"], json!({"started": true}));
-    let answer = rpc.until(|v| v["type"] == "assistant_message");
-    assert_eq!(answer["content"][0]["text"], "hello from rpc");
-    rpc.until(|v| v["type"] == "done");
+    assert_eq!(text(&rpc.next_answer()[0]), "hello from rpc");
+    rpc.done();
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state")["data"].clone();
     assert_eq!(state["message_count"], 2);
@@ -247,7 +290,7 @@ async fn commands_events_and_malformed_lines() {
     let set = rpc.response("set_model");
     assert_eq!(
         set["data"],
-        json!({"model": "gpt-4.1-mini", "known": true}),
+        json!({"model": "gpt-4.1-mini", "provider": "openai", "known": true}),
         "{set}"
     );
     rpc.send(r#"{"type":"clear"}"#);
@@ -269,21 +312,22 @@ async fn abort_mid_stream_ends_the_turn() {
     let model = MockModel::start([stalled, anthropic::text("after abort")]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"long answer please"}"#);
-    rpc.until(|v| v["type"] == "text_delta");
+    rpc.until_event(|e| matches!(e, Event::TextDelta { .. }));
     // While the prompt holds the agent, get_state still knows the model.
     rpc.send(r#"{"type":"get_state"}"#);
     let state = rpc.response("get_state");
     assert_eq!(state["data"]["busy"], true, "{state}");
     assert_eq!(state["data"]["model"], "claude-sonnet-5-5", "{state}");
     rpc.send(r#"{"type":"abort"}"#);
-    let end = rpc.until(|v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "aborted");
-    rpc.until(|v| v["type"] == "done");
+    assert_eq!(
+        rpc.next_stop_within(Duration::from_secs(10)),
+        StopReason::Aborted
+    );
+    rpc.done();
     model.wait_hangups(1).await;
     // The conversation stays valid: the next prompt works.
     rpc.send(r#"{"type":"prompt","message":"again"}"#);
-    let answer = rpc.until(|v| v["type"] == "assistant_message");
-    assert_eq!(answer["content"][0]["text"], "after abort");
+    assert_eq!(text(&rpc.next_answer()[0]), "after abort");
     assert_eq!(rpc.close(), 0);
 }
 
@@ -334,17 +378,26 @@ for msg in frames():
             .any(|c| c["name"] == "help" && c["source"] == "builtin")
     );
     rpc.send(r#"{"type":"prompt","message":"/show"}"#);
-    let display = rpc.until(|v| v["type"] == "ext_display");
+    let display = rpc.until_event(|e| matches!(e, Event::ExtDisplay { .. }));
     assert_eq!(
         display,
-        json!({"type":"ext_display","extension":"cmds","command":"show","text":"a note"})
+        Event::ExtDisplay {
+            extension: "cmds".into(),
+            command: "show".into(),
+            text: "a note".into()
+        }
     );
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     // Print, JSON and RPC share one rule: an unknown command never reaches the model.
     rpc.send(r#"{"type":"prompt","message":"/nope please"}"#);
-    let error = rpc.until(|v| v["type"] == "error");
-    assert_eq!(error["message"], "unknown command /nope");
-    rpc.until(|v| v["type"] == "done");
+    let error = rpc.until_event(|e| matches!(e, Event::Error { .. }));
+    assert_eq!(
+        error,
+        Event::Error {
+            message: "unknown command /nope".into()
+        }
+    );
+    rpc.done();
     rpc.send(r#"{"type":"reload_extensions"}"#);
     let stats = rpc.response("reload_extensions")["data"].clone();
     assert_eq!(stats["stopped"], 1);
@@ -371,13 +424,18 @@ async fn compact_summarises_older_messages() {
     let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
     for n in 1..=3 {
         rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
-        rpc.until(|v| v["type"] == "done");
+        rpc.done();
     }
     rpc.send(r#"{"type":"compact"}"#);
-    let done = rpc.until(|v| v["type"] == "compact_done" || v["type"] == "error");
-    assert_eq!(done["summary"], "THE SUMMARY", "{done}");
+    let done = rpc.until_event(|e| matches!(e, Event::CompactDone { .. } | Event::Error { .. }));
     // The same event as automatic compaction, marked as asked for.
-    assert_eq!(done["automatic"], false, "{done}");
+    assert_eq!(
+        done,
+        Event::CompactDone {
+            summary: "THE SUMMARY".into(),
+            automatic: false
+        }
+    );
     rpc.send(r#"{"type":"get_messages"}"#);
     let messages = rpc.response("get_messages")["data"]["messages"].clone();
     let first = messages[0]["content"][0]["text"]
@@ -434,12 +492,12 @@ for msg in frames():
     );
     for message in ["first", "second"] {
         rpc.send(&format!(r#"{{"type":"prompt","message":"{message}"}}"#));
-        rpc.until(|v| v["type"] == "done");
+        rpc.done();
     }
     rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5"}"#);
     rpc.response("set_model");
     rpc.send(r#"{"type":"prompt","message":"third"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert_eq!(rpc.close(), 0);
 
     let seen: Vec<Value> = std::fs::read_to_string(ext.join("seen.jsonl"))
@@ -653,19 +711,16 @@ async fn soak_tool_calls_and_intercepts_through_crashes_and_reloads() {
         rpc.send(r#"{"type":"prompt","message":"go"}"#);
         let mut done = false;
         while !done {
-            let line = rpc.until(|v| {
+            let line = rpc.until_event(|e| {
                 matches!(
-                    v["type"].as_str(),
-                    Some("tool_result" | "done" | "ext_warning")
+                    e,
+                    Event::ToolResult { .. } | Event::Done | Event::ExtWarning { .. }
                 )
             });
-            match line["type"].as_str() {
-                Some("done") => done = true,
-                Some("tool_result") => results += 1,
-                _ if line["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("exited (exit status")) =>
-                {
+            match line {
+                Event::Done => done = true,
+                Event::ToolResult { .. } => results += 1,
+                Event::ExtWarning { message, .. } if message.contains("exited (exit status") => {
                     crashes += 1
                 }
                 _ => {}
@@ -760,17 +815,22 @@ async fn command_hooks_block_prompts_and_hear_compaction_and_the_session_end() {
     .await;
     let mut rpc = Rpc::start(&w, &model, "openai", &[], None);
     rpc.send(r#"{"type":"prompt","message":"my secret is 42"}"#);
-    let blocked = rpc.until(|v| v["type"] == "prompt_blocked");
-    assert_eq!(blocked["source"], "hook");
-    assert_eq!(blocked["reason"], "keep it to yourself");
-    rpc.until(|v| v["type"] == "done");
+    let blocked = rpc.until_event(|e| matches!(e, Event::PromptBlocked { .. }));
+    assert_eq!(
+        blocked,
+        Event::PromptBlocked {
+            source: "hook".into(),
+            reason: "keep it to yourself".into()
+        }
+    );
+    rpc.done();
     assert!(model.requests().is_empty(), "the model never heard it");
     for n in 1..=3 {
         rpc.send(&format!(r#"{{"type":"prompt","message":"message {n}"}}"#));
-        rpc.until(|v| v["type"] == "done");
+        rpc.done();
     }
     rpc.send(r#"{"type":"compact"}"#);
-    rpc.until(|v| v["type"] == "compact_done");
+    rpc.until_event(|e| matches!(e, Event::CompactDone { .. }));
     assert_eq!(rpc.close(), 0);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
@@ -788,7 +848,7 @@ async fn at_most_1000_prompts_wait_and_each_further_one_gets_an_error() {
     let model = MockModel::start([stalled]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"the running one","id":"run"}"#);
-    rpc.until(|v| v["type"] == "text_delta");
+    rpc.until_event(|e| matches!(e, Event::TextDelta { .. }));
     let max = zot_cli::rpc::MAX_QUEUED_PROMPTS;
     let mut batch = String::new();
     for i in 0..max + 2 {

@@ -6,26 +6,26 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events};
+use super::support::{Block, Event, Run, World, first, typed_events};
 use super::tui::Tmux;
 
 /// The text of the `tool_result` event for call `id`, and whether it is an error.
-fn result(events: &[Value], id: &str) -> (String, bool) {
-    let event = events
+fn result(events: &[Event], id: &str) -> (String, bool) {
+    let (content, is_error) = first!(
+        events,
+        Event::ToolResult { id: of, content, is_error } if of == id => (content, *is_error)
+    );
+    let text = content
         .iter()
-        .find(|e| e["type"] == "tool_result" && e["id"] == id)
-        .unwrap_or_else(|| panic!("no result for {id}"));
-    let text = event["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
         .collect::<Vec<_>>()
         .join("\n");
-    (text, event["is_error"] == true)
+    (text, is_error)
 }
 
 fn write(root: &Path, rel: &str, text: &[u8]) {
@@ -92,7 +92,7 @@ async fn grep_find_and_ls_search_a_repository_like_ripgrep() {
         .unwrap()
         .into();
     assert_eq!(run.code, 0, "{run:?}");
-    let events = events(&run);
+    let events = typed_events(&run);
 
     let requests = model.requests();
     let offered = requests[0].body["tools"].as_array().unwrap();
@@ -177,7 +177,7 @@ async fn search_tools_answer_bad_arguments_with_clear_errors() {
         .unwrap()
         .into();
     assert_eq!(run.code, 0, "{run:?}");
-    let events = events(&run);
+    let events = typed_events(&run);
     let expect = [
         ("b1", "invalid regular expression"),
         (

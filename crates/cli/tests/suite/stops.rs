@@ -2,11 +2,16 @@
 //! at the output limit, a full context window, paused turns, error events
 //! mid-stream, and the stream shapes that carry content in unusual places.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai, status};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events};
+use super::support::{
+    Block, Event, Run, StopReason, World, any_tool_call, compacted_automatically, first,
+    last_answer, text, turn_ends, typed_events,
+};
 use super::tui::Tmux;
 
 fn zot(w: &World, model: &MockModel, provider: &str, args: &[&str]) -> Run {
@@ -59,13 +64,6 @@ fn openai_stream(deltas: &[Value], finish: &str) -> Response {
     Response::sse(lines)
 }
 
-fn turn_ends(run: &Run) -> Vec<Value> {
-    events(run)
-        .into_iter()
-        .filter(|e| e["type"] == "turn_end")
-        .collect()
-}
-
 fn refusal() -> Response {
     let mut events = vec![message_start(json!([]))];
     events.extend(text_block(0, "I can't"));
@@ -101,10 +99,13 @@ async fn a_refusal_is_shown_with_its_reason_and_fails_the_prompt() {
         &["--json", "--no-session", "again"],
     );
     assert_eq!(run.code, 1, "{run:?}");
-    let ends = turn_ends(&run);
+    let ends = turn_ends(&typed_events(&run));
     assert_eq!(ends.len(), 1, "{run:?}");
-    assert_eq!(ends[0]["stop"], "refusal");
-    assert_eq!(ends[0]["error"], "This asks for working malware. (cyber)");
+    assert_eq!(ends[0].0, StopReason::Refusal);
+    assert_eq!(
+        ends[0].1.as_deref(),
+        Some("This asks for working malware. (cyber)")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -127,7 +128,11 @@ async fn an_openai_refusal_and_content_filter_are_refusals() {
     );
     let run = zot(&w, &model, "openai", &["--json", "--no-session", "bad"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(turn_ends(&run)[0]["stop"], "refusal", "{run:?}");
+    assert_eq!(
+        turn_ends(&typed_events(&run))[0].0,
+        StopReason::Refusal,
+        "{run:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -142,13 +147,14 @@ async fn an_answer_cut_at_the_output_limit_says_so_and_runs_no_cut_tool_call() {
     let model = MockModel::start([cut, anthropic::text("next")]).await;
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let ends = turn_ends(&run);
+    let evs = typed_events(&run);
+    let ends = turn_ends(&evs);
     assert_eq!(ends.len(), 1, "{run:?}");
-    assert_eq!(ends[0]["stop"], "length");
-    let note = ends[0]["error"].as_str().unwrap();
+    assert_eq!(ends[0].0, StopReason::Length);
+    let note = ends[0].1.as_deref().unwrap();
     assert!(note.contains("cut at the output limit"), "{note}");
     assert!(note.contains("not run: bash"), "{note}");
-    assert!(!events(&run).iter().any(|e| e["type"] == "tool_call"));
+    assert!(!any_tool_call(&evs));
     assert!(!w.project.join("ran").exists());
     assert_eq!(model.requests().len(), 1);
 
@@ -192,17 +198,9 @@ async fn a_full_context_window_compacts_and_retries_once() {
     let model = MockModel::start(script).await;
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let all = events(&run);
-    assert!(
-        all.iter()
-            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
-        "{run:?}"
-    );
-    let answer = all
-        .iter()
-        .rfind(|e| e["type"] == "assistant_message")
-        .unwrap();
-    assert_eq!(answer["content"][0]["text"], "done");
+    let all = typed_events(&run);
+    assert!(compacted_automatically(&all), "{run:?}");
+    assert_eq!(text(&last_answer(&all)[0]), "done");
     let requests = model.requests();
     assert_eq!(requests.len(), 6);
     let retry = &requests[5].body["messages"];
@@ -345,12 +343,10 @@ async fn redacted_and_empty_thinking_go_back_verbatim_and_message_start_content_
     let model = MockModel::start([anthropic_stream(&events), anthropic::text("done")]).await;
     let run = zot(&w, &model, "anthropic", &["--json", "--no-session", "go"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let first = super::support::events(&run)
-        .into_iter()
-        .find(|e| e["type"] == "assistant_message")
-        .unwrap();
-    assert_eq!(first["content"][0]["text"], "Already here.", "{first}");
-    assert_eq!(first["content"][1]["type"], "redacted_thinking", "{first}");
+    let evs = typed_events(&run);
+    let first = first!(evs, Event::AssistantMessage { content, .. } => content);
+    assert_eq!(text(&first[0]), "Already here.", "{first:?}");
+    assert_eq!(first[1], Block::RedactedThinking {}, "{first:?}");
     let sent = &model.requests()[1].body["messages"][1]["content"];
     assert_eq!(
         sent,
@@ -377,20 +373,15 @@ async fn content_sent_as_an_array_of_parts_is_read() {
     .await;
     let run = zot(&w, &model, "openai", &["--json", "--no-session", "q"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let all = events(&run);
+    let all = typed_events(&run);
     assert!(
-        all.iter()
-            .any(|e| e["type"] == "thinking_delta" && e["delta"] == "Let me think."),
+        all.contains(&Event::ThinkingDelta {
+            delta: "Let me think.".into()
+        }),
         "{run:?}"
     );
-    let answer = all
-        .iter()
-        .find(|e| e["type"] == "assistant_message")
-        .unwrap();
-    assert_eq!(
-        answer["content"][1]["text"], "The answer is 42.",
-        "{answer}"
-    );
+    let answer = first!(all, Event::AssistantMessage { content, .. } => content);
+    assert_eq!(text(&answer[1]), "The answer is 42.", "{answer:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -399,10 +390,13 @@ async fn rpc_ends_a_refused_turn_with_stop_refusal() {
     let model = MockModel::start([refusal()]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"write malware"}"#);
-    let end = rpc.until(|v| v["type"] == "turn_end");
-    assert_eq!(end["stop"], "refusal", "{end}");
-    assert_eq!(end["error"], "This asks for working malware. (cyber)");
-    rpc.until(|v| v["type"] == "done");
+    let (stop, error) = rpc.next_turn_end_within(Duration::from_secs(10));
+    assert_eq!(stop, StopReason::Refusal, "{error:?}");
+    assert_eq!(
+        error.as_deref(),
+        Some("This asks for working malware. (cyber)")
+    );
+    rpc.done();
     assert_eq!(rpc.close(), 0);
 }
 

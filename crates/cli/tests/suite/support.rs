@@ -242,13 +242,26 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub use zot_extensions::zot_protocol::events::{Data, Event, Response};
+pub use zot_extensions::zot_protocol::events::{
+    Block, Data, Event, Response, StopReason, TodoItem, TodoStatus, Usage,
+};
 pub use zot_extensions::zot_protocol::schema::{
     EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
 };
 
 /// One `--json`/RPC line as the protocol's typed event; a line the type
 /// does not read fails the test (the schema and the type must agree).
+/// The `cost_usd` of the run's first `usage` event.
+pub fn first_cost(run: &Run) -> f64 {
+    typed_events(run)
+        .into_iter()
+        .find_map(|e| match e {
+            Event::Usage { usage, .. } => Some(usage.cost_usd),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no usage event: {run:?}"))
+}
+
 pub fn typed(line: &serde_json::Value) -> Event {
     serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
@@ -256,6 +269,153 @@ pub fn typed(line: &serde_json::Value) -> Event {
 /// [`events`], each read into the protocol's [`Event`].
 pub fn typed_events(run: &Run) -> Vec<Event> {
     events(run).iter().map(typed).collect()
+}
+
+/// The first event of `evs` that matches the pattern, as the expression
+/// after `=>`; none fails the test, listing them all.
+/// `first!(evs, Event::CompactDone { summary, .. } => summary)`
+macro_rules! first {
+    ($evs:expr, $pat:pat $(if $guard:expr)? => $out:expr) => {
+        $evs.iter()
+            .find_map(|e| match e {
+                $pat $(if $guard)? => Some($out),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {} in {:?}", stringify!($pat), $evs))
+    };
+}
+pub(crate) use first;
+
+/// An event's `type` on the wire, for checks of the order events come in.
+pub fn kind(event: &Event) -> String {
+    match serde_json::to_value(event).unwrap()["type"].as_str() {
+        Some(kind) => kind.to_owned(),
+        None => panic!("an event without a type: {event:?}"),
+    }
+}
+
+/// Why each turn ended, in order (the `turn_end` events' `stop`).
+pub fn stops(evs: &[Event]) -> Vec<StopReason> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TurnEnd { stop, .. } => Some(*stop),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each turn's `turn_end`: why it ended and the error it gave, in order.
+pub fn turn_ends(evs: &[Event]) -> Vec<(StopReason, Option<String>)> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TurnEnd { stop, error } => Some((*stop, error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the context was compacted on its own (`compact_done`, automatic).
+pub fn compacted_automatically(evs: &[Event]) -> bool {
+    evs.iter().any(|e| {
+        matches!(
+            e,
+            Event::CompactDone {
+                automatic: true,
+                ..
+            }
+        )
+    })
+}
+
+/// The content of the last assistant message.
+pub fn last_answer(evs: &[Event]) -> &[Block] {
+    evs.iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::AssistantMessage { content, .. } => Some(content.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no assistant_message in {evs:?}"))
+}
+
+/// The text streamed as `text_delta` events, joined.
+pub fn streamed_text(evs: &[Event]) -> String {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::TextDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reasoning streamed as `thinking_delta` events, joined.
+pub fn streamed_thinking(evs: &[Event]) -> String {
+    evs.iter()
+        .filter_map(|e| match e {
+            Event::ThinkingDelta { delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether any tool call was made.
+pub fn any_tool_call(evs: &[Event]) -> bool {
+    evs.iter().any(|e| matches!(e, Event::ToolCall { .. }))
+}
+
+/// The text of a text block; any other block fails the test.
+pub fn text(block: &Block) -> &str {
+    match block {
+        Block::Text { text } => text,
+        other => panic!("not a text block: {other:?}"),
+    }
+}
+
+/// The text blocks of a tool result, joined; any other event fails the test.
+pub fn result_text(event: &Event) -> String {
+    match event {
+        Event::ToolResult { content, .. } => content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect(),
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+/// Why the last turn ended with an error, as its `turn_end` says.
+pub fn last_turn_error(evs: &[Event]) -> Option<String> {
+    evs.iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::TurnEnd { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no turn_end in {evs:?}"))
+}
+
+/// An `ext_warning` as `extension: message` (`-` for none); `None` for
+/// other events.
+pub fn warning_text(event: &Event) -> Option<String> {
+    match event {
+        Event::ExtWarning { extension, message } => Some(format!(
+            "{}: {message}",
+            extension.as_deref().unwrap_or("-")
+        )),
+        _ => None,
+    }
+}
+
+/// Whether `event` is a tool result that failed.
+pub fn is_error(event: &Event) -> bool {
+    matches!(event, Event::ToolResult { is_error: true, .. })
+}
+
+/// Whether `event` is the result of the tool call `call`.
+pub fn is_result_of(event: &Event, call: &str) -> bool {
+    matches!(event, Event::ToolResult { id, .. } if id == call)
 }
 
 /// Checks `value` against the schema checked in as `schema/<file>`.
@@ -364,4 +524,21 @@ pub fn on_terminal(cmd: &Command) -> Run {
         runner.current_dir(dir);
     }
     runner.output().unwrap().into()
+}
+
+/// Runs `git args` in `dir` as author `t` (taking no optional locks, so a
+/// `status` writes nothing) and returns its output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -2,10 +2,13 @@
 //! `todo` event in `--json`, bad plans refused, the plan restored with a
 //! resumed session, and the TUI's view of it above the editor.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events, turns_filling_the_context};
+use super::support::{
+    Event, Run, TodoItem, TodoStatus, World, compacted_automatically, is_error, is_result_of, kind,
+    turns_filling_the_context, typed_events,
+};
 use super::tui::Tmux;
 
 const PLAN: &str = r#"{"items":[
@@ -13,12 +16,26 @@ const PLAN: &str = r#"{"items":[
     {"text":"write the fix","status":"in_progress"},
     {"text":"run the tests","status":"pending"}]}"#;
 
-fn plan_json() -> Value {
-    json!([
-        {"text": "read the code", "status": "done"},
-        {"text": "write the fix", "status": "in_progress"},
-        {"text": "run the tests", "status": "pending"}
-    ])
+/// [`PLAN`] as the `todo` event carries it.
+fn plan() -> Vec<TodoItem> {
+    [
+        ("read the code", TodoStatus::Done),
+        ("write the fix", TodoStatus::InProgress),
+        ("run the tests", TodoStatus::Pending),
+    ]
+    .map(|(text, status)| TodoItem {
+        text: text.into(),
+        status,
+    })
+    .to_vec()
+}
+
+/// A resumed session's stream: the prompt, then the plan it had.
+fn the_plan_comes_right_after_the_prompt(run: &Run) {
+    let evs = typed_events(run);
+    let types: Vec<String> = evs.iter().map(kind).collect();
+    assert_eq!(&types[..2], ["user_message", "todo"], "{types:?}");
+    assert_eq!(evs[1], Event::Todo { items: plan() });
 }
 
 fn run(w: &World, model: &MockModel, args: &[&str]) -> Run {
@@ -45,20 +62,21 @@ async fn the_plan_is_a_json_event_refused_when_malformed_and_restored_on_resume(
     .await;
     let first = run(&w, &model, &["--json", "fix the bug"]);
     assert_eq!(first.code, 0, "{first:?}");
-    let evs = events(&first);
-    let todos: Vec<&Value> = evs.iter().filter(|e| e["type"] == "todo").collect();
+    let evs = typed_events(&first);
+    let todos: Vec<&Vec<TodoItem>> = evs
+        .iter()
+        .filter_map(|e| match e {
+            Event::Todo { items } => Some(items),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
         todos.len(),
         1,
         "only the good call changes the plan: {todos:?}"
     );
-    assert_eq!(todos[0]["items"], plan_json());
-    let result = |id: &str| {
-        evs.iter()
-            .find(|e| e["type"] == "tool_result" && e["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    assert_eq!(*todos[0], plan());
+    let result = |id: &str| evs.iter().find(|e| is_result_of(e, id)).unwrap().clone();
     for (id, text) in [
         (
             "bad1",
@@ -68,14 +86,17 @@ async fn the_plan_is_a_json_event_refused_when_malformed_and_restored_on_resume(
         ("bad3", "argument `items` must be an array, got a string"),
     ] {
         let r = result(id);
-        assert_eq!(r["is_error"], true, "{r}");
-        assert!(
-            r["content"][0]["text"].as_str().unwrap().contains(text),
-            "{r}"
-        );
+        assert!(is_error(&r), "{r:?}");
+        let Event::ToolResult { content, .. } = &r else {
+            unreachable!()
+        };
+        assert!(super::support::text(&content[0]).contains(text), "{r:?}");
     }
+    let Event::ToolResult { content, .. } = result("ok") else {
+        unreachable!()
+    };
     assert_eq!(
-        result("ok")["content"][0]["text"],
+        super::support::text(&content[0]),
         "plan updated (1/3 done):\n[x] read the code\n[>] write the fix\n[ ] run the tests"
     );
     let offered = &model.requests()[0].body["tools"];
@@ -93,10 +114,7 @@ async fn the_plan_is_a_json_event_refused_when_malformed_and_restored_on_resume(
     // Resumed: the plan comes back from the session before the next turn.
     let second = run(&w, &model, &["--json", "-c", "go on"]);
     assert_eq!(second.code, 0, "{second:?}");
-    let evs = events(&second);
-    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(&types[..2], ["user_message", "todo"], "{types:?}");
-    assert_eq!(evs[1]["items"], plan_json());
+    the_plan_comes_right_after_the_prompt(&second);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,12 +133,7 @@ async fn the_plan_comes_back_on_resume_after_a_compaction_summarised_its_call() 
     .await;
     let first = run(&w, &model, &["--json", "fix the bug"]);
     assert_eq!(first.code, 0, "{first:?}");
-    assert!(
-        events(&first)
-            .iter()
-            .any(|e| e["type"] == "compact_done" && e["automatic"] == true),
-        "{first:?}"
-    );
+    assert!(compacted_automatically(&typed_events(&first)), "{first:?}");
 
     let second = run(&w, &model, &["--json", "-c", "go on"]);
     assert_eq!(second.code, 0, "{second:?}");
@@ -129,10 +142,7 @@ async fn the_plan_comes_back_on_resume_after_a_compaction_summarised_its_call() 
     assert!(last.contains("SUMMARY"), "{last}");
     assert!(!last.contains("\"todo_write\""), "{last}");
     // ...but the plan is still the session's.
-    let evs = events(&second);
-    let types: Vec<&str> = evs.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(&types[..2], ["user_message", "todo"], "{types:?}");
-    assert_eq!(evs[1]["items"], plan_json());
+    the_plan_comes_right_after_the_prompt(&second);
 }
 
 #[tokio::test(flavor = "multi_thread")]

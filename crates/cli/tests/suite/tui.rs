@@ -18,6 +18,20 @@ impl Tmux {
     /// Starts `zot args…` in a 100x30 tmux session; when it exits, the
     /// terminal settings are saved to `<scratch>/stty.txt`.
     pub(super) fn start(w: &World, name: &str, args: &[&str], env: &[(&str, String)]) -> Self {
+        Self::start_configured(w, name, args, env, "")
+    }
+
+    /// [`Tmux::start`] with the tmux server configured by `conf` (a
+    /// `.tmux.conf`'s lines), read before zot starts.
+    pub(super) fn start_configured(
+        w: &World,
+        name: &str,
+        args: &[&str],
+        env: &[(&str, String)],
+        conf: &str,
+    ) -> Self {
+        let conf_file = w.scratch.join(format!("tmux-{name}.conf"));
+        std::fs::write(&conf_file, conf).unwrap();
         let socket = format!("zot-test-{name}-{}", std::process::id());
         let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
         let mut vars: Vec<String> = vec![
@@ -40,7 +54,7 @@ impl Tmux {
                 "-L",
                 &socket,
                 "-f",
-                "/dev/null",
+                conf_file.to_str().unwrap(),
                 "new-session",
                 "-d",
                 "-x",

@@ -7,11 +7,10 @@
 
 use std::process::Command;
 
-use serde_json::Value;
 use zot_testkit::web::{Page, WebServer};
 use zot_testkit::{MockModel, anthropic};
 
-use super::support::{Run, World, events};
+use super::support::{Event, Run, World, first, text, typed_events};
 
 const PROXY_VARS: &[&str] = &[
     "HTTP_PROXY",
@@ -39,13 +38,12 @@ fn run(w: &World, model: &MockModel, args: &[&str], env: &[(&str, String)]) -> R
 }
 
 /// The result of call `id`: its text and whether it is an error.
-fn result(events: &[Value], id: &str) -> (String, bool) {
-    let event = events
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["id"] == id)
-        .unwrap_or_else(|| panic!("no result for {id}"));
-    let text = event["content"][0]["text"].as_str().unwrap().to_owned();
-    (text, event["is_error"] == true)
+fn result(events: &[Event], id: &str) -> (String, bool) {
+    let (content, is_error) = first!(
+        events,
+        Event::ToolResult { id: of, content, is_error } if of == id => (content, *is_error)
+    );
+    (text(&content[0]).to_owned(), is_error)
 }
 
 fn fetch(id: &str, args: &str) -> (String, String) {
@@ -94,7 +92,7 @@ async fn the_guard_refuses_loopback_names_that_resolve_to_it_and_private_redirec
     ];
     let out = run(&w, &model, &["--json", "--no-session", "fetch"], &proxy);
     assert_eq!(out.code, 0, "{out:?}");
-    let evs = events(&out);
+    let evs = typed_events(&out);
     let (loopback, is_error) = result(&evs, "loop");
     assert!(is_error, "{loopback}");
     assert!(
@@ -182,7 +180,7 @@ async fn allowed_private_pages_come_back_as_markdown_text_html_and_capped() {
     .await;
     let out = run(&w, &model, &["--json", "--no-session", "fetch"], &[]);
     assert_eq!(out.code, 0, "{out:?}");
-    let evs = events(&out);
+    let evs = typed_events(&out);
 
     let (md, is_error) = result(&evs, "md");
     assert!(!is_error, "{md}");
@@ -251,7 +249,7 @@ async fn no_yolo_without_a_user_and_a_sandbox_without_network_refuse_it() {
         &[],
     );
     assert_eq!(asked.code, 0, "{asked:?}");
-    let evs = events(&asked);
+    let evs = typed_events(&asked);
     let (text, is_error) = result(&evs, "a");
     assert!(
         is_error
@@ -266,7 +264,7 @@ async fn no_yolo_without_a_user_and_a_sandbox_without_network_refuse_it() {
         &["--json", "--no-session", "--sandbox", "workspace", "go"],
         &[],
     );
-    let evs = events(&sandboxed);
+    let evs = typed_events(&sandboxed);
     let (text, is_error) = result(&evs, "b");
     assert!(is_error && text.contains("has no network"), "{text}");
     assert!(web.requests().is_empty(), "{:?}", web.requests());

@@ -28,7 +28,7 @@ pub use retry::BACKOFF as STREAM_RETRY_BACKOFF;
 /// HTTP lives in `zot-http`, which the extension host shares; these are its
 /// names as the agent's callers have known them.
 pub use zot_http::sse::{MAX_SSE_EVENT_BYTES, events as sse_events};
-pub use zot_http::{error_chain, http_client, install_tls_provider};
+pub use zot_http::{error_chain, http_client, install_tls_provider, is_loopback};
 
 /// Which wire format, and the defaults that go with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +129,9 @@ impl CacheTtl {
 /// Where and how to reach a provider.
 #[derive(Debug, Clone)]
 pub struct ProviderConfig {
+    /// What the user calls it: a built-in kind's name, or a named provider
+    /// of the user's config (`openrouter`) whose API is `kind`'s.
+    pub name: String,
     pub kind: ProviderKind,
     /// Without a trailing slash.
     pub base_url: String,
@@ -137,6 +140,39 @@ pub struct ProviderConfig {
     /// The wire API: `Messages` for Anthropic, `Chat` or `Responses` for
     /// OpenAI-style servers.
     pub wire: Wire,
+    /// Extra headers sent with every request (a named provider's `headers`).
+    pub headers: Vec<(String, String)>,
+}
+
+impl ProviderConfig {
+    /// A built-in provider's config: named after its kind, no extra headers.
+    pub fn builtin(kind: ProviderKind, base_url: String, api_key: String, wire: Wire) -> Self {
+        Self {
+            name: kind.name().to_owned(),
+            kind,
+            base_url,
+            api_key,
+            wire,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// Extra headers as a client's defaults, marked sensitive (they may carry a
+/// key); a name or value HTTP cannot carry is an error naming the header.
+pub fn header_map(headers: &[(String, String)]) -> Result<reqwest::header::HeaderMap, String> {
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let key = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("\"{name}\" is not a valid header name"))?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            format!("header {name}: the value has characters a header cannot carry")
+        })?;
+        value.set_sensitive(true);
+        map.insert(key, value);
+    }
+    Ok(map)
 }
 
 /// One model call. It borrows the conversation: a turn serialises the
@@ -335,14 +371,15 @@ impl Provider {
         if let Some(client) = self.http.get() {
             return Ok(client);
         }
-        let client =
-            http_client(&self.config.base_url)
-                .build()
-                .map_err(|e| ProviderError::Connect {
-                    provider: self.config.kind.name(),
-                    url: self.config.base_url.clone(),
-                    message: error_chain(&e),
-                })?;
+        let connect_error = |message: String| ProviderError::Connect {
+            provider: self.config.kind.name(),
+            url: self.config.base_url.clone(),
+            message,
+        };
+        let client = http_client(&self.config.base_url)
+            .default_headers(header_map(&self.config.headers).map_err(connect_error)?)
+            .build()
+            .map_err(|e| connect_error(error_chain(&e)))?;
         Ok(self.http.get_or_init(|| client))
     }
 
@@ -350,8 +387,35 @@ impl Provider {
         self.config.kind
     }
 
+    /// The provider's name as the user calls it (`anthropic`, `openrouter`).
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
     pub fn config(&self) -> &ProviderConfig {
         &self.config
+    }
+
+    /// The wire API a call for `model` goes through: the configured one,
+    /// unless the model table says the model is served only by the other
+    /// API an OpenAI-style server speaks (the `*-codex` models exist only on
+    /// the Responses API, so asking for them by chat completions fails
+    /// whatever the server). A named provider's own `api` always wins: the
+    /// user set it for that server.
+    pub fn wire_for(&self, model: &str) -> Wire {
+        let wire = self.config.wire;
+        if wire == Wire::Messages || self.config.name != self.config.kind.name() {
+            return wire;
+        }
+        let served = &crate::models::of(&self.config, model).wire;
+        if served.is_empty() || served.contains(&wire) {
+            return wire;
+        }
+        served
+            .iter()
+            .copied()
+            .find(|w| *w != Wire::Messages)
+            .unwrap_or(wire)
     }
 
     /// Runs one model call, sending stream events to `events` as they arrive.
@@ -363,8 +427,9 @@ impl Provider {
     ) -> Result<Completion, ProviderError> {
         let call = async {
             let http = self.http()?;
-            let body = self.body(request);
-            match self.config.wire {
+            let wire = self.wire_for(request.model);
+            let body = self.body(request, wire);
+            match wire {
                 Wire::Messages => anthropic::complete(http, &self.config, body, events).await,
                 Wire::Chat => openai::complete(http, &self.config, body, events).await,
                 Wire::Responses => responses::complete(http, &self.config, body, events).await,
@@ -379,13 +444,13 @@ impl Provider {
 }
 
 impl Provider {
-    /// The request's JSON body in this provider's wire format.
-    fn body(&self, request: &Request<'_>) -> Vec<u8> {
+    /// The request's JSON body in `wire`'s format.
+    fn body(&self, request: &Request<'_>, wire: Wire) -> Vec<u8> {
         // A panic while the cache was held leaves nothing half-kept that
         // matters: `resume` checks the key and drops what does not match.
         let mut cache = self.bodies.lock().unwrap_or_else(PoisonError::into_inner);
         let openai = openai::is_openai(&self.config.base_url);
-        match self.config.wire {
+        match wire {
             Wire::Messages => anthropic::request_body(request, &mut cache),
             Wire::Chat => openai::request_body(request, openai, &mut cache),
             Wire::Responses => responses::request_body(request, openai, &mut cache),

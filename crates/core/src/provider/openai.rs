@@ -97,10 +97,18 @@ pub(crate) fn endpoint(base_url: &str) -> String {
 }
 
 /// `base_url` may or may not carry the `/v1` that OpenAI-compatible servers
-/// are usually documented with; `path` follows it.
-pub(crate) fn api_url(base_url: &str, path: &str) -> String {
+/// are usually documented with; `path` follows it. A URL whose path names a
+/// version already (`/v1`, Groq's `/openai/v1`, Gemini's `/v1beta/openai`)
+/// is taken as the API's root.
+pub fn api_url(base_url: &str, path: &str) -> String {
     let base = base_url.trim_end_matches('/');
-    if base.ends_with("/v1") {
+    let after_host = base.split_once("://").map_or(base, |(_, rest)| rest);
+    let versioned = after_host.split('/').skip(1).any(|segment| {
+        segment
+            .strip_prefix('v')
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    });
+    if versioned {
         format!("{base}/{path}")
     } else {
         format!("{base}/v1/{path}")
@@ -679,6 +687,14 @@ mod tests {
         assert_eq!(
             endpoint("http://h:1/api/v1"),
             "http://h:1/api/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint("https://g.example/v1beta/openai/"),
+            "https://g.example/v1beta/openai/chat/completions"
+        );
+        assert_eq!(
+            endpoint("http://v1.h:1"),
+            "http://v1.h:1/v1/chat/completions"
         );
     }
 

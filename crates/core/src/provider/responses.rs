@@ -97,7 +97,7 @@ pub(crate) fn request_body(request: &Request<'_>, openai: bool, cache: &mut Body
         summary: "auto",
     });
     let from = cache.resume(Wire::Responses, request);
-    let (input, cuts) = input_items(request.messages, from);
+    let (input, cuts) = input_items(request.messages, from, request.drop_thinking_before);
     let head = Head {
         model: request.model,
         instructions: request.system,
@@ -224,9 +224,15 @@ struct SummaryText<'a> {
 /// The conversation from message `from` on as input items: an assistant
 /// turn's reasoning, text and calls in the order the model produced them,
 /// each call's output right after its turn. Another provider's thinking is
-/// not sent: it means nothing here. Each message's items are its own, so it
-/// may be cut before any message.
-fn input_items(messages: &[Message], from: usize) -> (Vec<Item<'_>>, Vec<Cut>) {
+/// not sent: it means nothing here; nor is reasoning of
+/// `messages[..drop_reasoning_before]` (another server's, before a switch of
+/// provider). Each message's items are its own, so it may be cut before any
+/// message.
+fn input_items(
+    messages: &[Message],
+    from: usize,
+    drop_reasoning_before: usize,
+) -> (Vec<Item<'_>>, Vec<Cut>) {
     let mut items = Vec::new();
     let mut cuts = Vec::new();
     for (index, message) in messages.iter().enumerate().skip(from) {
@@ -235,16 +241,19 @@ fn input_items(messages: &[Message], from: usize) -> (Vec<Item<'_>>, Vec<Cut>) {
             items: items.len(),
         });
         match message.role {
-            Role::Assistant => assistant_items(&message.content, &mut items),
+            Role::Assistant => {
+                assistant_items(&message.content, index < drop_reasoning_before, &mut items);
+            }
             Role::User | Role::Tool => user_items(&message.content, &mut items),
         }
     }
     (items, cuts)
 }
 
-fn assistant_items<'a>(content: &'a [Block], items: &mut Vec<Item<'a>>) {
+fn assistant_items<'a>(content: &'a [Block], stale: bool, items: &mut Vec<Item<'a>>) {
     for block in content {
         match block {
+            Block::Reasoning { .. } if stale => {}
             Block::Text { text } if !text.is_empty() => items.push(Item::Message {
                 role: "assistant",
                 content: vec![Content::OutputText { text }],

@@ -45,6 +45,11 @@ impl Tree {
         index
     }
 
+    /// How many entries the tree has.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     pub(super) fn find(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
     }

@@ -60,7 +60,7 @@ impl Tool for LsTool {
     }
 }
 
-fn list(dir: &Path, max: usize) -> ToolOutput {
+pub(crate) fn list(dir: &Path, max: usize) -> ToolOutput {
     if !dir.is_dir() {
         return ToolOutput::error(format!(
             "{} is not a directory; use read for a file",

@@ -31,7 +31,10 @@ pub use bash::{
 pub use edit::{EditTool, MAX_EDIT_FILE_BYTES};
 pub use find::FindTool;
 pub use grep::GrepTool;
-pub use ls::LsTool;
+/// What `@dir` and `@file` in a prompt reuse (`prompt_files`).
+pub(crate) use ls::list as list_dir;
+pub use ls::{DEFAULT_LS_ENTRIES, LsTool};
+pub(crate) use read::BINARY_SNIFF_BYTES;
 pub use read::ReadTool;
 pub use todo::TodoWriteTool;
 pub use web_fetch::WebFetchTool;

@@ -2,17 +2,10 @@
 //! mode, which offers only read-only tools), the cache restarts and earlier
 //! thinking, bound to the old prefix, is left out of later requests.
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio::sync::mpsc;
-use zot_core::CancellationToken;
-use zot_core::agent::AgentConfig;
-use zot_core::hooks::NoHooks;
-use zot_core::message::Block;
 use zot_testkit::{MockModel, anthropic};
 
-fn thinking_in(body: &Value) -> usize {
+pub(super) fn thinking_in(body: &Value) -> usize {
     body["messages"]
         .as_array()
         .unwrap()
@@ -37,14 +30,8 @@ async fn a_changed_tool_list_leaves_earlier_thinking_out() {
         anthropic::text("three"),
     ])
     .await;
-    let mut agent = super::agent_against(
-        &model,
-        AgentConfig::new(tmp.path(), "claude-sonnet-4-5"),
-        Arc::new(NoHooks),
-    );
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let cancel = CancellationToken::new();
-    let prompt = |text: &str| vec![Block::Text { text: text.into() }];
+    let (mut agent, tx, cancel) = super::sonnet_against(&model, tmp.path());
+    let prompt = super::text_prompt;
     agent.prompt(prompt("a"), &tx, &cancel).await.unwrap();
     agent.prompt(prompt("b"), &tx, &cancel).await.unwrap();
     // Same prefix: the first answer's thinking goes back verbatim.

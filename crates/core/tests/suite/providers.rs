@@ -15,12 +15,13 @@ use zot_core::tool::ToolSpec;
 use zot_testkit::{MockModel, Response, status, status_with_header};
 
 fn provider(kind: ProviderKind, base_url: String, api_key: &str) -> Provider {
-    Provider::new(ProviderConfig {
+    let wire = kind.default_wire(&base_url);
+    Provider::new(ProviderConfig::builtin(
         kind,
-        wire: kind.default_wire(&base_url),
         base_url,
-        api_key: api_key.into(),
-    })
+        api_key.into(),
+        wire,
+    ))
 }
 
 /// A request that owns nothing (a request borrows the agent's

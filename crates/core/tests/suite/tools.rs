@@ -62,9 +62,10 @@ fn builtin_tools_in_order() {
             "todo_write"
         ]
     );
-    // The names an extension tool cannot take: these, then `skill`.
+    // The names an extension tool cannot take: these, then `skill` and `task`.
     let mut reserved = names.clone();
     reserved.push("skill".to_owned());
+    reserved.push(zot_core::agent::TASK.to_owned());
     assert_eq!(tools::BUILTIN_TOOL_NAMES, reserved);
     for tool in tools::builtin(Default::default(), false) {
         let spec = tool.spec();

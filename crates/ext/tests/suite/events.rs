@@ -33,6 +33,7 @@ async fn events_are_handled_in_order_and_only_when_subscribed() {
                 id: "t1".into(),
                 name: "read".into(),
                 args: json!({"path": "foo.go"}),
+                parent_tool_call_id: None,
             })
             .await;
         }

@@ -36,6 +36,11 @@ async fn tool_call_interceptor_blocks_rewrites_and_passes() {
         .intercept_tool_call("t4", "bash", &bash("bad rewrite"))
         .await;
     assert_eq!(verdict, Outcome::Allow(None));
+    // The SDK tells a subagent's call by the task call it names.
+    let verdict = host
+        .intercept_call_of(Some("task-1"), "t5", "read", &json!({"path": "x"}))
+        .await;
+    assert_eq!(verdict, blocked("not for the subagent of task-1"));
     host.shutdown().await;
     assert!(
         !sent(&dir)

@@ -303,9 +303,15 @@ impl Adapter for Nimlet {
     ) -> BoxFuture<'a, Option<Verdict>> {
         async move {
             let event = match ask {
-                Ask::ToolCall { name, args, .. } => Event::ToolCall {
+                Ask::ToolCall {
+                    name,
+                    args,
+                    parent_tool_call_id,
+                    ..
+                } => Event::ToolCall {
                     tool: name.clone(),
                     arguments: args.clone(),
+                    parent_tool_call_id: parent_tool_call_id.clone(),
                 },
                 Ask::ToolResult {
                     name,
@@ -726,6 +732,7 @@ mod tests {
             id: "t1".into(),
             name: "bash".into(),
             args: json!({"command":"curl x"}),
+            parent_tool_call_id: None,
         };
         let (request, verdict) = answered(
             &h,
@@ -749,6 +756,24 @@ mod tests {
         assert_eq!(
             verdict,
             Some(Verdict::Rewrite(Rewrite::Args(json!({"command":"true"}))))
+        );
+
+        // A subagent's call names the task call it belongs to.
+        let child = Ask::ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            args: json!({"path":"a.rs"}),
+            parent_tool_call_id: Some("task_1".into()),
+        };
+        let (request, _) = answered(
+            &h,
+            json!({"allow": true}),
+            nimlet.intercept(&h.peer, &h.link, &child),
+        )
+        .await;
+        assert_eq!(
+            request["payload"],
+            json!({"tool":"read","arguments":{"path":"a.rs"},"parent_tool_call_id":"task_1"})
         );
 
         let ask = Ask::ToolResult {

@@ -354,15 +354,27 @@ fn event(hook: &Hook) -> Option<Event> {
         Hook::SessionStart => Event::SessionStart,
         Hook::TurnStart { step } => Event::TurnStart { step },
         Hook::TurnEnd { stop, error } => Event::TurnEnd { stop, error },
-        Hook::ToolCall { id, name, args } => Event::ToolCall {
+        Hook::ToolCall {
+            id,
+            name,
+            args,
+            parent_tool_call_id,
+        } => Event::ToolCall {
             tool_id: id,
             tool_name: name,
             tool_args: args,
+            parent_tool_call_id,
         },
-        Hook::ToolConfirmation { id, name, preview } => Event::ToolConfirmationRequested {
+        Hook::ToolConfirmation {
+            id,
+            name,
+            preview,
+            parent_tool_call_id,
+        } => Event::ToolConfirmationRequested {
             tool_id: id,
             tool_name: name,
             tool_preview: preview,
+            parent_tool_call_id,
         },
         Hook::AssistantMessage { text } => Event::AssistantMessage { text },
         Hook::SessionEnd | Hook::PromptStart | Hook::PromptEnd { .. } | Hook::AfterCompact(_) => {
@@ -375,10 +387,16 @@ fn event(hook: &Hook) -> Option<Event> {
 fn intercept(ask: &Ask) -> Option<Intercept> {
     Some(match ask.clone() {
         Ask::TurnStart { step } => Intercept::TurnStart { step },
-        Ask::ToolCall { id, name, args } => Intercept::ToolCall {
+        Ask::ToolCall {
+            id,
+            name,
+            args,
+            parent_tool_call_id,
+        } => Intercept::ToolCall {
             tool_id: id,
             tool_name: name,
             tool_args: args,
+            parent_tool_call_id,
         },
         Ask::AssistantMessage { text } => Intercept::AssistantMessage { text },
         Ask::BeforeAgentStart {
@@ -684,6 +702,7 @@ mod tests {
             id: "t1".into(),
             name: "bash".into(),
             args: json!({"command":"rm -rf /"}),
+            parent_tool_call_id: None,
         };
         let response = json!({"type":"event_intercept_response","block":true,"reason":"no"});
         let (request, got) = verdict(&h, ask.clone(), response).await;

@@ -199,6 +199,18 @@ impl CommandHooks {
     /// Runs the hooks of `event` that match `subject`, in parallel, and
     /// returns their answers in configuration order.
     async fn fire(&self, event: Event, subject: &str, fields: HookEvent) -> Vec<Answer> {
+        self.fire_for(None, event, subject, fields).await
+    }
+
+    /// [`fire`](Self::fire) for a subagent's event: the input names the
+    /// `task` call it runs for.
+    async fn fire_for(
+        &self,
+        parent_tool_call_id: Option<&str>,
+        event: Event,
+        subject: &str,
+        fields: HookEvent,
+    ) -> Vec<Answer> {
         let mut chosen: Vec<&HookSpec> = Vec::new();
         for (spec, matcher) in &self.hooks {
             let applies = spec.known_event() == Some(event)
@@ -229,6 +241,7 @@ impl CommandHooks {
                     .map(|p| p.display().to_string()),
                 cwd: self.project.display().to_string(),
                 permission_mode: facts.permission_mode.to_owned(),
+                parent_tool_call_id: parent_tool_call_id.map(str::to_owned),
                 event: fields,
             }
         };
@@ -328,9 +341,16 @@ impl CommandHooks {
         }
     }
 
-    /// `PreToolUse` for a call of zot's tool `name`: deny beats ask beats
-    /// allow; the last `updatedInput` in configuration order wins.
-    pub async fn pre_tool_use(&self, id: &str, name: &str, args: &Value) -> PreToolUse {
+    /// `PreToolUse` for a call of zot's tool `name` (`parent`: the `task`
+    /// call whose subagent made it): deny beats ask beats allow; the last
+    /// `updatedInput` in configuration order wins.
+    pub async fn pre_tool_use(
+        &self,
+        parent: Option<&str>,
+        id: &str,
+        name: &str,
+        args: &Value,
+    ) -> PreToolUse {
         if !self.has(Event::PreToolUse) {
             return PreToolUse::default();
         }
@@ -340,7 +360,9 @@ impl CommandHooks {
             tool_input,
             tool_use_id: id.to_owned(),
         };
-        let answers = self.fire(Event::PreToolUse, &tool_name, fields).await;
+        let answers = self
+            .fire_for(parent, Event::PreToolUse, &tool_name, fields)
+            .await;
         let mut out = PreToolUse::default();
         let (mut denied, mut asked, mut allowed) = (Vec::new(), Vec::new(), false);
         let mut updates = 0;
@@ -404,6 +426,7 @@ impl CommandHooks {
     /// (block reasons and additional context), and whether the run stops.
     pub async fn post_tool_use(
         &self,
+        parent: Option<&str>,
         id: &str,
         name: &str,
         args: &Value,
@@ -427,7 +450,9 @@ impl CommandHooks {
             tool_use_id: id.to_owned(),
             tool_response,
         };
-        let answers = self.fire(Event::PostToolUse, &tool_name, fields).await;
+        let answers = self
+            .fire_for(parent, Event::PostToolUse, &tool_name, fields)
+            .await;
         for answer in answers {
             match answer {
                 Answer::Block(reason) => out.notes.push(reason),
@@ -504,30 +529,27 @@ impl CommandHooks {
         if !self.has(Event::Stop) {
             return None;
         }
-        let answers = self
-            .fire(
-                Event::Stop,
-                "",
-                HookEvent::Stop {
-                    stop_hook_active: active,
-                },
-            )
-            .await;
-        let mut reasons = Vec::new();
-        for answer in answers {
-            match answer {
-                Answer::Block(reason) => reasons.push(reason),
-                Answer::Ok { json: Some(j), .. } => {
-                    if stop_reason(&j).is_some() {
-                        // `continue: false` wins: the agent stops.
-                        return None;
-                    }
-                    reasons.extend(block_reason(&j));
-                }
-                _ => {}
-            }
+        let fields = HookEvent::Stop {
+            stop_hook_active: active,
+        };
+        let answers = self.fire(Event::Stop, "", fields).await;
+        go_on(answers)
+    }
+
+    /// `SubagentStop` when the subagent of the `task` call `parent` would
+    /// end its answer: like [`stop`](Self::stop), `Some(reason)` sends it
+    /// on with the reason as its next instruction.
+    pub async fn subagent_stop(&self, parent: &str, active: bool) -> Option<String> {
+        if !self.has(Event::SubagentStop) {
+            return None;
         }
-        (!reasons.is_empty()).then(|| reasons.join("\n"))
+        let fields = HookEvent::SubagentStop {
+            stop_hook_active: active,
+        };
+        let answers = self
+            .fire_for(Some(parent), Event::SubagentStop, "", fields)
+            .await;
+        go_on(answers)
     }
 
     /// `SessionEnd` (`reason`: clear, prompt_input_exit or other).
@@ -565,6 +587,25 @@ impl CommandHooks {
             self.fire(Event::Notification, "", fields).await;
         }
     }
+}
+
+/// What `Stop` and `SubagentStop` answers say: `Some(reasons)` sends the
+/// agent on; a `continue: false` wins and lets it stop.
+fn go_on(answers: Vec<Answer>) -> Option<String> {
+    let mut reasons = Vec::new();
+    for answer in answers {
+        match answer {
+            Answer::Block(reason) => reasons.push(reason),
+            Answer::Ok { json: Some(j), .. } => {
+                if stop_reason(&j).is_some() {
+                    return None;
+                }
+                reasons.extend(block_reason(&j));
+            }
+            _ => {}
+        }
+    }
+    (!reasons.is_empty()).then(|| reasons.join("\n"))
 }
 
 /// What the user should hear about `loaded` before any hook runs, as

@@ -20,18 +20,20 @@ pub enum Event {
     SessionStart,
     SessionEnd,
     Stop,
+    SubagentStop,
     PreCompact,
     Notification,
 }
 
 impl Event {
-    pub const ALL: [Event; 8] = [
+    pub const ALL: [Event; 9] = [
         Self::PreToolUse,
         Self::PostToolUse,
         Self::UserPromptSubmit,
         Self::SessionStart,
         Self::SessionEnd,
         Self::Stop,
+        Self::SubagentStop,
         Self::PreCompact,
         Self::Notification,
     ];
@@ -44,6 +46,7 @@ impl Event {
             Self::SessionStart => "SessionStart",
             Self::SessionEnd => "SessionEnd",
             Self::Stop => "Stop",
+            Self::SubagentStop => "SubagentStop",
             Self::PreCompact => "PreCompact",
             Self::Notification => "Notification",
         }
@@ -58,7 +61,7 @@ impl Event {
     pub fn matches_on_subject(self) -> bool {
         !matches!(
             self,
-            Self::UserPromptSubmit | Self::Stop | Self::Notification
+            Self::UserPromptSubmit | Self::Stop | Self::SubagentStop | Self::Notification
         )
     }
 }

@@ -63,6 +63,12 @@ pub fn to_claude(name: &str, args: &Value) -> (String, Value) {
                 "MultiEdit"
             }
         }
+        // Claude's subagent tool; zot's `tools` has no Claude field.
+        "task" => {
+            put("description", get("description"));
+            put("prompt", get("prompt"));
+            "Task"
+        }
         _ => return (name.to_owned(), args.clone()),
     };
     (claude.to_owned(), Value::Object(input))
@@ -98,6 +104,10 @@ pub fn from_claude(name: &str, original: &Value, updated: &Value) -> Value {
         "write" => {
             take("file_path", "path");
             take("content", "content");
+        }
+        "task" => {
+            take("description", "description");
+            take("prompt", "prompt");
         }
         "edit" => {
             take("file_path", "path");

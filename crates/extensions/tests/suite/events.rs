@@ -28,6 +28,7 @@ async fn events_arrive_in_order_and_none_is_lost_before_shutdown() {
                 id: "t1".into(),
                 name: "read".into(),
                 args: json!({"path": "foo.go"}),
+                parent_tool_call_id: None,
             })
             .await;
         }

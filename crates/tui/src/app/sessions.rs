@@ -66,6 +66,7 @@ impl App {
     pub(super) fn prompt_picked(&mut self, action: PromptAction, entry_id: String, back: usize) {
         match action {
             PromptAction::Jump => self.jump(back),
+            PromptAction::Rewind => self.plan_rewind(Some(entry_id)),
             PromptAction::Tree | PromptAction::Fork => {
                 if let Some(worker) = &self.worker {
                     worker.abort();

@@ -449,7 +449,9 @@ async fn built_in_commands() {
         matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("deploy: how to ship"))
     );
     app.submit("/model");
-    assert!(matches!(app.entries().last(), Some(Entry::Info(t)) if t.contains("claude-haiku-4-5")));
+    assert!(matches!(app.dialog(), Some(Dialog::Models(_))));
+    assert!(render(&mut app, 100, 30).contains("anthropic:claude-haiku-4-5"));
+    app.on_key(key(KeyCode::Esc));
     app.submit("/model claude-haiku-4-5");
     assert_eq!(app.config().model, "claude-haiku-4-5");
     app.submit("/yolo");
@@ -622,4 +624,28 @@ async fn extension_text_is_shown_without_terminal_controls() {
     assert_eq!(app.statuses()[0].1, "busy");
     let screen = super::support::render(&mut app, 80, 12);
     assert!(!screen.contains('\u{1b}'), "{screen}");
+}
+
+/// A prompt ending in an `@word` brought back from the history leaves the
+/// file picker closed, so Up goes on browsing; typing opens it, and Esc
+/// closes it keeping the text.
+#[tokio::test]
+async fn history_does_not_open_the_file_picker_and_esc_keeps_the_text() {
+    let (mut app, _, _) = app();
+    type_text(&mut app, "older");
+    app.on_key(key(KeyCode::Enter));
+    type_text(&mut app, "look at @README");
+    assert!(app.file_picker().is_some());
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.file_picker().is_none());
+    assert_eq!(app.editor().text(), "look at @README");
+    app.on_key(key(KeyCode::Enter));
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor().text(), "look at @README");
+    assert!(app.file_picker().is_none());
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.editor().text(), "older");
+    app.on_key(key(KeyCode::Down));
+    type_text(&mut app, "2");
+    assert!(app.file_picker().is_some());
 }

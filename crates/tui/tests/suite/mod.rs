@@ -1,4 +1,5 @@
 mod behaviour;
+mod models;
 mod settings;
 mod snapshots;
 mod support;

@@ -303,3 +303,83 @@ async fn form_dialog() {
     });
     assert_snapshot!(render(&mut app, 80, 20));
 }
+
+/// `@` opens the file picker over the project: what follows filters it.
+#[tokio::test]
+async fn file_picker() {
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join("src")).unwrap();
+    for file in ["src/main.rs", "src/map.rs", "README.md", "Cargo.toml"] {
+        std::fs::write(project.path().join(file), "").unwrap();
+    }
+    let config = zot_tui::app::AppConfig {
+        cwd: project.path().display().to_string(),
+        ..super::support::config()
+    };
+    let (mut app, _, _) = super::support::app_with(config);
+    for c in "see @ma".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    // The list is walked on a thread of its own; the tick takes it in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while app.file_picker().is_some_and(|p| p.shown().count() < 2) {
+        assert!(std::time::Instant::now() < deadline, "no paths listed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        app.tick();
+    }
+    // Without the status bar, which names the temporary directory.
+    let screen = render(&mut app, 60, 10);
+    let lines: Vec<&str> = screen.lines().take(9).collect();
+    assert_snapshot!(lines.join("\n"));
+}
+
+#[tokio::test]
+async fn a_task_with_its_subagent_running_then_folded() {
+    let (mut app, _, _) = app();
+    app.set_busy(true);
+    agent(
+        &mut app,
+        AgentEvent::ToolCall {
+            id: "t1".into(),
+            name: "task".into(),
+            args: json!({"description": "find the needle", "prompt": "Find it."}),
+        },
+    );
+    let child = |event| AgentEvent::Subagent {
+        parent_tool_call_id: "t1".into(),
+        event: Box::new(event),
+    };
+    agent(
+        &mut app,
+        child(AgentEvent::ToolCall {
+            id: "c1".into(),
+            name: "grep".into(),
+            args: json!({"pattern": "needle"}),
+        }),
+    );
+    agent(
+        &mut app,
+        child(AgentEvent::ToolCall {
+            id: "c2".into(),
+            name: "read".into(),
+            args: json!({"path": "src/a.rs"}),
+        }),
+    );
+    app.tick();
+    app.tick();
+    assert_snapshot!("task_running", render(&mut app, 60, 8));
+    agent(
+        &mut app,
+        AgentEvent::ToolResult {
+            id: "t1".into(),
+            is_error: false,
+            content: vec![Block::Text {
+                text: "the needle is in src/a.rs".into(),
+            }],
+        },
+    );
+    app.set_busy(false);
+    assert_snapshot!("task_folded", render(&mut app, 60, 8));
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    assert_snapshot!("task_expanded", render(&mut app, 60, 9));
+}

@@ -9,7 +9,7 @@ use zot_core::tool::BoxFuture;
 use zot_protocol::ui::{CommandInfo, CommandOrigin, CommandOutcome, CommandReply, ReloadSummary};
 use zot_protocol::zot::Key;
 use zot_tui::app::{App, AppConfig, AppMsg};
-use zot_tui::bridge::Extensions;
+use zot_tui::bridge::{Extensions, ModelChoice};
 use zot_tui::view;
 use zot_tui::worker;
 
@@ -95,7 +95,7 @@ impl Extensions for FakeHost {
         *self.trusted.lock().unwrap() = true;
         Ok(())
     }
-    fn save_model(&self, model: &str) -> Result<String, String> {
+    fn save_model(&self, _provider: Option<&str>, model: &str) -> Result<String, String> {
         self.saved_models.lock().unwrap().push(model.into());
         Ok("/home/pat/.local/state/zot/config.json".into())
     }
@@ -105,6 +105,19 @@ impl Extensions for FakeHost {
     }
     fn mcp_servers(&self) -> Vec<(String, bool)> {
         vec![("github".into(), true), ("slack".into(), false)]
+    }
+    fn model_choices(&self) -> Vec<ModelChoice> {
+        let choice = |provider: &str, id: &str| ModelChoice {
+            provider: provider.into(),
+            id: id.into(),
+            context_window: 200_000,
+            price: Some((3.0, 15.0)),
+        };
+        vec![
+            choice("anthropic", "claude-sonnet-4-5"),
+            choice("anthropic", "claude-haiku-4-5"),
+            choice("openrouter", "deepseek/deepseek-chat"),
+        ]
     }
 }
 

@@ -1,0 +1,193 @@
+//! Checkpoints go with their session: a session's snapshots are reachable
+//! only from its ref (`refs/zot/<session id>`), so when the session file is
+//! gone the ref and its index go, and git drops what nothing reaches. The
+//! whole store is also kept under [`MAX_STORAGE_BYTES`], oldest session
+//! first.
+
+use std::path::{Path, PathBuf};
+
+use super::CheckpointError;
+use super::git::Git;
+
+/// The most `$ZOT_HOME/checkpoints` may hold: a few full copies of
+/// projects at [`super::Limits`]'s byte limit.
+pub const MAX_STORAGE_BYTES: u64 = 4 << 30;
+
+/// Objects younger than this are never pruned: a snapshot running in
+/// another zot writes its objects before its ref points at them.
+const PRUNE_EXPIRE: &str = "1.hour.ago";
+
+/// [`PRUNE_EXPIRE`] in seconds: a session that snapshot more recently is
+/// left out of the size pruning, since dropping it would free nothing yet
+/// (and it may be running).
+const RECENT_SECS: u64 = 3600;
+
+/// Prunes the checkpoints under `root` whose session file is gone, then
+/// the oldest sessions' while the store is over `max_bytes`. Returns how
+/// many sessions' checkpoints went.
+pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
+    let stores: Vec<(Git, PathBuf)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let project = std::fs::read_to_string(dir.join("project")).ok()?;
+            let git = Git {
+                git_dir: dir.join("git"),
+                work_tree: PathBuf::from(project.trim_end_matches('\n')),
+                index: dir.join("git").join("index"),
+            };
+            git.git_dir.join("HEAD").exists().then_some((git, dir))
+        })
+        .collect();
+    let mut removed = 0;
+    let mut all = Vec::new();
+    for (git, _) in &stores {
+        let sessions = crate::session::sessions_dir(zot_home, &git.work_tree);
+        let mut gone = false;
+        for (time, id) in session_refs(git) {
+            // The file the session named, else where sessions usually are.
+            let file = std::fs::read_to_string(git.git_dir.join("sessions").join(&id))
+                .map_or_else(|_| sessions.join(format!("{id}.jsonl")), PathBuf::from);
+            if file.exists() {
+                all.push((time, git.clone(), id));
+            } else {
+                drop_session(git, &id);
+                removed += 1;
+                gone = true;
+            }
+        }
+        if gone {
+            let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
+        }
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    all.retain(|(time, ..)| now.saturating_sub(*time) > RECENT_SECS);
+    all.sort_by_key(|(time, ..)| *time);
+    for (_, git, id) in all {
+        if size_of(root) <= max_bytes {
+            break;
+        }
+        drop_session(&git, &id);
+        let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
+        removed += 1;
+    }
+    removed
+}
+
+/// Each session's ref: its last snapshot's time and the session id.
+fn session_refs(git: &Git) -> Vec<(u64, String)> {
+    let Ok(out) = git.output(&[
+        "for-each-ref",
+        "--format=%(committerdate:unix) %(refname)",
+        "refs/zot/",
+    ]) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| {
+            let (time, name) = line.split_once(' ')?;
+            Some((
+                time.parse().ok()?,
+                name.strip_prefix("refs/zot/")?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn drop_session(git: &Git, id: &str) {
+    let _ = git.output(&["update-ref", "-d", &format!("refs/zot/{id}")]);
+    let _ = std::fs::remove_file(git.git_dir.join("indexes").join(id));
+    let _ = std::fs::remove_file(git.git_dir.join("sessions").join(id));
+}
+
+/// Names the file of session `id` in the store (once), so its snapshots
+/// are pruned when that file is gone, wherever it lives (`--session PATH`).
+pub(super) fn name_session(git: &Git, id: &str, file: &Path) -> Result<(), CheckpointError> {
+    let dir = git.git_dir.join("sessions");
+    let marker = dir.join(id);
+    if marker.exists() {
+        return Ok(());
+    }
+    crate::session::private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
+    let file = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let text = file.display().to_string();
+    super::restore::write_atomically(&marker, text.as_bytes(), 0o600)
+        .map_err(|e| CheckpointError::io(&marker, e))
+}
+
+/// Bytes of the files under `dir`.
+fn size_of(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => stack.push(entry.path()),
+                Ok(meta) => total += meta.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Checkpoints;
+
+    /// One prompt of session `id` (its file `file`) that writes `name`.
+    async fn snapshot(
+        checkpoints: &Checkpoints,
+        project: &Path,
+        id: &str,
+        file: &Path,
+        name: &str,
+    ) {
+        std::fs::write(file, "{}\n").unwrap();
+        checkpoints.start_prompt(file);
+        let args = serde_json::json!({"command": "true"});
+        assert!(checkpoints.before_tool(id, "bash", &args).await.is_empty());
+        std::fs::write(project.join(name), id).unwrap();
+        let (record, _) = checkpoints.end_prompt(id, "e1").await;
+        assert!(record.is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_sessions_checkpoints_go_with_its_file_and_recent_ones_stay_under_the_size_limit() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let root = super::super::root(home.path());
+        let checkpoints = Checkpoints::new(&root, project.path());
+        let (one, two) = (home.path().join("one.jsonl"), home.path().join("two.jsonl"));
+        snapshot(&checkpoints, project.path(), "one", &one, "a.txt").await;
+        snapshot(&checkpoints, project.path(), "two", &two, "b.txt").await;
+        let store = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        let git = Git {
+            git_dir: store.join("git"),
+            work_tree: project.path().canonicalize().unwrap(),
+            index: store.join("git").join("index"),
+        };
+        let ids = || -> Vec<String> { session_refs(&git).into_iter().map(|(_, id)| id).collect() };
+        assert_eq!(ids(), ["one", "two"]);
+        assert_eq!(prune(home.path(), &root, u64::MAX), 0);
+
+        std::fs::remove_file(&one).unwrap();
+        assert_eq!(prune(home.path(), &root, u64::MAX), 1);
+        assert_eq!(ids(), ["two"]);
+        assert!(!store.join("git/indexes/one").exists());
+        // Over any size, a session that snapshot within the hour stays.
+        assert_eq!(prune(home.path(), &root, 0), 0);
+        assert_eq!(ids(), ["two"]);
+    }
+}
