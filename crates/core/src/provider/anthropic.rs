@@ -45,11 +45,10 @@ fn thinking_budget(reasoning: Reasoning) -> u32 {
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
-    let body = bytes::Bytes::from(body);
     let response = retry::send(PROVIDER, &url, || {
         http.post(&url)
             .header("x-api-key", &config.api_key)
@@ -93,7 +92,7 @@ fn stream_error(message: String) -> ProviderError {
 /// The JSON body of a streaming Messages API call, serialised straight
 /// from the conversation (no intermediate `Value` tree); the settled turns
 /// of a history come from `cache`.
-pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> Vec<u8> {
+pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> bytes::Bytes {
     let mut max_tokens = request.max_tokens;
     let model = models::info(ProviderKind::Anthropic, request.model);
     let (thinking, output_config) = match (request.reasoning, model.thinking) {

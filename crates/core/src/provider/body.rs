@@ -1,12 +1,16 @@
 //! Request bodies as JSON bytes, and the cache that makes a long session's
 //! body cost what its new messages cost: the serialised wire messages of a
-//! history's settled head (those no later message can change) are kept and
-//! copied into each body, only the rest is serialised again, and what moves
+//! history's settled head (those no later message can change) are kept in
+//! the last body, whose buffer the next one is written into, only the rest
+//! is serialised again, and what moves
 //! between requests (cache marks, the system prompt, tools, limits) is
 //! written outside the kept pieces. The bytes are exactly a plain
 //! serialisation's, which prompt caching needs (a test compares them over
 //! long scripted sessions on every wire API).
 
+use std::ops::Range;
+
+use bytes::Bytes;
 use serde::Serialize;
 
 use super::{Request, Wire};
@@ -55,60 +59,56 @@ pub(crate) fn request<T: Serialize>(
     field: &str,
     list: List<'_, T>,
     tail: &impl Serialize,
-) -> Vec<u8> {
+) -> Bytes {
     if request.history.is_some() {
         return cache.body(head, field, list, tail);
     }
-    let mut array = Vec::with_capacity(4096);
-    write(&mut array, &Plain(list.lead, list.items));
-    let inner = array
-        .get(1..array.len().saturating_sub(1))
-        .unwrap_or_default();
-    splice(head, field, [inner, b"", b""], tail)
+    let mut out = Vec::with_capacity(4096);
+    begin(&mut out, head, field, list.lead);
+    write_items(&mut out, list.items);
+    end(&mut out, tail);
+    Bytes::from(out)
 }
 
-/// The lead and the items as one JSON array.
-struct Plain<'a, T>(&'a [T], &'a [T]);
-
-impl<T: Serialize> Serialize for Plain<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().chain(self.1))
-    }
-}
-
-/// `head`'s fields, `field` holding the non-empty `parts` (each a run of
-/// comma-separated items), `tail`'s fields: one allocation of the body's
-/// size, the parts copied once.
-fn splice(head: &impl Serialize, field: &str, parts: [&[u8]; 3], tail: &impl Serialize) -> Vec<u8> {
-    let mut ends = Vec::with_capacity(1024);
-    write(&mut ends, head);
-    let head_len = ends.len();
-    write(&mut ends, tail);
-    let (head, tail) = ends.split_at(head_len);
-    let size = ends.len() + field.len() + parts.iter().map(|p| p.len() + 1).sum::<usize>() + 8;
-    let mut out = Vec::with_capacity(size);
-    // `{"a":1}` without its `}`, and a comma; an empty head is just `{`.
-    out.extend_from_slice(head.get(..head.len().saturating_sub(1)).unwrap_or_default());
-    if head.len() > 2 {
+/// Appends `head`'s fields without its `}`, then `field` with its `[`,
+/// then the `lead` items.
+fn begin<T: Serialize>(out: &mut Vec<u8>, head: &impl Serialize, field: &str, lead: &[T]) {
+    let start = out.len();
+    write(out, head);
+    out.pop();
+    // `{"a":1` takes a comma before the field; an empty head is just `{`.
+    if out.len() > start + 1 {
         out.push(b',');
     }
-    write(&mut out, &field);
+    write(out, &field);
     out.extend_from_slice(b":[");
-    let mut first = true;
-    for part in parts.into_iter().filter(|part| !part.is_empty()) {
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.extend_from_slice(part);
+    write_items(out, lead);
+}
+
+/// Appends each item and a comma, so a body can go on from any of them.
+fn write_items<T: Serialize>(out: &mut Vec<u8>, items: &[T]) {
+    for item in items {
+        write(out, item);
+        out.push(b',');
+    }
+}
+
+/// Ends the list [`begin`] began (taking back the last item's comma), then
+/// appends `tail`'s fields and the body's `}`.
+fn end(out: &mut Vec<u8>, tail: &impl Serialize) {
+    if out.last() == Some(&b',') {
+        out.pop();
     }
     out.push(b']');
-    // A comma and `{"b":2}` without its `{`; an empty tail is just `}`.
-    if tail.len() > 2 {
-        out.push(b',');
+    let start = out.len();
+    write(out, tail);
+    // `{"b":2}` goes on the body as `,"b":2}`; an empty tail is just `}`.
+    if out.len() > start + 2 {
+        out[start] = b',';
+    } else {
+        out.truncate(start);
+        out.push(b'}');
     }
-    out.extend_from_slice(tail.get(1..).unwrap_or(b"}"));
-    out
 }
 
 /// A place where a conversation's wire items may be cut in two: the items
@@ -127,16 +127,24 @@ pub(crate) struct Cut {
 /// requests while the request names the same history (an append-only
 /// [`Conversation`](crate::conversation::Conversation) identity), on the same
 /// wire API, with the same thinking left out; anything else starts it again.
+///
+/// The kept items are not a copy of their own: they sit in the last body
+/// written, whose buffer the next body is written into once the request
+/// that sent it is done with it (its bytes are no longer shared). Only the
+/// fields before the items are rewritten in front of them, and what follows
+/// them is written anew, so a turn neither copies the conversation nor
+/// allocates a body of the conversation's size.
 #[derive(Debug, Default)]
 pub(crate) struct BodyCache {
     key: Option<Key>,
     /// Messages of the history the kept items were made from.
     sources: usize,
-    /// The kept items' JSON, separated by commas.
-    kept: Vec<u8>,
-    /// The items written fresh for one request. Reused, and only as large as
-    /// the unsettled tail of a conversation, not the whole of it.
-    fresh: Vec<u8>,
+    /// The last body written.
+    last: Bytes,
+    /// Where in `last` the kept items are, each followed by a comma.
+    kept: Range<usize>,
+    /// The fields and lead before the items, written for one request.
+    front: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +172,8 @@ impl BodyCache {
             self.key = Some(key);
             self.sources = 0;
             // Let the memory of a long history go with it.
-            self.kept = Vec::new();
+            self.last = Bytes::new();
+            self.kept = 0..0;
         }
         self.sources
     }
@@ -177,7 +186,7 @@ impl BodyCache {
         field: &str,
         list: List<'_, T>,
         tail: &impl Serialize,
-    ) -> Vec<u8> {
+    ) -> Bytes {
         let List {
             lead,
             items,
@@ -190,21 +199,35 @@ impl BodyCache {
             .find(|cut| cut.items + open <= items.len() && cut.source > self.sources)
             .copied();
         let keep = settled.map_or(0, |cut| cut.items);
-        for item in &items[..keep] {
-            if !self.kept.is_empty() {
-                self.kept.push(b',');
-            }
-            write(&mut self.kept, item);
+        let last = std::mem::take(&mut self.last);
+        // While the HTTP client still holds the last body (its connection
+        // not yet done with it), the kept part is copied out of it instead.
+        let mut out = if last.is_unique() {
+            Vec::from(last)
+        } else {
+            last.get(..self.kept.end).unwrap_or_default().to_vec()
+        };
+        out.truncate(self.kept.end);
+        // `end` took back the last kept item's comma if nothing followed it.
+        if !self.kept.is_empty()
+            && let Some(comma) = out.last_mut()
+        {
+            *comma = b',';
         }
+        self.front.clear();
+        begin(&mut self.front, head, field, lead);
+        // In front of the kept items, the fields written for this request.
+        out.splice(..self.kept.start, self.front.iter().copied());
+        self.kept.start = self.front.len();
+        write_items(&mut out, &items[..keep]);
+        self.kept.end = out.len();
         if let Some(cut) = settled {
             self.sources = cut.source;
         }
-        self.fresh.clear();
-        write_items(&mut self.fresh, lead);
-        let lead_end = self.fresh.len();
-        write_items(&mut self.fresh, &items[keep..]);
-        let (lead, own) = self.fresh.split_at(lead_end);
-        splice(head, field, [lead, &self.kept, own], tail)
+        write_items(&mut out, &items[keep..]);
+        end(&mut out, tail);
+        self.last = Bytes::from(out);
+        self.last.clone()
     }
 }
 
@@ -219,16 +242,6 @@ pub(crate) struct List<'a, T> {
     /// Items that must stay fresh at the end (they may carry a mark that
     /// moves with the next request).
     pub open: usize,
-}
-
-/// Appends `items` to `out`, separated by commas.
-fn write_items<T: Serialize>(out: &mut Vec<u8>, items: &[T]) {
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        write(out, item);
-    }
 }
 
 #[cfg(test)]
@@ -358,8 +371,9 @@ mod tests {
     }
 
     /// The bodies of every wire API for `request`: through `caches` (the
-    /// request names its history) and plainly (it names none).
-    fn compare(request: &Request<'_>, caches: &mut [BodyCache; 4], step: usize) {
+    /// request names its history) and plainly (it names none). Returns the
+    /// cached ones, which a caller may hold on to as an HTTP client would.
+    fn compare(request: &Request<'_>, caches: &mut [BodyCache; 4], step: usize) -> [Bytes; 4] {
         let plain = Request {
             history: None,
             ..*request
@@ -384,6 +398,7 @@ mod tests {
             );
             serde_json::from_slice::<Value>(cached).expect("valid JSON");
         }
+        cached
     }
 
     #[test]
@@ -398,6 +413,7 @@ mod tests {
         let mut caches: [BodyCache; 4] = Default::default();
         let mut history = Conversation::new();
         let mut drop_thinking_before = 0;
+        let mut held = None;
         for step in 0..70 {
             let mut new = vec![prompt(&mut script, step)];
             for _ in 0..script.next(4) {
@@ -431,7 +447,10 @@ mod tests {
                     drop_thinking_before,
                     history: Some(history.id()),
                 };
-                compare(&request, &mut caches, step);
+                let bodies = compare(&request, &mut caches, step);
+                // Now and then the last bodies are still in use when the
+                // next ones are written, so their buffers cannot be reused.
+                held = step.is_multiple_of(3).then_some(bodies);
             }
             // What changes the history or how it is sent: a changed prefix
             // leaves earlier thinking out, a compaction replaces the start,
@@ -459,5 +478,6 @@ mod tests {
             );
             assert!(cache.kept.len() > 10_000, "{} bytes kept", cache.kept.len());
         }
+        assert!(held.is_some());
     }
 }

@@ -445,7 +445,7 @@ impl Provider {
 
 impl Provider {
     /// The request's JSON body in `wire`'s format.
-    fn body(&self, request: &Request<'_>, wire: Wire) -> Vec<u8> {
+    fn body(&self, request: &Request<'_>, wire: Wire) -> bytes::Bytes {
         // A panic while the cache was held leaves nothing half-kept that
         // matters: `resume` checks the key and drops what does not match.
         let mut cache = self.bodies.lock().unwrap_or_else(PoisonError::into_inner);

@@ -22,7 +22,7 @@ use crate::models::{self, Thinking};
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     // Errors name what the user configured: "ollama" says more than "openai".
@@ -38,9 +38,8 @@ pub(crate) async fn post(
     http: &reqwest::Client,
     config: &ProviderConfig,
     url: &str,
-    body: Vec<u8>,
+    body: bytes::Bytes,
 ) -> Result<reqwest::Response, ProviderError> {
-    let body = bytes::Bytes::from(body);
     retry::send(config.kind.name(), url, || {
         let builder = http
             .post(url)
@@ -127,7 +126,11 @@ pub(crate) fn is_openai(base_url: &str) -> bool {
 /// from the conversation (no intermediate `Value` tree); the settled
 /// messages of a history come from `cache`. `openai`: the server is
 /// OpenAI's own.
-pub(crate) fn request_body(request: &Request<'_>, openai: bool, cache: &mut BodyCache) -> Vec<u8> {
+pub(crate) fn request_body(
+    request: &Request<'_>,
+    openai: bool,
+    cache: &mut BodyCache,
+) -> bytes::Bytes {
     let model = models::info(ProviderKind::OpenAi, request.model);
     let reasoning_effort = request
         .reasoning

@@ -36,7 +36,7 @@ const RETRYABLE_CODES: &[&str] = &[
 pub(crate) async fn complete(
     http: &reqwest::Client,
     config: &ProviderConfig,
-    body: Vec<u8>,
+    body: bytes::Bytes,
     events: &mpsc::UnboundedSender<StreamEvent>,
 ) -> Result<Completion, ProviderError> {
     let url = endpoint(&config.base_url);
@@ -86,7 +86,11 @@ fn stream_error(provider: &'static str, message: String) -> ProviderError {
 /// The JSON body of a streaming, stateless Responses API call; the settled
 /// items of a history come from `cache`. `openai`: the server is OpenAI's
 /// own (it alone gets `prompt_cache_key`).
-pub(crate) fn request_body(request: &Request<'_>, openai: bool, cache: &mut BodyCache) -> Vec<u8> {
+pub(crate) fn request_body(
+    request: &Request<'_>,
+    openai: bool,
+    cache: &mut BodyCache,
+) -> bytes::Bytes {
     let model = models::info(ProviderKind::OpenAi, request.model);
     // Reasoning models reason whether asked or not; they are the ones whose
     // reasoning must be kept (and the only ones that accept these fields).
