@@ -115,17 +115,6 @@ pub fn find_key(
     Ok(stored_key(zot_home, kind)?.map(|key| (key, path.display().to_string())))
 }
 
-/// A key as it may be shown: its first and last four characters.
-pub fn mask(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    if chars.len() < 12 {
-        return "*".repeat(chars.len().min(8));
-    }
-    let head: String = chars[..4].iter().collect();
-    let tail: String = chars[chars.len() - 4..].iter().collect();
-    format!("{head}…{tail}")
-}
-
 /// Resolves the provider: the one named with `--provider`, else the first
 /// of anthropic, openai that has a key. Without a key this is not an error
 /// yet: the provider comes back with an empty key and the message to show
@@ -194,7 +183,7 @@ pub fn named(zot_home: &Path, name: &str) -> anyhow::Result<Named> {
             "unknown provider \"{name}\" (use {}, a preset: {}, or define it under \"providers\" in {})",
             providers::names(&configured),
             providers::preset_names(),
-            crate::config::user_path(zot_home).display()
+            crate::paths::user_path(zot_home).display()
         )
     })
 }
