@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
 use zot_core::provider::{CacheTtl, ProviderKind};
-use zot_extensions::trust::write_atomically;
+use zot_extensions::atomic_file::write_atomically;
 
 use crate::args::AgentArgs;
 use crate::paths::{project_path, user_path};

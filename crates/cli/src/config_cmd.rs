@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
-use zot_extensions::trust::write_atomically;
+use zot_extensions::atomic_file::write_atomically;
 
 use crate::args::{AgentArgs, ConfigCommand};
 use crate::config::{
