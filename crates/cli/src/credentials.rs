@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use zot_core::provider::{ProviderConfig, ProviderKind, Wire};
+use zot_extensions::atomic_file::write_private;
 
 use crate::args::{AgentArgs, AuthCommand};
 use crate::providers::{self, Named};
@@ -293,25 +294,4 @@ pub fn auth_command(
     };
     errln!("{verb} the {name} key in {}{only}", path.display());
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// Writes via a 0600 temp file and a rename: never readable by others, never half-written.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
