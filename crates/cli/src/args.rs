@@ -69,7 +69,7 @@ pub struct AgentArgs {
     /// anthropic, openai, ollama, or a named provider or preset (see docs/providers.md) [env: ZOT_PROVIDER, config: provider].
     #[arg(long)]
     pub provider: Option<String>,
-    /// The model id [env: ZOT_MODEL, config: model].
+    /// The model id, or PROVIDER:ID to choose the provider too (split at the first colon) [env: ZOT_MODEL, config: model].
     #[arg(long)]
     pub model: Option<String>,
     /// API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json).
