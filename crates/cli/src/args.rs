@@ -69,7 +69,7 @@ pub struct AgentArgs {
     /// anthropic, openai, ollama, or a named provider or preset (see docs/providers.md) [env: ZOT_PROVIDER, config: provider].
     #[arg(long)]
     pub provider: Option<String>,
-    /// The model id [env: ZOT_MODEL, config: model].
+    /// The model id, or PROVIDER:ID to choose the provider too (split at the first colon) [env: ZOT_MODEL, config: model].
     #[arg(long)]
     pub model: Option<String>,
     /// API key (else ANTHROPIC_API_KEY / OPENAI_API_KEY, else $ZOT_HOME/auth.json).
@@ -416,7 +416,7 @@ pub enum ExtCommand {
         name: String,
         /// The language (and SDK) to write it in.
         #[arg(long, value_enum)]
-        lang: crate::scaffold::Lang,
+        lang: Lang,
         /// Where to write it (default ./<name>); must not exist, or be an empty directory.
         #[arg(long, value_name = "PATH")]
         dir: Option<PathBuf>,
@@ -543,4 +543,21 @@ pub struct McpAddArgs {
     /// The command and its arguments (after `--`), or the server's URL.
     #[arg(value_name = "COMMAND_OR_URL", required = true)]
     pub target: Vec<String>,
+}
+
+/// The language of a new extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// Rust with the `zot-ext` SDK (built with `./build`).
+    #[value(alias = "rs")]
+    Rust,
+    /// Python 3.9+ with the `zot_ext` SDK.
+    #[value(alias = "py")]
+    Python,
+    /// TypeScript-checked JavaScript with the `@zot/ext` SDK (Node 18+, no build step).
+    #[value(alias = "typescript")]
+    Ts,
+    /// Plain POSIX sh, no SDK, no jq.
+    #[value(alias = "shell")]
+    Sh,
 }

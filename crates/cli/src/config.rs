@@ -1,5 +1,5 @@
 //! Settings from `$ZOT_HOME/config.json` (the user config) and the
-//! project's `.zot/config.json`, and `zot config …`.
+//! project's `.zot/config.json` (the `zot config` command is `config_cmd.rs`).
 //!
 //! Precedence: flags > environment (`ZOT_PROVIDER`, `ZOT_MODEL`,
 //! `ZOT_BASE_URL`) > project file > user file > defaults. A project file may
@@ -10,14 +10,14 @@
 //! line and column; a malformed project file is a warning and is skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
 use zot_core::provider::{CacheTtl, ProviderKind};
-use zot_extensions::trust::write_atomically;
+use zot_extensions::atomic_file::write_atomically;
 
-use crate::args::{AgentArgs, ConfigCommand};
+use crate::args::AgentArgs;
+use crate::paths::{project_path, user_path};
 
 /// Every key the user config knows, in the order zot shows them.
 pub const KEYS: &[&str] = &[
@@ -96,16 +96,6 @@ impl Source {
             None => self.kind().to_owned(),
         }
     }
-}
-
-/// `$ZOT_HOME/config.json`.
-pub fn user_path(zot_home: &Path) -> PathBuf {
-    zot_home.join("config.json")
-}
-
-/// `<project>/.zot/config.json`.
-pub fn project_path(project: &Path) -> PathBuf {
-    project.join(".zot").join("config.json")
 }
 
 /// The settings below the flags: environment, project file, user file.
@@ -343,37 +333,6 @@ impl Settings {
             .filter(|s| matches!(s, Source::Env(_) | Source::Project(_)))
     }
 
-    /// [`resolved`](Self::resolved), with the defaults that depend on the
-    /// provider (provider, model, base URL) as `choice`, the run's pick,
-    /// has them: what `zot doctor` and `zot config list|get` both show.
-    pub fn resolved_with(
-        &self,
-        args: &AgentArgs,
-        choice: Option<&crate::run::Choice>,
-    ) -> Vec<(&'static str, Value, Source)> {
-        let mut resolved = self.resolved(args);
-        if let Some(choice) = choice {
-            for (key, value, _) in resolved.iter_mut().filter(|(_, v, _)| v.is_null()) {
-                match *key {
-                    "provider" => *value = Value::from(choice.provider.name.clone()),
-                    "model" => *value = Value::from(choice.model.clone()),
-                    "base_url" => *value = Value::from(choice.provider.base_url.clone()),
-                    "api" => *value = Value::from(choice.provider.wire.name()),
-                    _ => {}
-                }
-            }
-        }
-        resolved
-    }
-
-    /// What a run with no flags resolves (`zot config list|get`).
-    fn resolved_for_run(&mut self, zot_home: &Path) -> Vec<(&'static str, Value, Source)> {
-        let mut args = AgentArgs::default();
-        self.apply(&mut args);
-        let choice = crate::run::choose(&args, zot_home).ok();
-        self.resolved_with(&AgentArgs::default(), choice.as_ref())
-    }
-
     /// Every key with its effective value (flags applied), defaults filled in,
     /// for `zot doctor` and `zot config list`.
     pub fn resolved(&self, args: &AgentArgs) -> Vec<(&'static str, Value, Source)> {
@@ -468,7 +427,7 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
 
 /// A JSON object file; `Ok(None)` when it does not exist. Syntax errors name
 /// the file, line and column.
-fn read_object(path: &Path) -> anyhow::Result<Option<Map<String, Value>>> {
+pub fn read_object(path: &Path) -> anyhow::Result<Option<Map<String, Value>>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -496,7 +455,7 @@ fn read_object(path: &Path) -> anyhow::Result<Option<Map<String, Value>>> {
 }
 
 /// The user file: a syntax error or a bad value is an error (with how to repair it).
-fn read_user(path: &Path) -> anyhow::Result<Map<String, Value>> {
+pub fn read_user(path: &Path) -> anyhow::Result<Map<String, Value>> {
     let map = read_object(path)
         .map_err(|e| anyhow::anyhow!("{e:#} (fix it by hand, or see `zot config path`)"))?
         .unwrap_or_default();
@@ -571,7 +530,7 @@ pub fn parse_value(key: &str, raw: &str) -> Result<Value, String> {
 
 /// `text` (a JSON object that does not parse) without the lines that set
 /// `key`, when that makes it parse (a dangling comma before `}` is dropped too).
-fn without_key_line(text: &str, key: &str) -> Option<String> {
+pub fn without_key_line(text: &str, key: &str) -> Option<String> {
     let needle = format!("\"{key}\"");
     let kept: Vec<&str> = text
         .lines()
@@ -596,156 +555,6 @@ fn without_key_line(text: &str, key: &str) -> Option<String> {
     let body = trimmed.strip_suffix('}')?.trim_end();
     let fixed = format!("{}\n}}\n", body.strip_suffix(',')?);
     parses(&fixed).then_some(fixed)
-}
-
-fn show(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// [`show`], with what may carry a key masked (header values of `providers`).
-fn show_key(key: &str, value: &Value) -> String {
-    if key == "providers" {
-        show(&crate::providers::masked(value))
-    } else {
-        show(value)
-    }
-}
-
-/// `zot config list|get|set|unset|path`.
-pub fn run(zot_home: &Path, project: &Path, command: &ConfigCommand) -> anyhow::Result<ExitCode> {
-    let file = |in_project: bool| {
-        if in_project {
-            project_path(project)
-        } else {
-            user_path(zot_home)
-        }
-    };
-    let allowed = |key: &str, in_project: bool| -> anyhow::Result<()> {
-        if in_project && !PROJECT_KEYS.contains(&key) {
-            bail!(
-                "\"{key}\" cannot be set in a project config (only {})",
-                PROJECT_KEYS.join(", ")
-            );
-        }
-        if !KEYS.contains(&key) {
-            bail!("unknown key \"{key}\" (known: {})", KEYS.join(", "));
-        }
-        Ok(())
-    };
-    match command {
-        ConfigCommand::Path { project: p } => outln!("{}", file(*p).display()),
-        ConfigCommand::List { project: true } => {
-            let path = file(true);
-            for (key, value) in read_object(&path)?.unwrap_or_default() {
-                let note = if PROJECT_KEYS.contains(&key.as_str()) {
-                    ""
-                } else {
-                    "  # ignored: not allowed in a project config"
-                };
-                outln!("{key} = {}{note}", show_key(&key, &value));
-            }
-        }
-        ConfigCommand::List { project: false } => {
-            let mut settings = Settings::load(zot_home, project)?;
-            let resolved = settings.resolved_for_run(zot_home);
-            for warning in &settings.warnings {
-                errln!("zot: warning: {warning}");
-            }
-            for (key, value, source) in resolved {
-                if value.is_null() {
-                    outln!("{key}  # unset");
-                } else {
-                    outln!("{key} = {}  # {}", show_key(key, &value), source.describe());
-                }
-            }
-            for (key, value) in &settings.unknown {
-                outln!("{key} = {}  # unknown key, kept, not used", show(value));
-            }
-        }
-        ConfigCommand::Get { key, project: p } => {
-            let value = if *p {
-                read_object(&file(true))?
-                    .unwrap_or_default()
-                    .get(key.as_str())
-                    .cloned()
-            } else {
-                let mut settings = Settings::load(zot_home, project)?;
-                let known = settings
-                    .resolved_for_run(zot_home)
-                    .into_iter()
-                    .find(|(k, ..)| k == key)
-                    .map(|(_, v, _)| v);
-                known.filter(|v| !v.is_null()).or_else(|| {
-                    settings
-                        .unknown
-                        .iter()
-                        .find(|(k, _)| k == key)
-                        .map(|(_, v)| v.clone())
-                })
-            };
-            match value {
-                Some(value) => outln!("{}", show_key(key, &value)),
-                None => {
-                    errln!("zot: {key} is unset");
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-        }
-        ConfigCommand::Set {
-            key,
-            value,
-            project: p,
-        } => {
-            allowed(key, *p)?;
-            let value = parse_value(key, value).map_err(anyhow::Error::msg)?;
-            if key == "provider"
-                && let Some(name) = value.as_str()
-            {
-                crate::credentials::named_or_builtin(zot_home, name)?;
-            }
-            let path = file(*p);
-            if !*p {
-                // Refuses to rewrite a file it cannot read.
-                read_user(&path).or_else(|e| {
-                    if e.to_string().contains("invalid JSON") {
-                        Err(e)
-                    } else {
-                        Ok(Map::new())
-                    }
-                })?;
-                zot_core::session::private_dir(zot_home)
-                    .with_context(|| format!("cannot create {}", zot_home.display()))?;
-            }
-            write_key(&path, key, Some(value.clone()))?;
-            errln!("{key} = {} in {}", show(&value), path.display());
-        }
-        ConfigCommand::Unset { key, project: p } => {
-            let path = file(*p);
-            if let Err(e) = read_object(&path) {
-                // A file that does not parse: drop the key's line if that repairs it.
-                let text = std::fs::read_to_string(&path)?;
-                let Some(repaired) = without_key_line(&text, key) else {
-                    return Err(e.context(format!("cannot unset {key}")));
-                };
-                write_atomically(&path, repaired.as_bytes())
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-                errln!(
-                    "removed {key} from {} (the file parses again)",
-                    path.display()
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            if write_key(&path, key, None)? {
-                errln!("removed {key} from {}", path.display());
-            } else {
-                errln!("{key} is not set in {}", path.display());
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

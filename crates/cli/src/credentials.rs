@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use zot_core::provider::{ProviderConfig, ProviderKind, Wire};
+use zot_extensions::atomic_file::write_private;
 
 use crate::args::{AgentArgs, AuthCommand};
 use crate::providers::{self, Named};
@@ -115,17 +116,6 @@ pub fn find_key(
     Ok(stored_key(zot_home, kind)?.map(|key| (key, path.display().to_string())))
 }
 
-/// A key as it may be shown: its first and last four characters.
-pub fn mask(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    if chars.len() < 12 {
-        return "*".repeat(chars.len().min(8));
-    }
-    let head: String = chars[..4].iter().collect();
-    let tail: String = chars[chars.len() - 4..].iter().collect();
-    format!("{head}…{tail}")
-}
-
 /// Resolves the provider: the one named with `--provider`, else the first
 /// of anthropic, openai that has a key. Without a key this is not an error
 /// yet: the provider comes back with an empty key and the message to show
@@ -194,7 +184,7 @@ pub fn named(zot_home: &Path, name: &str) -> anyhow::Result<Named> {
             "unknown provider \"{name}\" (use {}, a preset: {}, or define it under \"providers\" in {})",
             providers::names(&configured),
             providers::preset_names(),
-            crate::config::user_path(zot_home).display()
+            crate::paths::user_path(zot_home).display()
         )
     })
 }
@@ -304,25 +294,4 @@ pub fn auth_command(
     };
     errln!("{verb} the {name} key in {}{only}", path.display());
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// Writes via a 0600 temp file and a rename: never readable by others, never half-written.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

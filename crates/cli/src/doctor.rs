@@ -15,8 +15,9 @@ use zot_core::provider::{ProviderConfig, ProviderKind};
 
 use crate::args::{Cli, ExtCommand};
 use crate::config::Settings;
+use crate::config_cmd::resolved_with;
 use crate::context::Context;
-use crate::credentials;
+use crate::{credentials, providers};
 
 /// How long the endpoint check waits for an answer.
 pub const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -40,9 +41,9 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
 
     let choice = crate::run::provider_and_model(&args, ctx);
     let mut config = Map::new();
-    for (key, value, source) in ctx.settings.resolved_with(&cli.agent, choice.as_ref().ok()) {
+    for (key, value, source) in resolved_with(&ctx.settings, &cli.agent, choice.as_ref().ok()) {
         let value = if key == "providers" {
-            crate::providers::masked(&value)
+            providers::masked(&value)
         } else {
             value
         };
@@ -70,7 +71,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
             }
             match credentials::find_key(&lookup, &ctx.zot_home, kind) {
                 Ok(Some((key, from))) => {
-                    json!({"needed": true, "found": true, "key": credentials::mask(&key), "from": from})
+                    json!({"needed": true, "found": true, "key": providers::mask(&key), "from": from})
                 }
                 Ok(None) => json!({"needed": true, "found": false, "key": null, "from": null,
                     "variable": credentials::env_var(kind)}),
@@ -90,7 +91,7 @@ pub fn run(cli: &Cli, ctx: &mut Context, as_json: bool) -> anyhow::Result<ExitCo
         }
         let entry = match credentials::named_key(&lookup, &ctx.zot_home, named) {
             Ok(Ok((key, from))) => json!({"needed": named.needs_key(), "found": true,
-                "key": credentials::mask(&key), "from": from, "base_url": named.base_url}),
+                "key": providers::mask(&key), "from": from, "base_url": named.base_url}),
             Ok(Err(why)) => json!({"needed": named.needs_key(), "found": false, "key": null,
                 "from": null, "variable": named.api_key_env, "why": why, "base_url": named.base_url,
                 "stored_elsewhere": credentials::stored_elsewhere(&ctx.zot_home, named)}),
@@ -434,7 +435,7 @@ mod tests {
             probe_url(&config(ProviderKind::Ollama, "http://h:11434")),
             "http://h:11434/api/tags"
         );
-        assert_eq!(credentials::mask("sk-ant-0123456789abcd"), "sk-a…abcd");
-        assert_eq!(credentials::mask("short"), "*****");
+        assert_eq!(providers::mask("sk-ant-0123456789abcd"), "sk-a…abcd");
+        assert_eq!(providers::mask("short"), "*****");
     }
 }

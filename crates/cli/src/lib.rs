@@ -10,6 +10,7 @@ pub mod term;
 pub mod args;
 pub mod commands;
 pub mod config;
+pub mod config_cmd;
 pub mod context;
 pub mod credentials;
 pub mod doctor;
@@ -23,6 +24,7 @@ pub mod mcp_cmd;
 pub mod mcp_view;
 pub mod models_cmd;
 pub mod oneshot;
+pub mod paths;
 pub mod permissions_cmd;
 pub mod providers;
 pub mod rpc;
@@ -67,7 +69,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "cannot tell where $ZOT_HOME is: set ZOT_HOME (or XDG_STATE_HOME, or HOME)",
             )?;
             let project = std::env::current_dir().context("cannot read the working directory")?;
-            config::run(&zot_home, &project, command)
+            config_cmd::run(&zot_home, &project, command)
         }
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

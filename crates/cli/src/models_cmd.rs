@@ -259,7 +259,9 @@ fn write_cache(path: &Path, base_url: &str, ids: &[String]) {
     let written = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| zot_extensions::trust::write_atomically(path, body.to_string().as_bytes()));
+        .and_then(|()| {
+            zot_extensions::atomic_file::write_atomically(path, body.to_string().as_bytes())
+        });
     if let Err(e) = written {
         tracing::warn!(path = %path.display(), error = %e, "cannot cache the model list");
     }

@@ -300,7 +300,7 @@ pub fn preset_names() -> String {
 /// never set them). A broken entry is the config's error, reported where
 /// the file is read; here it only leaves the providers out.
 pub fn load(zot_home: &Path) -> Vec<Named> {
-    let path = crate::config::user_path(zot_home);
+    let path = crate::paths::user_path(zot_home);
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
@@ -336,6 +336,17 @@ pub fn names(configured: &[Named]) -> String {
     names.join(", ")
 }
 
+/// A key as it may be shown: its first and last four characters.
+pub fn mask(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() < 12 {
+        return "*".repeat(chars.len().min(8));
+    }
+    let head: String = chars[..4].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}…{tail}")
+}
+
 /// `providers` as it may be shown: header values masked.
 pub fn masked(value: &Value) -> Value {
     let mut value = value.clone();
@@ -347,7 +358,7 @@ pub fn masked(value: &Value) -> Value {
         if let Some(headers) = entry.get_mut("headers").and_then(Value::as_object_mut) {
             for header in headers.values_mut() {
                 if let Some(text) = header.as_str() {
-                    *header = Value::from(crate::credentials::mask(text));
+                    *header = Value::from(mask(text));
                 }
             }
         }

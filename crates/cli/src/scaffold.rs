@@ -13,25 +13,11 @@ use std::process::ExitCode;
 use anyhow::{Context as _, anyhow, bail};
 use zot_extensions::zot_protocol::ui::BUILTIN_COMMANDS;
 
+use crate::args::Lang;
 use crate::context::{Context, display};
 
-/// The language of a new extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    /// Rust with the `zot-ext` SDK (built with `./build`).
-    #[value(alias = "rs")]
-    Rust,
-    /// Python 3.9+ with the `zot_ext` SDK.
-    #[value(alias = "py")]
-    Python,
-    /// TypeScript-checked JavaScript with the `@zot/ext` SDK (Node 18+, no build step).
-    #[value(alias = "typescript")]
-    Ts,
-    /// Plain POSIX sh, no SDK, no jq.
-    #[value(alias = "shell")]
-    Sh,
-}
-
+// `Lang` itself is a clap value type and lives in `args.rs`; what only
+// scaffolding needs to know about each language stays here.
 impl Lang {
     fn as_str(self) -> &'static str {
         match self {

@@ -1,8 +1,8 @@
 //! The builder: [`Extension`] collects commands, tools, event handlers,
-//! interceptors, panels and `on_hello` hooks; `run` (in `runtime.rs`)
-//! announces them and dispatches to them.
+//! interceptors, panels and `on_hello` hooks. It only collects: `run`
+//! (in `runtime.rs`, which builds on this module) announces them and
+//! dispatches to them.
 
-use std::io::{BufReader, Write};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -10,7 +10,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use zot_protocol::zot::{Event, PanelKey};
 
-use crate::error::Error;
 use crate::host::{Host, HostInfo};
 use crate::intercept::{
     BeforeAgentStart, MessageDecision, PendingToolCall, ToolCallDecision, TurnDecision,
@@ -298,24 +297,6 @@ impl Extension {
     {
         self.hello_hooks.push(Box::new(hook));
         self
-    }
-
-    /// Speaks the protocol over stdin/stdout until zot closes stdin or
-    /// sends `shutdown`. Never print to stdout yourself: it is the protocol;
-    /// use [`Host::log`] or stderr.
-    pub fn run(self) -> Result<(), Error> {
-        let stdin = BufReader::new(std::io::stdin());
-        self.run_with(stdin, std::io::stdout())
-    }
-
-    /// [`run`](Extension::run) over any reader and writer, e.g. to test an
-    /// extension in-process.
-    pub fn run_with<R, W>(self, input: R, output: W) -> Result<(), Error>
-    where
-        R: std::io::BufRead,
-        W: Write + Send + 'static,
-    {
-        crate::runtime::run(self, crate::runtime::Lines::new(input), Box::new(output))
     }
 
     fn typed_tool<A, F>(self, name: String, description: String, deferred: bool, handler: F) -> Self

@@ -4,7 +4,7 @@
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -48,6 +48,28 @@ const CAPABILITIES: [&str; 4] = ["commands", "tools", "events", "panels"];
 pub(crate) trait FrameSource {
     /// The next well-formed frame; `None` once the host is gone.
     fn next_frame(&mut self, host: &Host) -> Result<Option<HostFrame>, Error>;
+}
+
+/// Running lives here rather than beside the builder so the builder stays a
+/// plain collector that knows nothing of the wire.
+impl Extension {
+    /// Speaks the protocol over stdin/stdout until zot closes stdin or
+    /// sends `shutdown`. Never print to stdout yourself: it is the protocol;
+    /// use [`Host::log`] or stderr.
+    pub fn run(self) -> Result<(), Error> {
+        let stdin = BufReader::new(io::stdin());
+        self.run_with(stdin, io::stdout())
+    }
+
+    /// [`run`](Extension::run) over any reader and writer, e.g. to test an
+    /// extension in-process.
+    pub fn run_with<R, W>(self, input: R, output: W) -> Result<(), Error>
+    where
+        R: BufRead,
+        W: Write + Send + 'static,
+    {
+        run(self, Lines::new(input), Box::new(output))
+    }
 }
 
 pub(crate) fn run(

@@ -26,7 +26,7 @@ pub struct HostConfig {
     pub project_trusted: bool,
     /// What a project trusted for this run only (`--trust`) was trusted
     /// with: its pinned files at the start. `None`: the trust store's entry.
-    pub trusted_pins: Option<crate::trust_gate::Pins>,
+    pub trusted_pins: Option<crate::pins::Pins>,
     /// The user's home: `~/.agents/extensions` (extensions shared with other
     /// agents) is searched after the zot roots. `None` skips it.
     pub user_home: Option<PathBuf>,
@@ -90,8 +90,8 @@ impl HostConfig {
     }
 
     /// Where command hooks are read from, with the project trusted or not.
-    pub fn hook_sources(&self, project_trusted: bool) -> crate::hooks::HookSources {
-        crate::hooks::HookSources {
+    pub fn hook_sources(&self, project_trusted: bool) -> crate::hooks::settings::HookSources {
+        crate::hooks::settings::HookSources {
             user_home: self.user_home.clone(),
             zot_home: self.zot_home.clone(),
             project: std::path::absolute(&self.cwd).unwrap_or_else(|_| self.cwd.clone()),

@@ -9,27 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::HostConfig;
 use crate::manifest::{Dialect, MANIFEST_FILE, Manifest, ManifestError};
-
-/// Where an extension was found, in precedence order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scope {
-    /// `--ext` for this run.
-    Explicit,
-    /// `./.zot/extensions`.
-    Project,
-    /// `$ZOT_HOME/extensions`.
-    Global,
-}
-
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Explicit => "explicit",
-            Self::Project => "project",
-            Self::Global => "global",
-        }
-    }
-}
+use crate::scope::Scope;
 
 /// One extension directory that discovery looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -63,7 +63,7 @@ pub(crate) struct Extension {
     pub(crate) url: Option<String>,
     /// For a remote extension, where its manifest was found and what it
     /// said, so the host can connect it again when the connection is lost.
-    pub(crate) origin: Option<(crate::discovery::Scope, crate::manifest::Manifest)>,
+    pub(crate) origin: Option<(crate::scope::Scope, crate::manifest::Manifest)>,
 }
 
 impl Extension {

@@ -7,6 +7,7 @@
 //! [`HostEvent`] stream it returns. Unix only (process groups, signals).
 
 mod adapter;
+pub mod atomic_file;
 pub mod config;
 mod context;
 pub mod discovery;
@@ -22,10 +23,12 @@ pub mod mcp;
 pub mod model;
 pub mod permissions;
 mod pins;
+mod placeholders;
 mod reaper;
 mod registry;
 mod remote;
 pub mod sampling;
+mod scope;
 mod tool_schema;
 mod transport;
 pub mod trust;
@@ -33,7 +36,7 @@ pub mod trust_gate;
 
 pub use adapter::{HandshakeError, ProgressSink};
 pub use config::{HostConfig, default_zot_home, zot_home_from};
-pub use discovery::{Found, FoundStatus, Scope, discover};
+pub use discovery::{Found, FoundStatus, discover};
 pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ToolReply};
 pub use extension::Readiness;
 pub use hooks::CommandHooks;
@@ -46,6 +49,7 @@ pub use manifest::{Dialect, Launch, Manifest, ManifestError, OnFailure, Remote};
 pub use model::{CustomSummary, Hook, HookPoint, ToolInfo};
 pub use permissions::Permissions;
 pub use registry::{Conflict, NameKind, Owner};
+pub use scope::Scope;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::RequestError;
 pub use trust::{

@@ -7,10 +7,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::atomic_file::write_atomically;
 use crate::config::HostConfig;
-use crate::discovery::Scope;
 use crate::manifest::{Dialect, MANIFEST_FILE, Manifest, ManifestError};
-use crate::trust::write_atomically;
+use crate::scope::Scope;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManageError {

@@ -369,14 +369,14 @@ fn remote_manifest(
     let url = fields
         .string("url")?
         .ok_or_else(|| fields.error("url", "must be a string"))?;
-    crate::remote::check_url_text(&url).map_err(|why| fields.error("url", why))?;
+    crate::placeholders::check_url_text(&url).map_err(|why| fields.error("url", why))?;
     let headers = match map.get("headers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(items)) => items
             .iter()
             .map(|(name, value)| match value {
                 Value::String(value) => {
-                    crate::remote::check_header_text(name, value)
+                    crate::placeholders::check_header_text(name, value)
                         .map_err(|why| fields.error("headers", why))?;
                     Ok((name.clone(), value.clone()))
                 }

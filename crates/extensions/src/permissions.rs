@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use zot_sandbox::{Enforce, Grant, Kernel, Origin, Places, Policy, PrivateTmp, Scope};
 
 use crate::config::HostConfig;
-use crate::discovery::Scope as Found;
 use crate::manifest::Manifest;
+use crate::scope::Scope as Found;
 use crate::transport::stdio::Confinement;
 
 /// One extension's permissions, as `zot ext list --json` and `zot ext

@@ -2,8 +2,15 @@
 //! fingerprint: the files its words name (a hook's `sh tools/check.sh`, an
 //! MCP server's `node ./server.js`) and the module a `python3 -m` names.
 //! Trust pins each of them with the directory it lies in (`docs/trust.md`).
+//! Also [`Pins`], the pinned files as trusted for a run, which the host
+//! config carries and the trust gate compares against.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The pinned files of a project as trusted for this run (path → hash).
+pub type Pins = Arc<BTreeMap<String, String>>;
 
 /// The paths in `base` (or below it) that `words` may run: each word that
 /// is no option (`-x`) nor an existing directory, as a path, and for

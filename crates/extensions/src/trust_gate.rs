@@ -5,17 +5,14 @@
 //! stats what the last full check saw ([`Watched`]); anything that moved
 //! gets a full check (hashes through the stat cache, git).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 use zot_protocol::ui::HostEvent;
 
+use crate::pins::Pins;
 use crate::trust::{FileChange, TrustStore, Watched, diff};
-
-/// The pinned files of a project as trusted for this run (path → hash).
-pub type Pins = Arc<BTreeMap<String, String>>;
 
 pub struct TrustGate {
     zot_home: PathBuf,

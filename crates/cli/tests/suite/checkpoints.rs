@@ -15,7 +15,7 @@ use zot_testkit::{MockModel, Response, anthropic};
 
 use super::conversation::prompt;
 use super::rpc::Rpc;
-use super::support::{Run, World, events, git};
+use super::support::{Event, Run, World, events, git, typed};
 use super::tui::Tmux;
 
 /// The project's files before the prompt (`.git` aside).
@@ -128,8 +128,8 @@ fn rpc_with(w: &World, model: &MockModel, (name, value): (&str, &str)) -> Rpc {
 /// Sends the prompt of [`changing_turns`]; its `checkpoint` event once done.
 fn change_everything(rpc: &mut Rpc) -> Value {
     prompt(rpc, "change everything");
-    let event = rpc.until(|v| v["type"] == "checkpoint");
-    rpc.until(|v| v["type"] == "done");
+    let event = rpc.until(|v| matches!(typed(v), Event::Checkpoint { .. }));
+    rpc.done();
     event
 }
 
@@ -383,7 +383,7 @@ fn json_mode_reports_the_checkpoint_and_a_deleted_sessions_is_pruned_at_the_next
     // Every line is checked against the event schema.
     let checkpoint = events(&run)
         .into_iter()
-        .find(|e| e["type"] == "checkpoint")
+        .find(|e| matches!(typed(e), Event::Checkpoint { .. }))
         .unwrap_or_else(|| panic!("no checkpoint event: {run:?}"));
     assert_eq!(changes(&checkpoint["files"]), expected_changes());
     let store = std::fs::read_dir(w.home.join("checkpoints"))
@@ -612,7 +612,7 @@ async fn a_prompt_that_changed_nothing_rewinds_its_conversation_without_a_snapsh
     let model = MockModel::start([anthropic::text("just talk")]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &["-c"], None);
     prompt(&mut rpc, "only talk");
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     let listed = ok_data(call(&mut rpc, json!({"type": "get_checkpoints"})));
     assert_eq!(listed["checkpoints"][0]["files"], json!([]), "{listed}");
     let entry = listed["checkpoints"][0]["entry_id"].as_str().unwrap();

@@ -5,7 +5,7 @@
 use zot_testkit::{MockModel, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{Run, World};
+use super::support::{Event, Run, World, text};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn print_mode_attaches_referenced_files_and_directories() {
@@ -76,14 +76,15 @@ async fn an_rpc_prompt_attaches_its_file_in_the_request_and_its_user_message() {
     let model = MockModel::start([anthropic::text("shipping")]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"do @todo.txt"}"#);
-    let user = rpc.until(|v| v["type"] == "user_message");
-    assert_eq!(user["content"][0]["text"], "do @todo.txt");
-    assert_eq!(
-        user["content"][1]["text"],
-        "<file path=\"todo.txt\">\nship it\n</file>"
-    );
-    rpc.until(|v| v["type"] == "done");
+    let user = match rpc.until_event(|e| matches!(e, Event::UserMessage { .. })) {
+        Event::UserMessage { content, .. } => content,
+        other => unreachable!("until_event returned {other:?}"),
+    };
+    assert_eq!(text(&user[0]), "do @todo.txt");
+    let attached = "<file path=\"todo.txt\">\nship it\n</file>";
+    assert_eq!(text(&user[1]), attached);
+    rpc.done();
     let content = &model.requests()[0].body["messages"][0]["content"];
-    assert_eq!(content[1]["text"], user["content"][1]["text"], "{content}");
+    assert_eq!(content[1]["text"], attached, "{content}");
     assert_eq!(rpc.close(), 0);
 }

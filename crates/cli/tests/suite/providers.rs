@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, anthropic, openai, responses};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, first_cost};
+use super::support::{Event, Run, World, first_cost};
 
 fn write_config(w: &World, config: &Value) {
     std::fs::write(w.home.join("config.json"), config.to_string()).unwrap();
@@ -358,7 +358,7 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
     assert_eq!(w.zot(&["models", "--provider", "claudish"]).code, 0);
     let mut rpc = Rpc::start(&w, &model, "anthropic", &["--no-session"], None);
     rpc.send(r#"{"type":"prompt","message":"one"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     rpc.send(r#"{"type":"get_models"}"#);
     let listed = rpc.response("get_models")["data"]["models"].clone();
     let k2 = listed
@@ -383,7 +383,7 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
     rpc.send(r#"{"type":"get_state"}"#);
     assert_eq!(rpc.response("get_state")["data"]["provider"], "claudish");
     rpc.send(r#"{"type":"prompt","message":"two"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     rpc.send(r#"{"type":"set_model","model":"m","provider":"nowhere"}"#);
     let refused = rpc.response("set_model");
     assert_eq!(refused["success"], false, "{refused}");
@@ -391,7 +391,7 @@ async fn rpc_set_model_switches_provider_keeping_the_transcript_without_its_thin
     rpc.send(r#"{"type":"set_model","model":"claude-haiku-4-5","provider":"anthropic"}"#);
     assert_eq!(rpc.response("set_model")["data"]["provider"], "anthropic");
     rpc.send(r#"{"type":"prompt","message":"three"}"#);
-    rpc.until(|v| v["type"] == "done");
+    rpc.done();
     assert_eq!(rpc.close(), 0);
     let third = model.requests().pop().unwrap();
     assert_eq!(third.header("x-api-key"), Some("test-key"));
@@ -425,21 +425,17 @@ async fn rpc_without_a_key_switches_to_a_named_provider_that_has_one_and_back() 
     rpc.send(r#"{"type":"set_model","model":"qwen","provider":"local"}"#);
     assert_eq!(rpc.response("set_model")["data"]["provider"], "local");
     rpc.send(r#"{"type":"prompt","message":"hi"}"#);
-    let end = rpc.until(|v| v["type"] == "done" || v["type"] == "error");
-    assert_eq!(end["type"], "done", "{end}");
+    let end = rpc.until_event(|e| matches!(e, Event::Done | Event::Error { .. }));
+    assert_eq!(end, Event::Done, "{end:?}");
     assert_eq!(model.requests()[0].body["model"], "qwen");
     // The provider it started with still has no key, and says so.
     rpc.send(r#"{"type":"set_model","model":"claude-sonnet-5-5","provider":"anthropic"}"#);
     assert_eq!(rpc.response("set_model")["data"]["provider"], "anthropic");
     rpc.send(r#"{"type":"prompt","message":"hi again"}"#);
-    let error = rpc.until(|v| v["type"] == "error");
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("ANTHROPIC_API_KEY"),
-        "{error}"
-    );
+    match rpc.until_event(|e| matches!(e, Event::Error { .. })) {
+        Event::Error { message } => assert!(message.contains("ANTHROPIC_API_KEY"), "{message}"),
+        other => unreachable!("until_event returned {other:?}"),
+    }
     assert_eq!(rpc.close(), 0);
     assert_eq!(model.requests().len(), 1);
 }

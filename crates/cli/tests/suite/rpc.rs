@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use zot_testkit::{MockModel, Response, anthropic, openai};
 
 use super::support::{
-    Block, EVENT_SCHEMA, Event, RPC_REQUEST_SCHEMA, StopReason, Usage, World, check_schema,
-    record_input, text, typed,
+    Block, EVENT_SCHEMA, Event, EventLine, RPC_REQUEST_SCHEMA, StopReason, Usage, World,
+    check_schema, record_input, text, typed,
 };
 
 /// An RPC client: every line zot prints is checked against the published
@@ -142,6 +142,23 @@ impl Rpc {
             let hit = pred(&event);
             if hit {
                 found = Some(event);
+            }
+            hit
+        });
+        found.unwrap_or_else(|| unreachable!("until returns only once pred accepted a line"))
+    }
+
+    /// The next output line, read as the protocol's [`EventLine`] (the
+    /// event and the `task` call a subagent's belongs to), that `pred`
+    /// accepts, skipping others, within 10 s.
+    pub(super) fn until_line(&self, mut pred: impl FnMut(&EventLine) -> bool) -> EventLine {
+        let mut found = None;
+        self.until(|v| {
+            let line: EventLine =
+                serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
+            let hit = pred(&line);
+            if hit {
+                found = Some(line);
             }
             hit
         });

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use zot_testkit::{Gate, MockModel, Recorded, Response, anthropic};
 
 use super::rpc::Rpc;
-use super::support::{Run, World, events, record_input, session_lines};
+use super::support::{
+    Event, EventLine, Run, World, record_input, session_lines, text, typed_lines,
+};
 use super::tui::Tmux;
 
 /// The start of a subagent's system prompt (`zot_core::agent::SUBAGENT_SYSTEM`).
@@ -153,31 +155,39 @@ async fn a_task_runs_a_child_with_a_fresh_context_and_its_answer_reaches_the_par
 
     // Every event of the child names the task call; the child's own end
     // is not a `done` of the prompt.
-    let evs = events(&run);
-    let child_call = evs
-        .iter()
-        .find(|e| e["type"] == "tool_call" && e["name"] == "grep")
-        .unwrap();
-    assert_eq!(child_call["parent_tool_call_id"], "t1");
+    let evs = typed_lines(&run);
+    let call_named = |wanted: &str| {
+        evs.iter()
+            .find(|l| matches!(&l.event, Event::ToolCall { name, .. } if name == wanted))
+            .unwrap_or_else(|| panic!("no {wanted} call: {evs:?}"))
+    };
+    assert_eq!(
+        call_named("grep").parent_tool_call_id.as_deref(),
+        Some("t1")
+    );
     let tagged = evs
         .iter()
-        .filter(|e| e["parent_tool_call_id"] == "t1")
+        .filter(|l| l.parent_tool_call_id.as_deref() == Some("t1"))
         .count();
     assert!(tagged >= 8, "{evs:?}");
-    let dones: Vec<&Value> = evs.iter().filter(|e| e["type"] == "done").collect();
-    assert_eq!(dones.len(), 1);
-    assert_eq!(dones[0].get("parent_tool_call_id"), None);
-    let task_call = evs
+    let dones: Vec<&EventLine> = evs
         .iter()
-        .find(|e| e["type"] == "tool_call" && e["name"] == "task")
-        .unwrap();
-    assert_eq!(task_call.get("parent_tool_call_id"), None);
+        .filter(|l| matches!(l.event, Event::Done))
+        .collect();
+    assert_eq!(dones.len(), 1);
+    assert_eq!(dones[0].parent_tool_call_id, None);
+    assert_eq!(call_named("task").parent_tool_call_id, None);
 
     // The child's usage adds to the session's.
-    let last_usage = evs.iter().rfind(|e| e["type"] == "usage").unwrap();
-    assert_eq!(last_usage.get("parent_tool_call_id"), None);
-    let input = last_usage["cumulative"]["input"].as_u64().unwrap();
-    assert!(input >= 300, "{last_usage}");
+    let last_usage = evs
+        .iter()
+        .rfind(|l| matches!(l.event, Event::Usage { .. }))
+        .unwrap();
+    assert_eq!(last_usage.parent_tool_call_id, None);
+    let Event::Usage { cumulative, .. } = &last_usage.event else {
+        unreachable!()
+    };
+    assert!(cumulative.input >= 300, "{last_usage:?}");
 
     // The session keeps the child's conversation beside the call, and
     // every call's usage.
@@ -385,18 +395,30 @@ async fn cancelling_the_parent_cancels_its_child() {
         .await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"search"}"#);
-    let delta = rpc.until(|v| v["type"] == "text_delta");
-    assert_eq!(delta["parent_tool_call_id"], "t1", "{delta}");
+    let delta = rpc.until_line(|l| matches!(l.event, Event::TextDelta { .. }));
+    assert_eq!(
+        delta.parent_tool_call_id.as_deref(),
+        Some("t1"),
+        "{delta:?}"
+    );
     rpc.send(r#"{"type":"abort"}"#);
-    let result = rpc.until(|v| v["type"] == "tool_result" && v["id"] == "t1");
-    assert_eq!(result["is_error"], true, "{result}");
-    assert!(result.to_string().contains("aborted"), "{result}");
-    rpc.until(|v| v["type"] == "done" && v.get("parent_tool_call_id").is_none());
+    let result = rpc.until_event(|e| matches!(e, Event::ToolResult { id, .. } if id == "t1"));
+    let Event::ToolResult {
+        is_error, content, ..
+    } = &result
+    else {
+        unreachable!()
+    };
+    assert!(*is_error, "{result:?}");
+    assert!(
+        content.iter().any(|b| text(b).contains("aborted")),
+        "{result:?}"
+    );
+    rpc.until_line(|l| matches!(l.event, Event::Done) && l.parent_tool_call_id.is_none());
     model.wait_hangups(1).await;
     // The conversation stays valid: the next prompt works.
     rpc.send(r#"{"type":"prompt","message":"again"}"#);
-    let answer = rpc.until(|v| v["type"] == "assistant_message");
-    assert_eq!(answer["content"][0]["text"], "after abort");
+    assert_eq!(text(&rpc.next_answer()[0]), "after abort");
     assert_eq!(rpc.close(), 0);
 }
 
@@ -540,8 +562,9 @@ async fn a_task_works_on_chat_completions_too() {
     );
     let last = requests.last().unwrap().body["messages"].to_string();
     assert!(last.contains("two files"), "{last}");
-    let evs = events(&run);
-    assert!(evs.iter().any(|e| e["type"] == "tool_result"
-        && e["id"] == "c1"
-        && e["parent_tool_call_id"] == "t1"));
+    let evs = typed_lines(&run);
+    assert!(evs.iter().any(
+        |l| matches!(&l.event, Event::ToolResult { id, .. } if id == "c1")
+            && l.parent_tool_call_id.as_deref() == Some("t1")
+    ));
 }

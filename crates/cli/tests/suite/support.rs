@@ -243,7 +243,7 @@ pub fn events(run: &Run) -> Vec<serde_json::Value> {
 }
 
 pub use zot_extensions::zot_protocol::events::{
-    Block, Data, Event, Response, StopReason, TodoItem, TodoStatus, Usage,
+    Block, Data, Event, EventLine, Response, StopReason, TodoItem, TodoStatus, Usage,
 };
 pub use zot_extensions::zot_protocol::schema::{
     EVENT_SCHEMA, HOOK_INPUT_SCHEMA, RPC_REQUEST_SCHEMA,
@@ -264,6 +264,15 @@ pub fn first_cost(run: &Run) -> f64 {
 
 pub fn typed(line: &serde_json::Value) -> Event {
     serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// [`events`], each read as the protocol's [`EventLine`]: the event and,
+/// for a subagent's, the `task` call it belongs to.
+pub fn typed_lines(run: &Run) -> Vec<EventLine> {
+    events(run)
+        .iter()
+        .map(|line| serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
 }
 
 /// [`events`], each read into the protocol's [`Event`].

@@ -8,8 +8,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::HostEvent;
 
-use crate::discovery::Scope;
 use crate::manifest::Manifest;
+use crate::scope::Scope;
 
 use super::state::{Inner, STARTING_GRACE, Starting};
 

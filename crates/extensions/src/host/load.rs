@@ -10,7 +10,7 @@ use zot_protocol::ui::HostEvent;
 
 use crate::adapter::select::for_manifest;
 use crate::adapter::{Adapter, HandshakeError, LaunchSpec, Link, ProcessSpec};
-use crate::discovery::{Found, FoundStatus, Scope};
+use crate::discovery::{Found, FoundStatus};
 use crate::ext_log::ExtLog;
 use crate::extension::{Extension, Readiness};
 use crate::limits::Limits;
@@ -18,6 +18,7 @@ use crate::manifest::{Manifest, Remote};
 use crate::model::{Effect, Registration};
 use crate::permissions::{self, Permissions};
 use crate::remote::{self, Wire};
+use crate::scope::Scope;
 use crate::transport::{Connection, Endpoint, FrameReader, Peer, describe, http, stdio, ws};
 
 use super::report::{LoadError, LoadErrorKind, LoadOutcome, ReloadStats, retried};

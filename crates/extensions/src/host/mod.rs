@@ -29,13 +29,14 @@ use zot_protocol::ui::{CommandInfo, HostEvent};
 use crate::adapter::select::for_manifest;
 use crate::config::HostConfig;
 use crate::context::HostContext;
-use crate::discovery::{Found, FoundStatus, Scope, discover};
+use crate::discovery::{Found, FoundStatus, discover};
 use crate::extension::Extension;
 use crate::hooks::CommandHooks;
 use crate::manifest::Manifest;
 use crate::model::{Hook, ToolInfo};
 use crate::reaper;
 use crate::registry::{Conflict, Owner};
+use crate::scope::Scope;
 use crate::trust_gate::TrustGate;
 
 /// The extension host. Cheap to clone; every clone drives the same set.

@@ -7,9 +7,9 @@ use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::HostEvent;
 use zot_protocol::zot::NotifyLevel;
 
-use crate::discovery::Scope;
 use crate::manifest::Manifest;
 use crate::remote::{self};
+use crate::scope::Scope;
 
 use super::report::retried;
 use super::state::{Inner, Reconnect};

@@ -10,10 +10,11 @@ use zot_protocol::ui::{CommandInfo, ReloadSummary};
 
 use crate::adapter::HandshakeError;
 use crate::config::HostConfig;
-use crate::discovery::{Found, FoundStatus, Scope};
+use crate::discovery::{Found, FoundStatus};
 use crate::extension::{Extension, Readiness};
 use crate::manifest::Dialect;
 use crate::model::{Mode, ToolInfo};
+use crate::scope::Scope;
 
 /// Why an extension could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]

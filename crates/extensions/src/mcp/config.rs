@@ -14,7 +14,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::discovery::Scope;
+use crate::scope::Scope;
 
 /// The project file: `<project>/.mcp.json`, the name Claude Code uses.
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -332,7 +332,7 @@ pub fn write_object(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    crate::trust::write_atomically(path, text.as_bytes())
+    crate::atomic_file::write_atomically(path, text.as_bytes())
 }
 
 /// Turns server `name` of the file at `path` on or off: `disabled: true`

@@ -100,7 +100,7 @@ impl FileTokenStore {
         };
         let mut text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
         text.push(b'\n');
-        crate::trust::write_private(&self.path, &text)
+        crate::atomic_file::write_private(&self.path, &text)
     }
 }
 
