@@ -16,6 +16,7 @@
 mod bash;
 mod enforce;
 mod env;
+mod fork_try;
 mod mounts;
 mod policy;
 mod probe;

@@ -178,7 +178,7 @@ pub(crate) fn available(root: bool) -> bool {
     } else {
         libc::CLONE_NEWUSER | libc::CLONE_NEWNS
     };
-    crate::probe::in_child(move || {
+    crate::fork_try::in_child(move || {
         // SAFETY: a system call without pointers.
         let unshared = unsafe { libc::unshare(flags) } == 0;
         // Each step runs only if the namespace was made (`&&`), so nothing

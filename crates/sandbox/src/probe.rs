@@ -150,35 +150,7 @@ fn can_unshare(root: bool) -> bool {
         libc::CLONE_NEWUSER | libc::CLONE_NEWNET
     };
     // SAFETY: a system call without pointers.
-    in_child(move || unsafe { libc::unshare(flags) } == 0)
-}
-
-/// Whether `attempt` returns true in a forked child, which exits at once.
-/// `attempt` must only make async-signal-safe calls (zot may have threads).
-#[cfg(target_os = "linux")]
-pub(crate) fn in_child(attempt: impl FnOnce() -> bool) -> bool {
-    // SAFETY: the child only runs `attempt` (async-signal-safe, as required
-    // above) and `_exit`.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let ok = attempt();
-        // SAFETY: as above.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
-    if pid < 0 {
-        return false;
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for the child forked above.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-        }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
-        }
-    }
+    crate::fork_try::in_child(move || unsafe { libc::unshare(flags) } == 0)
 }
 
 /// Whether seccomp filters can be installed: the kernel knows seccomp and
