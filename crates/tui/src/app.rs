@@ -30,12 +30,12 @@ use crate::modal::{
     Confirmation, Dialog, FormDialog, Modal, Panel, PanelStep, PromptAction, Question, Step,
 };
 use crate::theme::Theme;
-use crate::transcript::{Entry, Transcript};
+use crate::transcript::{Entry, Note, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
 mod file_picker;
 mod images;
-pub(crate) mod model_picker;
+mod model_picker;
 mod rewind;
 mod sessions;
 
@@ -101,13 +101,6 @@ pub struct AppConfig {
     /// Images to attach at start-up (`zot -i FILE`): with the start-up
     /// prompt, else as chips in the editor.
     pub images: Vec<Block>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Note {
-    pub extension: String,
-    pub level: NotifyLevel,
-    pub text: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

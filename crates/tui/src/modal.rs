@@ -2,15 +2,15 @@
 //! extension's panel, or a dialog (question, tool confirmation, sessions,
 //! trust), as one [`Modal`]; panels and dialogs turn keys into steps.
 
-use std::path::PathBuf;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use zot_protocol::ui::{FieldKind, Form, FormAnswer, FormReply, QuestionReply};
 use zot_protocol::zot::Key;
 
-pub use crate::picker::{PromptAction, PromptPicker, SessionPicker};
+pub use crate::picker::{PromptPicker, SessionPicker};
+pub use crate::step::PromptAction;
+pub(crate) use crate::step::Step;
 use crate::worker::{ConfirmRequest, Decision};
 
 /// Exactly one of these has the keyboard.
@@ -192,7 +192,7 @@ pub enum Dialog {
     /// `/tree`, `/fork`, `/jump`: a prompt of this session.
     Prompts(PromptPicker),
     /// `/model`, Ctrl+P: a model of any provider that has a key.
-    Models(crate::app::model_picker::ModelPicker),
+    Models(crate::model_picker::ModelPicker),
     /// The project ships what waits for the user's trust: one line per
     /// gated input it has (extensions, MCP servers, hooks, commands, skills).
     Trust { inputs: Vec<String> },
@@ -201,31 +201,6 @@ pub enum Dialog {
     Retrust { changes: Vec<String> },
     /// `/undo`, `/rewind`: what going back would change, and how far.
     Rewind(crate::rewind::RewindOffer),
-}
-
-/// What a key did to a dialog.
-pub(crate) enum Step {
-    Stay,
-    /// Closed, having answered whoever asked.
-    Close,
-    /// Closed on a session to resume.
-    Resume(PathBuf),
-    /// Closed on a session to delete (confirmed), the picker's scope with it.
-    DeleteSession(zot_protocol::sessions::SessionSummary, bool),
-    /// Closed to list the sessions again: every directory's (`true`) or this one's.
-    WidenSessions(bool),
-    /// Closed on a prompt: what to do, its entry id, its place on the path.
-    Prompt(PromptAction, String, usize),
-    /// Closed on whether the user trusts the project.
-    Trust(bool),
-    /// Closed on going back to before a prompt: its code, conversation or both.
-    Rewind {
-        entry_id: String,
-        code: bool,
-        conversation: bool,
-    },
-    /// Closed on a model to switch to (and whether to run the failed turn again).
-    PickModel(crate::bridge::ModelChoice, bool),
 }
 
 impl Dialog {

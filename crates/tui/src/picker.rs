@@ -15,7 +15,7 @@ use zot_core::session::OutlineRow;
 use zot_core::session::index::ago;
 use zot_protocol::sessions::SessionSummary;
 
-use crate::modal::Step;
+use crate::step::{PromptAction, Step};
 use crate::theme::Theme;
 
 /// Sessions the picker shows at once (two or three rows each).
@@ -167,19 +167,6 @@ impl SessionPicker {
         body.push(Line::styled(help, muted));
         body
     }
-}
-
-/// What picking a prompt does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PromptAction {
-    /// `/tree`: go on from that prompt's answer.
-    Tree,
-    /// `/fork`: a new branch before that prompt, its text in the editor.
-    Fork,
-    /// `/jump`: scroll the transcript to it.
-    Jump,
-    /// `/rewind`: its files and conversation back to before it.
-    Rewind,
 }
 
 pub struct PromptPicker {

@@ -8,7 +8,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use zot_protocol::checkpoints::{Change, FileChange};
 
-use crate::modal::Step;
+use crate::step::Step;
 use crate::theme::Theme;
 
 /// Files the dialog lists at most (the rest are counted).

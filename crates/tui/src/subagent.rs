@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use zot_core::AgentEvent;
 use zot_core::agent::TASK;
 
+use crate::spinner::SPINNER;
 use crate::theme::Theme;
 use crate::transcript::{Entry, Transcript};
 
@@ -83,7 +84,7 @@ pub(crate) fn spin(
         return;
     }
     if let Some(header) = lines.first_mut() {
-        let glyph = crate::view::SPINNER[frame % crate::view::SPINNER.len()];
+        let glyph = SPINNER[frame % SPINNER.len()];
         header.spans.push(Span::styled(
             format!(" {glyph}"),
             Style::default().fg(theme.accent),

@@ -3,6 +3,15 @@
 //! through [`Transcript`], so entries and renderings cannot drift apart.
 
 use ratatui::text::Line;
+use zot_protocol::zot::NotifyLevel;
+
+/// An extension's note and who sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub extension: String,
+    pub level: NotifyLevel,
+    pub text: String,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
@@ -23,7 +32,7 @@ pub enum Entry {
     Error(String),
     Info(String),
     /// An extension's note (`notify`, a command's display), where it happened.
-    Note(crate::app::Note),
+    Note(Note),
     /// Older messages replaced by this summary: one line until expanded.
     Compaction {
         summary: String,

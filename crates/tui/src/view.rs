@@ -10,17 +10,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use zot_protocol::zot::NotifyLevel;
 
-use crate::app::{App, Group, Note, POPUP_ROWS, PopupRow, StatusKind};
+use crate::app::{App, Group, POPUP_ROWS, PopupRow, StatusKind};
 use crate::markdown;
 use crate::modal::{
     CHOICES, Confirmation, Dialog, FORM_BUTTONS, FieldValue, FormDialog, Modal, Panel, Question,
 };
+use crate::spinner::SPINNER;
 use crate::theme::Theme;
-use crate::transcript::Entry;
+use crate::transcript::{Entry, Note};
 use crate::wrap::wrap;
 use zot_protocol::ui::FieldKind;
 
-pub(crate) const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 /// Most rows the editor grows to.
 const EDITOR_MAX_ROWS: usize = 8;
 /// Queued prompts shown at most.

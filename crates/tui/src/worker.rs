@@ -14,7 +14,7 @@ use zot_core::provider::{Provider, ProviderConfig, ProviderError};
 use zot_core::session::{OutlineRow, Session, index, outline};
 use zot_protocol::sessions::SessionSummary;
 
-use crate::picker::PromptAction;
+use crate::step::PromptAction;
 use zot_core::tool::BoxFuture;
 
 /// Work for the agent.
