@@ -507,8 +507,15 @@ impl Agent {
         self.prepared.is_some()
     }
 
-    /// Adds a call's usage to the running cost, the session's record and the front ends'.
-    fn count_usage(&mut self, served: Served, events: &mpsc::UnboundedSender<AgentEvent>) {
+    /// Adds a call's usage, priced with the model that served it, to the
+    /// running cost, the session's record and the front ends'; the priced
+    /// usage. Every model call (turns, compaction, side questions) is
+    /// counted here.
+    fn count_usage(
+        &mut self,
+        served: &Served,
+        events: &mpsc::UnboundedSender<AgentEvent>,
+    ) -> UsageReport {
         let price = crate::models::price(self.provider.config(), &served.model);
         let usage = UsageReport::priced(served.usage, price);
         self.usage += usage;
@@ -519,6 +526,7 @@ impl Agent {
             usage,
             cumulative: self.usage,
         });
+        usage
     }
 
     /// The tools the model sees now: allowed built-ins, then allowed
@@ -672,17 +680,8 @@ impl Agent {
             };
             // Priced with the model that served the call (`/model` may
             // have switched it since the last one).
-            let price = crate::models::price(self.provider.config(), &self.config.model);
-            let usage = UsageReport::priced(completion.usage, price);
-            self.usage += usage;
+            let usage = self.count_usage(&self.served(completion.usage), events);
             self.last_input = usage.input + usage.cache_read + usage.cache_write;
-            if let Some(session) = &mut self.session {
-                session.append_usage(&self.config.model, usage);
-            }
-            emit(AgentEvent::Usage {
-                usage,
-                cumulative: self.usage,
-            });
 
             if completion.end == End::ContextFull {
                 // The answer was cut where the context ran out: dropped, and

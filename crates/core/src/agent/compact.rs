@@ -126,7 +126,7 @@ impl Agent {
             }
             _ => match self.summarise(keep_tail, extra.as_deref(), cancel).await {
                 Ok((summary, split, served)) => {
-                    self.count_usage(served.clone(), events);
+                    self.count_usage(&served, events);
                     self.replace_with_summary(Compaction {
                         summary: summary.clone(),
                         first_kept: split,

@@ -46,7 +46,7 @@ impl Agent {
         let (tx, _rx) = mpsc::unbounded_channel();
         let completion = self.provider.complete(&request, &tx, cancel).await?;
         let served = self.served(completion.usage);
-        self.count_usage(served, events);
+        self.count_usage(&served, events);
         let answer = completion.message.text();
         Ok(if answer.trim().is_empty() {
             "(the model gave no answer in text)".to_owned()

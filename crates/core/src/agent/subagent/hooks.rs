@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::hooks::{HookEvent, Hooks, MessageGate, PermissionGate, PromptGate, ToolGate, TurnGate};
+use crate::hooks::{HookEvent, Hooks, PermissionGate, ToolGate};
 use crate::tool::{BoxFuture, Progress, ToolOutput, ToolSpec};
 
 pub(super) struct ChildHooks {
@@ -30,6 +30,9 @@ impl ChildHooks {
     }
 }
 
+/// Turn and message intercepts and prompt hooks keep the trait's defaults
+/// (allow, nothing added): the subagent's prompt is the parent model's, not
+/// the user's, so no `UserPromptSubmit` or `SessionStart` hooks run for it.
 impl Hooks for ChildHooks {
     /// Only the tool events: the subagent's session, prompt and turns are
     /// the task call's business, which observers hear as the parent's.
@@ -40,14 +43,6 @@ impl Hooks for ChildHooks {
             }
             _ => Box::pin(async {}),
         }
-    }
-
-    fn turn_start(&self, _step: u32) -> BoxFuture<'_, TurnGate> {
-        Box::pin(async { TurnGate::Allow })
-    }
-
-    fn assistant_message<'a>(&'a self, _text: &'a str) -> BoxFuture<'a, MessageGate> {
-        Box::pin(async { MessageGate::Allow { replace: None } })
     }
 
     fn tool_call<'a>(
@@ -66,20 +61,6 @@ impl Hooks for ChildHooks {
         args: &'a Value,
     ) -> BoxFuture<'a, PermissionGate> {
         self.inner.tool_permission(id, name, args)
-    }
-
-    /// The prompt is the parent model's, not the user's: no
-    /// `UserPromptSubmit` or `SessionStart` hooks.
-    fn prompt_submit<'a>(
-        &'a self,
-        _start: Option<crate::hooks::SessionSource>,
-        _prompt: &'a str,
-    ) -> BoxFuture<'a, PromptGate> {
-        Box::pin(async {
-            PromptGate::Allow {
-                context: Vec::new(),
-            }
-        })
     }
 
     /// Claude's `SubagentStop`, where the agent's own answer has `Stop`.
