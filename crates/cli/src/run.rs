@@ -287,13 +287,9 @@ pub fn agent(
     config.tool_output = Some(zot_core::tools::output::root(&ctx.zot_home));
     let checkpoints = zot_core::checkpoint::root(&ctx.zot_home);
     config.checkpoints = Some(checkpoints.clone());
-    // Checkpoints of sessions deleted since, and the oldest when the store
-    // is over its size (a missing store costs one failed read_dir).
-    zot_core::checkpoint::prune(
-        &ctx.zot_home,
-        &checkpoints,
-        zot_core::checkpoint::MAX_STORAGE_BYTES,
-    );
+    // This project's checkpoints of sessions deleted since; every
+    // project's, and the oldest over the size limit, once a day.
+    zot_core::checkpoint::prune_at_start(&ctx.zot_home, &checkpoints, &ctx.project);
     config.bash_timeout = ctx.settings.bash_timeout();
     config.web_fetch_private = ctx.settings.web_fetch_private();
     config.cache = ctx.settings.cache();

@@ -26,7 +26,7 @@ use serde_json::Value;
 use zot_protocol::checkpoints::{Change, FileChange};
 
 use git::{Git, nul_fields};
-pub use prune::{MAX_STORAGE_BYTES, prune};
+pub use prune::{MAX_STORAGE_BYTES, prune, prune_at_start};
 pub use restore::FAULT_EXIT;
 pub use rewind::{Plan, Rewound, last_prompt, plan, prompts, rewind};
 pub use scan::{BUILTIN_EXCLUDES, Limits};
@@ -148,7 +148,7 @@ pub struct Checkpoints {
 }
 
 /// `<root>/<first 8 bytes of sha256(project path), hex>`, as sessions.
-fn project_dir(root: &Path, project: &Path) -> PathBuf {
+pub(super) fn project_dir(root: &Path, project: &Path) -> PathBuf {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(project.display().to_string().as_bytes());
     let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();

@@ -22,6 +22,70 @@ const PRUNE_EXPIRE: &str = "1.hour.ago";
 /// (and it may be running).
 const RECENT_SECS: u64 = 3600;
 
+/// How often a start goes over every project's checkpoints and the size
+/// of the whole store; in between, a start looks only at its own project's.
+const FULL_PASS_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// At a start of zot in `project`: the project's checkpoints of deleted
+/// sessions go at once (one `git for-each-ref`), every project's and the
+/// size limit's at most once a [`FULL_PASS_EVERY`] (marked by the
+/// `.pruned` file's time), so a start does not walk the whole store or run
+/// git in every project that has checkpoints. Returns how many sessions'
+/// checkpoints went.
+pub fn prune_at_start(zot_home: &Path, root: &Path, project: &Path) -> usize {
+    let stamp = root.join(".pruned");
+    let due = std::fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .map_or(true, |at| {
+            at.elapsed().map_or(true, |age| age >= FULL_PASS_EVERY)
+        });
+    if due && root.is_dir() {
+        let _ = std::fs::write(&stamp, b"");
+        return prune(zot_home, root, MAX_STORAGE_BYTES);
+    }
+    let project = project
+        .canonicalize()
+        .unwrap_or_else(|_| project.to_path_buf());
+    store(&super::project_dir(root, &project)).map_or(0, |(git, _)| drop_deleted(zot_home, &git).0)
+}
+
+/// The store in `dir`, when it holds one: its git and the directory.
+fn store(dir: &Path) -> Option<(Git, PathBuf)> {
+    let project = std::fs::read_to_string(dir.join("project")).ok()?;
+    let git = Git {
+        git_dir: dir.join("git"),
+        work_tree: PathBuf::from(project.trim_end_matches('\n')),
+        index: dir.join("git").join("index"),
+    };
+    git.git_dir
+        .join("HEAD")
+        .exists()
+        .then(|| (git, dir.to_path_buf()))
+}
+
+/// Drops the checkpoints of `git`'s sessions whose file is gone; how many
+/// went, and the time and id of each session kept.
+fn drop_deleted(zot_home: &Path, git: &Git) -> (usize, Vec<(u64, String)>) {
+    let sessions = crate::session::sessions_dir(zot_home, &git.work_tree);
+    let mut removed = 0;
+    let mut kept = Vec::new();
+    for (time, id) in session_refs(git) {
+        // The file the session named, else where sessions usually are.
+        let file = std::fs::read_to_string(git.git_dir.join("sessions").join(&id))
+            .map_or_else(|_| sessions.join(format!("{id}.jsonl")), PathBuf::from);
+        if file.exists() {
+            kept.push((time, id));
+        } else {
+            drop_session(git, &id);
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
+    }
+    (removed, kept)
+}
+
 /// Prunes the checkpoints under `root` whose session file is gone, then
 /// the oldest sessions' while the store is over `max_bytes`. Returns how
 /// many sessions' checkpoints went.
@@ -30,37 +94,14 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|entry| {
-            let dir = entry.path();
-            let project = std::fs::read_to_string(dir.join("project")).ok()?;
-            let git = Git {
-                git_dir: dir.join("git"),
-                work_tree: PathBuf::from(project.trim_end_matches('\n')),
-                index: dir.join("git").join("index"),
-            };
-            git.git_dir.join("HEAD").exists().then_some((git, dir))
-        })
+        .filter_map(|entry| store(&entry.path()))
         .collect();
     let mut removed = 0;
     let mut all = Vec::new();
     for (git, _) in &stores {
-        let sessions = crate::session::sessions_dir(zot_home, &git.work_tree);
-        let mut gone = false;
-        for (time, id) in session_refs(git) {
-            // The file the session named, else where sessions usually are.
-            let file = std::fs::read_to_string(git.git_dir.join("sessions").join(&id))
-                .map_or_else(|_| sessions.join(format!("{id}.jsonl")), PathBuf::from);
-            if file.exists() {
-                all.push((time, git.clone(), id));
-            } else {
-                drop_session(git, &id);
-                removed += 1;
-                gone = true;
-            }
-        }
-        if gone {
-            let _ = git.output(&["prune", &format!("--expire={PRUNE_EXPIRE}")]);
-        }
+        let (dropped, kept) = drop_deleted(zot_home, git);
+        removed += dropped;
+        all.extend(kept.into_iter().map(|(time, id)| (time, git.clone(), id)));
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -189,5 +230,34 @@ mod tests {
         // Over any size, a session that snapshot within the hour stays.
         assert_eq!(prune(home.path(), &root, 0), 0);
         assert_eq!(ids(), ["two"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_start_prunes_its_project_at_once_and_other_projects_once_a_day() {
+        let home = tempfile::tempdir().unwrap();
+        let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = super::super::root(home.path());
+        let (one, two) = (home.path().join("one.jsonl"), home.path().join("two.jsonl"));
+        let mine = Checkpoints::new(&root, here.path());
+        snapshot(&mine, here.path(), "one", &one, "a.txt").await;
+        let theirs = Checkpoints::new(&root, there.path());
+        snapshot(&theirs, there.path(), "two", &two, "b.txt").await;
+        // The first start makes the full pass and marks it.
+        assert_eq!(prune_at_start(home.path(), &root, here.path()), 0);
+        assert!(root.join(".pruned").exists());
+        std::fs::remove_file(&one).unwrap();
+        std::fs::remove_file(&two).unwrap();
+        // Within the day: this project's deleted session goes, the other
+        // project's waits for the next full pass.
+        assert_eq!(prune_at_start(home.path(), &root, here.path()), 1);
+        assert_eq!(prune_at_start(home.path(), &root, here.path()), 0);
+        let day_ago = std::time::SystemTime::now() - FULL_PASS_EVERY;
+        std::fs::File::options()
+            .write(true)
+            .open(root.join(".pruned"))
+            .unwrap()
+            .set_modified(day_ago)
+            .unwrap();
+        assert_eq!(prune_at_start(home.path(), &root, here.path()), 1);
     }
 }
