@@ -2,7 +2,6 @@
 //! events, intercept chains, system prompt preparation and extension tools.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
@@ -14,30 +13,28 @@ use zot_core::hooks::{
 };
 use zot_core::message::{Block, text_of};
 use zot_core::tool::{BoxFuture, Progress, ToolOutput, ToolSpec};
-use zot_extensions::hooks::Permission as HookPermission;
 use zot_extensions::model::Compaction;
 use zot_extensions::zot_protocol::zot::ContentBlock;
-use zot_extensions::{ExtensionHost, Hook, HookPoint, Outcome, ProgressSink};
+use zot_extensions::{
+    ExtensionHost, Hook, Outcome, Permission as HostPermission, ProgressSink, Refusal,
+};
 
 pub struct ExtHooks {
     pub host: ExtensionHost,
-    /// Whether tools are confirmed by the user (`--no-yolo` in the TUI):
-    /// command hooks hear `default` as the permission mode, else `bypassPermissions`.
-    pub asks: AtomicBool,
-    /// A `PostToolUse` hook's `continue: false`: the prompt stops after
-    /// the current group of tools (the agent takes it).
+    /// A stop said after a tool ran: the prompt stops after the current
+    /// group of tools (the agent takes it).
     halt: Mutex<Option<String>>,
     /// The `task` call these hooks' subagent runs for (`None`: the agent's
-    /// own hooks); extensions and command hooks hear it with each call.
+    /// own hooks); whoever takes part hears it with each call.
     parent: Option<String>,
 }
 
 impl ExtHooks {
+    /// `asks`: tools are confirmed by the user (`--no-yolo` in the TUI).
     pub fn new(host: ExtensionHost, asks: bool) -> Self {
-        host.command_hooks().set_permission_mode(false, asks);
+        host.set_confirms(asks);
         Self {
             host,
-            asks: AtomicBool::new(asks),
             halt: Mutex::new(None),
             parent: None,
         }
@@ -87,19 +84,7 @@ fn hook(event: HookEvent, parent: Option<String>) -> Hook {
 
 impl Hooks for ExtHooks {
     fn event(&self, event: HookEvent) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let waits = match &event {
-                HookEvent::ToolConfirmationRequested { name, .. } => Some(name.clone()),
-                _ => None,
-            };
-            self.host.observe(&hook(event, self.parent.clone())).await;
-            if let Some(name) = waits {
-                self.host
-                    .command_hooks()
-                    .notification(&format!("zot needs your permission to use {name}"))
-                    .await;
-            }
-        })
+        Box::pin(async move { self.host.observe(&hook(event, self.parent.clone())).await })
     }
 
     fn tool_permission<'a>(
@@ -111,15 +96,14 @@ impl Hooks for ExtHooks {
         Box::pin(async move {
             let decided = self
                 .host
-                .command_hooks()
-                .pre_tool_use(self.parent.as_deref(), id, name, args)
+                .tool_permission(self.parent.as_deref(), id, name, args)
                 .await;
             PermissionGate {
                 permission: match decided.permission {
                     None => Permission::Default,
-                    Some(HookPermission::Allow) => Permission::Allow,
-                    Some(HookPermission::Ask(reason)) => Permission::Ask(reason),
-                    Some(HookPermission::Deny(reason)) => Permission::Deny(reason),
+                    Some(HostPermission::Allow) => Permission::Allow,
+                    Some(HostPermission::Ask(reason)) => Permission::Ask(reason),
+                    Some(HostPermission::Deny(reason)) => Permission::Deny(reason),
                 },
                 args: decided.args,
                 halt: decided.stop,
@@ -136,14 +120,10 @@ impl Hooks for ExtHooks {
         Box::pin(async move {
             let decided = self
                 .host
-                .command_hooks()
                 .prompt_submit(start.map(SessionSource::as_str), prompt)
                 .await;
             match decided.blocked {
-                Some(reason) => PromptGate::Block {
-                    by: "hook".to_owned(),
-                    reason,
-                },
+                Some(Refusal { by, reason }) => PromptGate::Block { by, reason },
                 None => PromptGate::Allow {
                     context: decided.context,
                 },
@@ -152,27 +132,26 @@ impl Hooks for ExtHooks {
     }
 
     fn before_stop(&self, again: bool) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async move { self.host.command_hooks().stop(again).await })
+        Box::pin(async move { self.host.stopping(None, again).await })
     }
 
     fn subagent_stop(&self, again: bool) -> BoxFuture<'_, Option<String>> {
         Box::pin(async move {
             let parent = self.parent.as_deref()?;
-            self.host.command_hooks().subagent_stop(parent, again).await
+            self.host.stopping(Some(parent), again).await
         })
     }
 
     fn for_subagent(&self, parent_tool_call_id: &str) -> Option<Arc<dyn Hooks>> {
         Some(Arc::new(Self {
             host: self.host.clone(),
-            asks: AtomicBool::new(self.asks.load(Ordering::Relaxed)),
             halt: Mutex::new(None),
             parent: Some(parent_tool_call_id.to_owned()),
         }))
     }
 
     fn session_file(&self, path: Option<&Path>) {
-        self.host.command_hooks().set_transcript(path);
+        self.host.set_session_file(path);
     }
 
     fn turn_start(&self, step: u32) -> BoxFuture<'_, TurnGate> {
@@ -256,17 +235,15 @@ impl Hooks for ExtHooks {
         output: ToolOutput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let output = self.intercept_tool_result(name, args, output).await;
-            // PostToolUse hooks come after the extensions' interceptors and
-            // see what they made of it; what they say, the model reads too.
-            let hooks = self.host.command_hooks();
-            let decided = hooks
-                .post_tool_use(
+            let text = text_of(&output.content);
+            let decided = self
+                .host
+                .tool_result(
                     self.parent.as_deref(),
                     id,
                     name,
                     args,
-                    &text_of(&output.content),
+                    text.clone(),
                     output.is_error,
                 )
                 .await;
@@ -276,13 +253,33 @@ impl Hooks for ExtHooks {
                     .unwrap_or_else(PoisonError::into_inner)
                     .get_or_insert(reason);
             }
-            if decided.notes.is_empty() {
-                return output;
+            let mut output = if decided.output == text {
+                ToolOutput {
+                    is_error: decided.is_error,
+                    ..output
+                }
+            } else {
+                // The text is replaced; images stay.
+                let mut content = vec![Block::Text {
+                    text: decided.output,
+                }];
+                content.extend(
+                    output
+                        .content
+                        .into_iter()
+                        .filter(|b| matches!(b, Block::Image { .. })),
+                );
+                ToolOutput {
+                    content,
+                    is_error: decided.is_error,
+                }
+            };
+            // What the participants said, the model reads after the output.
+            if !decided.notes.is_empty() {
+                output.content.push(Block::Text {
+                    text: decided.notes.join("\n"),
+                });
             }
-            let mut output = output;
-            output.content.push(Block::Text {
-                text: decided.notes.join("\n"),
-            });
             output
         })
     }
@@ -294,13 +291,9 @@ impl Hooks for ExtHooks {
         entries: Value,
     ) -> BoxFuture<'a, CompactPlan> {
         Box::pin(async move {
-            self.host
-                .command_hooks()
-                .pre_compact(automatic, instruction)
-                .await;
             let decision = self
                 .host
-                .intercept_compaction(instruction, tokens_before, entries)
+                .intercept_compaction(automatic, instruction, tokens_before, entries)
                 .await;
             match (decision.blocked, decision.custom) {
                 (Some(reason), _) => CompactPlan::Block { reason },
@@ -322,14 +315,11 @@ impl Hooks for ExtHooks {
     }
 
     fn cleared(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move { self.host.command_hooks().session_end("clear").await })
+        Box::pin(async move { self.host.cleared().await })
     }
 
     fn set_plan(&self, plan: bool) {
         self.host.set_plan(plan);
-        self.host
-            .command_hooks()
-            .set_permission_mode(plan, self.asks.load(Ordering::Relaxed));
     }
 
     fn take_entries(&self) -> Vec<(String, Value)> {
@@ -399,36 +389,5 @@ impl ExtHooks {
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         }
-    }
-}
-
-impl ExtHooks {
-    /// The extensions' `tool_result` interceptors over a tool's text.
-    async fn intercept_tool_result(
-        &self,
-        name: &str,
-        args: &Value,
-        output: ToolOutput,
-    ) -> ToolOutput {
-        if !self.host.intercepted(HookPoint::ToolResult) {
-            return output;
-        }
-        let text = text_of(&output.content);
-        let (new_text, is_error) = self
-            .host
-            .intercept_tool_result(name, args, text.clone(), output.is_error)
-            .await;
-        if new_text == text {
-            return ToolOutput { is_error, ..output };
-        }
-        // The text is replaced; images stay.
-        let mut content = vec![Block::Text { text: new_text }];
-        content.extend(
-            output
-                .content
-                .into_iter()
-                .filter(|b| matches!(b, Block::Image { .. })),
-        );
-        ToolOutput { content, is_error }
     }
 }

@@ -1,6 +1,6 @@
 //! What adapters may read from the host while they work: its configuration,
 //! the session facts handshakes and payloads carry (session id, provider,
-//! model), request ids unique across all extensions, and the question clock.
+//! model, session file, whether tools are confirmed), request ids unique across all extensions, and the question clock.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -28,6 +28,10 @@ pub(crate) struct Facts {
     pub(crate) session_id: String,
     pub(crate) provider: String,
     pub(crate) model: String,
+    /// The file the conversation is written to, if any.
+    pub(crate) transcript: Option<PathBuf>,
+    /// Tool calls are confirmed by the user rather than run without asking.
+    pub(crate) confirms: bool,
 }
 
 impl HostContext {
@@ -36,6 +40,8 @@ impl HostContext {
             session_id: config.session_id.clone(),
             provider: config.provider.clone(),
             model: config.model.clone(),
+            transcript: None,
+            confirms: true,
         };
         Self {
             config,

@@ -166,13 +166,14 @@ impl ExtensionHost {
         })
     }
 
-    /// Tells every observer of the hook's point, in load order; returns once
-    /// each protocol has delivered it.
+    /// Tells every observer of the hook's point, in load order, then the
+    /// participants; returns once each has heard.
     pub async fn observe(&self, hook: &Hook) {
         for ext in self.taking_part(hook.point(), Mode::Observe) {
             let link = self.link(&ext);
             ext.adapter.observe(&ext.peer, &link, hook).await;
         }
+        self.tell_participants(hook).await;
     }
 
     /// Whether any extension intercepts `point` now (so callers build the
@@ -268,12 +269,29 @@ impl ExtensionHost {
         output: String,
         is_error: bool,
     ) -> (String, bool) {
+        self.intercept_result_of(None, "", tool, args, output, is_error)
+            .await
+    }
+
+    /// [`intercept_tool_result`](Self::intercept_tool_result) for the call
+    /// `id` (`parent`: the `task` call whose subagent made it).
+    pub(crate) async fn intercept_result_of(
+        &self,
+        parent: Option<&str>,
+        id: &str,
+        tool: &str,
+        args: &Value,
+        output: String,
+        is_error: bool,
+    ) -> (String, bool) {
         let (mut output, mut is_error) = (output, is_error);
         let ask = |output: &String, is_error: bool| Ask::ToolResult {
+            id: id.to_owned(),
             name: tool.to_owned(),
             args: args.clone(),
             output: output.clone(),
             is_error,
+            parent_tool_call_id: parent.map(str::to_owned),
         };
         for ext in self.taking_part(HookPoint::ToolResult, Mode::Intercept) {
             let request = ask(&output, is_error);
@@ -291,40 +309,62 @@ impl ExtensionHost {
         (output, is_error)
     }
 
-    /// Asks compaction interceptors, in load order: blocks (with their
+    /// Asks the participants, then the compaction interceptors in load
+    /// order (`automatic`: the context filled up): blocks (with their
     /// reasons) stop compaction; the last instruction wins; the last custom
     /// summary wins, and a later withdrawal resets it.
     pub async fn intercept_compaction(
         &self,
+        automatic: bool,
         instruction: &str,
         tokens_before: u64,
         entries: Value,
     ) -> CompactDecision {
         let mut decision = CompactDecision::default();
+        let apply = |decision: &mut CompactDecision, rewrite| {
+            if let Rewrite::Compaction {
+                instruction,
+                summary,
+            } = rewrite
+            {
+                if let Some(extra) = instruction {
+                    decision.instruction = Some(extra);
+                }
+                if let Some(summary) = summary {
+                    decision.custom = summary;
+                }
+            }
+        };
+        let ask = || Ask::BeforeCompact {
+            automatic,
+            instruction: instruction.to_owned(),
+            tokens_before,
+            entries: entries.clone(),
+        };
+        if self.participating(HookPoint::BeforeCompact) {
+            let mut refusals = Vec::new();
+            for (_, verdict) in self
+                .ask_participants(HookPoint::BeforeCompact, &ask())
+                .await
+            {
+                match verdict {
+                    Verdict::Block(reason) => refusals.push(reason),
+                    Verdict::Rewrite(rewrite) => apply(&mut decision, rewrite),
+                    _ => {}
+                }
+            }
+            if !refusals.is_empty() {
+                decision.blocked = Some(refusals.join("; "));
+                return decision;
+            }
+        }
         let blocked = self
             .chain(
                 HookPoint::BeforeCompact,
                 "compaction",
                 &mut decision,
-                |_| Ask::BeforeCompact {
-                    instruction: instruction.to_owned(),
-                    tokens_before,
-                    entries: entries.clone(),
-                },
-                |decision, rewrite| {
-                    if let Rewrite::Compaction {
-                        instruction,
-                        summary,
-                    } = rewrite
-                    {
-                        if let Some(extra) = instruction {
-                            decision.instruction = Some(extra);
-                        }
-                        if let Some(summary) = summary {
-                            decision.custom = summary;
-                        }
-                    }
-                },
+                |_| ask(),
+                apply,
             )
             .await;
         if let Some(Outcome::<()>::Block { reason, .. }) = blocked {
@@ -530,7 +570,15 @@ impl ExtensionHost {
                         ext.name()
                     )
                 }),
-                None | Some(Verdict::Allow) => Step::Continue,
+                // What only the participants' points read means nothing in a chain.
+                None
+                | Some(
+                    Verdict::Allow
+                    | Verdict::Approve
+                    | Verdict::AskUser(_)
+                    | Verdict::Stop(_)
+                    | Verdict::Context(_),
+                ) => Step::Continue,
                 Some(Verdict::Rewrite(change)) => {
                     rewrite(state, change);
                     Step::Continue

@@ -24,6 +24,9 @@ pub enum HookPoint {
     TurnStart,
     /// One model call ended.
     TurnEnd,
+    /// A tool call is about to be confirmed (or run, when no confirmation
+    /// is due): it may be approved, put to the user, denied or rewritten.
+    ToolPermission,
     /// The model asked for a tool call.
     ToolCall,
     /// The user is asked to confirm a tool call.
@@ -34,6 +37,14 @@ pub enum HookPoint {
     AssistantMessage,
     /// Older messages are about to be summarised.
     BeforeCompact,
+    /// A user prompt is about to join the conversation (for the first
+    /// prompt of a session, the session starts with it).
+    PromptSubmit,
+    /// The agent (or a subagent) is about to end its answer: it may be
+    /// sent on with an instruction.
+    Stop,
+    /// The conversation was cleared (`/clear`).
+    Cleared,
     /// A compaction ran or failed.
     AfterCompact,
 }
@@ -51,7 +62,11 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Hook {
     SessionStart,
-    SessionEnd,
+    SessionEnd {
+        /// Why: `clear` (a switch to another session), `prompt_input_exit`
+        /// (the user quit) or `other`.
+        reason: String,
+    },
     PromptStart,
     PromptEnd {
         interrupted: bool,
@@ -81,13 +96,15 @@ pub enum Hook {
         text: String,
     },
     AfterCompact(Compaction),
+    /// The conversation was cleared; a new session may follow.
+    Cleared,
 }
 
 impl Hook {
     pub fn point(&self) -> HookPoint {
         match self {
             Self::SessionStart => HookPoint::SessionStart,
-            Self::SessionEnd => HookPoint::SessionEnd,
+            Self::SessionEnd { .. } => HookPoint::SessionEnd,
             Self::PromptStart => HookPoint::PromptStart,
             Self::PromptEnd { .. } => HookPoint::PromptEnd,
             Self::TurnStart { .. } => HookPoint::TurnStart,
@@ -96,6 +113,7 @@ impl Hook {
             Self::ToolConfirmation { .. } => HookPoint::ToolConfirmation,
             Self::AssistantMessage { .. } => HookPoint::AssistantMessage,
             Self::AfterCompact(_) => HookPoint::AfterCompact,
+            Self::Cleared => HookPoint::Cleared,
         }
     }
 }
@@ -131,30 +149,72 @@ pub enum Ask {
         /// The `task` call whose subagent made this call (`None`: the agent's own).
         parent_tool_call_id: Option<String>,
     },
+    /// Before the confirmation of a tool call.
+    ToolPermission {
+        id: String,
+        name: String,
+        args: Value,
+        /// The `task` call whose subagent made this call (`None`: the agent's own).
+        parent_tool_call_id: Option<String>,
+    },
     ToolResult {
+        id: String,
         name: String,
         args: Value,
         output: String,
         is_error: bool,
+        /// The `task` call whose subagent made this call (`None`: the agent's own).
+        parent_tool_call_id: Option<String>,
     },
     AssistantMessage {
         text: String,
     },
     BeforeCompact {
+        /// The context filled up (rather than the user asking).
+        automatic: bool,
         instruction: String,
         tokens_before: u64,
         /// The conversation as JSON.
         entries: Value,
     },
+    /// A user prompt, before it joins the conversation.
+    PromptSubmit {
+        /// Set for the first prompt of a session: why it is the first
+        /// (`startup`, `resume`, `clear`, `compact`).
+        start: Option<String>,
+        prompt: String,
+    },
+    /// The agent would end its answer.
+    Stop {
+        /// The answer being ended already followed an instruction to go on.
+        again: bool,
+        /// The `task` call whose subagent would stop (`None`: the agent itself).
+        parent_tool_call_id: Option<String>,
+    },
 }
 
-/// An interceptor's answer.
+/// An interceptor's answer. Where a verdict means nothing at a hook point
+/// (a rewrite of the wrong kind, a stop where nothing runs on), it is
+/// ignored there; `docs/architecture.md` lists which point reads which.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     Allow,
-    /// Refuse; the reason may be empty (the host then words one).
+    /// Refuse; the reason may be empty (the host then words one). At
+    /// [`HookPoint::Stop`] it sends the agent on, with the reason as its
+    /// next instruction.
     Block(String),
     Rewrite(Rewrite),
+    /// Run the tool call without asking the user ([`HookPoint::ToolPermission`]).
+    Approve,
+    /// Ask the user to confirm the tool call even when no confirmation is
+    /// due; where nobody can be asked, it is refused with this reason
+    /// (which may be empty).
+    AskUser(String),
+    /// Stop the agent after what it is doing now, with this reason
+    /// (at [`HookPoint::Stop`]: let it stop, whatever else was said).
+    Stop(String),
+    /// Text for the model: with the tool call's result, or before the prompt.
+    Context(String),
 }
 
 /// What an interceptor changes, by hook point.

@@ -274,7 +274,7 @@ impl Adapter for Nimlet {
             let session = self.session();
             let event = match hook {
                 Hook::SessionStart => Event::SessionStart(session),
-                Hook::SessionEnd => Event::SessionEnd(session),
+                Hook::SessionEnd { .. } => Event::SessionEnd(session),
                 Hook::PromptStart => Event::TurnStart(session),
                 Hook::PromptEnd { interrupted } => Event::TurnEnd {
                     session,
@@ -318,6 +318,7 @@ impl Adapter for Nimlet {
                     args,
                     output,
                     is_error,
+                    ..
                 } => Event::ToolResult {
                     tool: name.clone(),
                     arguments: args.clone(),
@@ -328,6 +329,7 @@ impl Adapter for Nimlet {
                     instruction,
                     tokens_before,
                     entries,
+                    ..
                 } => Event::SessionBeforeCompact {
                     session: self.session(),
                     instruction: instruction.clone(),
@@ -777,10 +779,12 @@ mod tests {
         );
 
         let ask = Ask::ToolResult {
+            id: "t1".into(),
             name: "bash".into(),
             args: json!({}),
             output: "out".into(),
             is_error: true,
+            parent_tool_call_id: None,
         };
         let (request, verdict) = answered(
             &h,
@@ -803,6 +807,7 @@ mod tests {
         let h = Harness::new("notes");
         let nimlet = adapter(&h);
         let ask = Ask::BeforeCompact {
+            automatic: false,
             instruction: String::new(),
             tokens_before: 10,
             entries: json!([]),

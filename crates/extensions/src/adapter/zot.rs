@@ -377,7 +377,11 @@ fn event(hook: &Hook) -> Option<Event> {
             parent_tool_call_id,
         },
         Hook::AssistantMessage { text } => Event::AssistantMessage { text },
-        Hook::SessionEnd | Hook::PromptStart | Hook::PromptEnd { .. } | Hook::AfterCompact(_) => {
+        Hook::SessionEnd { .. }
+        | Hook::PromptStart
+        | Hook::PromptEnd { .. }
+        | Hook::AfterCompact(_)
+        | Hook::Cleared => {
             return None;
         }
     })
@@ -414,7 +418,11 @@ fn intercept(ask: &Ask) -> Option<Intercept> {
             model,
             system_prompt,
         },
-        Ask::ToolResult { .. } | Ask::BeforeCompact { .. } => return None,
+        Ask::ToolPermission { .. }
+        | Ask::ToolResult { .. }
+        | Ask::BeforeCompact { .. }
+        | Ask::PromptSubmit { .. }
+        | Ask::Stop { .. } => return None,
     })
 }
 
@@ -674,7 +682,14 @@ mod tests {
             json!({"type":"event","event":"turn_start","step":2})
         );
         zot.observe(&h.peer, &h.link, &Hook::PromptStart).await;
-        zot.observe(&h.peer, &h.link, &Hook::SessionEnd).await;
+        zot.observe(
+            &h.peer,
+            &h.link,
+            &Hook::SessionEnd {
+                reason: "other".into(),
+            },
+        )
+        .await;
         assert!(
             h.nothing_sent().await,
             "zot has no prompt or session-end events"
@@ -743,10 +758,12 @@ mod tests {
         );
 
         let ask = Ask::ToolResult {
+            id: "t1".into(),
             name: "bash".into(),
             args: json!({}),
             output: String::new(),
             is_error: false,
+            parent_tool_call_id: None,
         };
         assert_eq!(adapter(&h).intercept(&h.peer, &h.link, &ask).await, None);
     }

@@ -34,6 +34,7 @@ use crate::extension::Extension;
 use crate::hooks::CommandHooks;
 use crate::manifest::Manifest;
 use crate::model::{Hook, ToolInfo};
+use crate::participant::Participant;
 use crate::reaper;
 use crate::registry::{Conflict, Owner};
 use crate::scope::Scope;
@@ -71,9 +72,7 @@ impl ExtensionHost {
             config.trusted_pins.clone(),
             events.clone(),
         ));
-        let command_hooks = Mutex::new(Arc::new(load_hooks(
-            &config, trusted, &events, &warned, &gate,
-        )));
+        let participants = Mutex::new(load_hooks(&config, trusted, &events, &warned, &gate));
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -83,7 +82,7 @@ impl ExtensionHost {
             plan: AtomicBool::new(false),
             entries: Mutex::new(Vec::new()),
             reaper: reaper::spawn_reaper(),
-            command_hooks,
+            participants,
             gate,
             starting_count: tokio::sync::watch::Sender::new(0),
             warned,
@@ -166,7 +165,17 @@ impl ExtensionHost {
     /// The session id extensions get from now on (in handshakes and payloads).
     pub fn set_session_id(&self, session_id: &str) {
         self.inner.cx.facts().session_id = session_id.to_owned();
-        self.command_hooks().set_session_id(session_id);
+    }
+
+    /// The file the conversation is written to from now on (`None`: none).
+    pub fn set_session_file(&self, path: Option<&std::path::Path>) {
+        self.inner.cx.facts().transcript = path.map(std::path::Path::to_path_buf);
+    }
+
+    /// Whether tool calls are confirmed by the user (`--no-yolo`) rather
+    /// than run without asking.
+    pub fn set_confirms(&self, confirms: bool) {
+        self.inner.cx.facts().confirms = confirms;
     }
 
     /// Every configured hook as the files say now, with the project's
@@ -174,17 +183,6 @@ impl ExtensionHost {
     pub fn hooks_listed(&self) -> Vec<crate::hooks::Listed> {
         let trusted = self.inner.project_trusted.load(Ordering::SeqCst);
         crate::hooks::settings::load(&self.inner.cx.config.hook_sources(trusted)).listed()
-    }
-
-    /// The command hooks of the current generation.
-    pub fn command_hooks(&self) -> Arc<CommandHooks> {
-        Arc::clone(
-            &self
-                .inner
-                .command_hooks
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
     }
 
     /// Plan mode on or off: extensions whose protocol is quiet in plan mode
@@ -247,20 +245,18 @@ impl ExtensionHost {
         let mut config = self.inner.cx.config.clone();
         config.project_trusted = self.inner.project_trusted.load(Ordering::SeqCst);
         {
-            let old = self.command_hooks();
-            let hooks = load_hooks(
+            let participants = load_hooks(
                 &config,
                 config.project_trusted,
                 &self.inner.events,
                 &self.inner.warned,
                 &self.inner.gate,
             );
-            hooks.inherit(&old);
             *self
                 .inner
-                .command_hooks
+                .participants
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Arc::new(hooks);
+                .unwrap_or_else(PoisonError::into_inner) = participants;
         }
         let mut stats = self.inner.load_found(discover(&config)).await;
         stats.stopped = stopped;
@@ -328,16 +324,18 @@ impl ExtensionHost {
     }
 
     /// The session ends (exit, or a switch): observers are told, in load
-    /// order, and `SessionEnd` hooks run with reason `other`.
+    /// order, then the participants, with reason `other`.
     pub async fn session_ended(&self) {
         self.session_ended_because("other").await;
     }
 
-    /// [`session_ended`](Self::session_ended) with the reason `SessionEnd`
-    /// hooks get (`clear`, `prompt_input_exit`, `other`).
+    /// [`session_ended`](Self::session_ended) with the reason (`clear`,
+    /// `prompt_input_exit`, `other`).
     pub async fn session_ended_because(&self, reason: &str) {
-        self.observe(&Hook::SessionEnd).await;
-        self.command_hooks().session_end(reason).await;
+        self.observe(&Hook::SessionEnd {
+            reason: reason.to_owned(),
+        })
+        .await;
     }
 
     /// Stops every extension: queued frames are written, then the
@@ -444,15 +442,16 @@ impl ExtensionHost {
     }
 }
 
-/// The command hooks `config` asks for (none with `hooks: false`); their
-/// warnings go out as host events, those about the files once per run.
+/// The command hooks `config` asks for (none with `hooks: false`), as
+/// participants; their warnings go out as host events, those about the
+/// files once per run.
 fn load_hooks(
     config: &HostConfig,
     trusted: bool,
     events: &mpsc::UnboundedSender<HostEvent>,
     warned: &Warned,
     gate: &Arc<TrustGate>,
-) -> CommandHooks {
+) -> Vec<Arc<dyn Participant>> {
     let sink = events.clone();
     let warn: crate::hooks::Warn = Arc::new(move |extension: String, message: String| {
         tracing::warn!(%extension, %message, "hook");
@@ -460,7 +459,7 @@ fn load_hooks(
     });
     let project = std::path::absolute(&config.cwd).unwrap_or_else(|_| config.cwd.clone());
     if !config.hooks {
-        return CommandHooks::none(&project, warn);
+        return Vec::new();
     }
     let loaded = crate::hooks::settings::load(&config.hook_sources(trusted));
     for (source, message) in crate::hooks::load_warnings(&loaded) {
@@ -470,11 +469,13 @@ fn load_hooks(
     }
     // As for extensions, a policy that cannot be read runs nothing it would confine.
     let policy = zot_sandbox::Policy::load(&config.zot_home).map_err(|e| e.to_string());
-    CommandHooks::new(&loaded, &project, &config.session_id, warn).with_scope(
-        crate::hooks::ProjectScope {
-            config: config.clone(),
-            policy,
-            gate: Arc::clone(gate),
-        },
-    )
+    let hooks = CommandHooks::new(&loaded, &project, warn).with_scope(crate::hooks::ProjectScope {
+        config: config.clone(),
+        policy,
+        gate: Arc::clone(gate),
+    });
+    if hooks.is_empty() {
+        return Vec::new();
+    }
+    vec![Arc::new(hooks)]
 }

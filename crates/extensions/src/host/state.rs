@@ -16,8 +16,8 @@ use crate::adapter::{Attachment, Link};
 use crate::context::HostContext;
 use crate::discovery::Found;
 use crate::extension::Extension;
-use crate::hooks::CommandHooks;
 use crate::model::{Effect, Registration};
+use crate::participant::Participant;
 use crate::registry::{Conflict, Live};
 
 use super::report::{Connectivity, LoadOutcome};
@@ -36,8 +36,9 @@ pub(crate) struct Inner {
     pub(super) entries: Mutex<Vec<(String, Value)>>,
     /// The task that reaps adopted orphans as they exit (see `reaper.rs`).
     pub(super) reaper: Option<tokio::task::AbortHandle>,
-    /// Command hooks of this generation (read again on reload).
-    pub(super) command_hooks: Mutex<Arc<CommandHooks>>,
+    /// What takes part at hook points beside the extensions (command
+    /// hooks), of this generation (made again on reload).
+    pub(super) participants: Mutex<Vec<Arc<dyn Participant>>>,
     /// Checks a trusted project's pins before each start of its hooks,
     /// extensions and servers.
     pub(super) gate: Arc<crate::trust_gate::TrustGate>,
@@ -166,6 +167,14 @@ impl Attachment for Attached {
 impl Inner {
     pub(crate) fn state(&self) -> MutexGuard<'_, HostState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The participants of this generation, in order.
+    pub(crate) fn participants(&self) -> Vec<Arc<dyn Participant>> {
+        self.participants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn live<'a>(&'a self, state: &'a HostState) -> Live<'a> {
