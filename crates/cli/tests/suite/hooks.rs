@@ -1172,3 +1172,62 @@ async fn a_sandboxed_command_rewriting_what_a_hook_sources_stops_the_hook() {
     let list = w.zot(&["trust", "--list"]);
     assert!(list.stdout.contains("changed tools/helper.sh"), "{list:?}");
 }
+
+/// A nimlet extension whose `tool_result` interceptor marks every output.
+const MARKING_EXTENSION: &str = r#"#!/usr/bin/env python3
+import json, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+send({"type": "register", "commands": [], "tools": [], "events": ["tool_result"]})
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("type") == "event":
+        send({"type": "response", "id": msg["id"],
+              "output": msg["payload"]["output"] + " [marked]"})
+    elif msg.get("type") == "shutdown":
+        break
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_result_is_raised_once_the_extension_rewrites_then_the_hook_adds_context() {
+    let w = World::new();
+    let ext = w.scratch.join("marker");
+    std::fs::create_dir_all(&ext).unwrap();
+    std::fs::write(
+        ext.join("extension.json"),
+        r#"{"name":"marker","command":["./extension.py"]}"#,
+    )
+    .unwrap();
+    zot_testkit::write_exec(&ext.join("extension.py"), MARKING_EXTENSION);
+    let seen = w.scratch.join("seen");
+    let hook = format!(
+        r#"{} && echo '{{"hookSpecificOutput":{{"hookEventName":"PostToolUse","additionalContext":"reviewed"}}}}'"#,
+        record_input(&seen, r#"d["tool_response"]["output"]"#)
+    );
+    user_hooks(&w, &[("PostToolUse", "Bash", command(hook))]);
+    let model = MockModel::start([
+        anthropic::tool_call("t1", "bash", r#"{"command":"echo built"}"#),
+        anthropic::text("done"),
+    ])
+    .await;
+    let run = zot(
+        &w,
+        &model,
+        &[
+            "--json",
+            "--no-session",
+            "--ext",
+            ext.to_str().unwrap(),
+            "go",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    // The hook hears the output as the extension's interceptor left it…
+    let heard = std::fs::read_to_string(&seen).unwrap();
+    assert!(heard.starts_with("$ echo built\n"), "{heard:?}");
+    assert!(heard.trim_end().ends_with("[exit 0] [marked]"), "{heard:?}");
+    // …and the model reads that output, then what the hook added.
+    let text = result_text(&tool_result(&model, 1));
+    assert!(text.ends_with("[exit 0] [marked]\nreviewed"), "{text}");
+}
