@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use zot_extensions::ecosystem;
 use zot_extensions::manage::{self, InstallOptions, Which};
 use zot_extensions::{
     ExtensionHost, ExtensionReport, Found, FoundStatus, HostEvent, Launch, Owner, Readiness, Repin,
@@ -371,8 +372,10 @@ fn doctor_entry(r: &ExtensionReport, warnings: &[(String, String)]) -> Value {
                 .collect();
             entry["events"] = json!(info.events);
             entry["intercepts"] = json!(info.intercepts);
-            if r.dialect == zot_extensions::Dialect::Mcp {
-                entry["mcp_version"] = json!(info.protocol_version);
+            // An ecosystem's extensions report their negotiated protocol
+            // version (`<kind>_version`) and resources.
+            if let zot_extensions::Dialect::Adapted(kind) = r.dialect {
+                entry[format!("{kind}_version")] = json!(info.protocol_version);
                 entry["resources"] = json!(info.resources);
             }
             entry["exit_status"] = json!(info.exit);
@@ -539,8 +542,8 @@ pub(crate) fn repin(ctx: &Context, written: &[PathBuf]) -> anyhow::Result<()> {
 }
 
 fn remove(ctx: &Context, name: &str, yes: bool, scope: &ScopeArgs) -> anyhow::Result<ExitCode> {
-    if let Some(server) = name.strip_prefix("mcp:") {
-        bail!("{name} is an MCP server: remove it with `zot mcp remove {server}`");
+    if let Some(ecosystem) = ecosystem::owning(name) {
+        bail!("{}", ecosystem.remove_advice(name));
     }
     let found = manage::find(&ctx.config, name, which(scope))?;
     let dir = display(&found.dir);
@@ -577,62 +580,24 @@ fn set_enabled(
     scope: &ScopeArgs,
     enabled: bool,
 ) -> anyhow::Result<ExitCode> {
-    if name.starts_with("mcp:") {
-        return set_mcp_enabled(ctx, name, scope, enabled);
+    let verb = if enabled { "enabled" } else { "disabled" };
+    // An ecosystem's extension is turned on or off in the file that configures it.
+    if let Some(ecosystem) = ecosystem::owning(name) {
+        let (found_in, path) = ecosystem.set_enabled(&ctx.config, name, which(scope), enabled)?;
+        errln!("{verb} {name} ({})", display(&path));
+        if found_in == Scope::Project {
+            repin(ctx, &[path])?;
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let found = manage::find(&ctx.config, name, which(scope))?;
     manage::set_enabled(&found.dir, enabled)?;
-    let verb = if enabled { "enabled" } else { "disabled" };
     errln!("{verb} {name} ({})", display(&found.dir));
     if found.scope == Scope::Project {
         repin(
             ctx,
             &[found.dir.join(zot_extensions::manifest::MANIFEST_FILE)],
         )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `zot ext enable|disable mcp:<name>`: flips `disabled` in the MCP config
-/// file that defines it (the project's `.mcp.json` wins when both do).
-fn set_mcp_enabled(
-    ctx: &Context,
-    name: &str,
-    scope: &ScopeArgs,
-    enabled: bool,
-) -> anyhow::Result<ExitCode> {
-    use zot_extensions::mcp::config;
-    let server = name.trim_start_matches("mcp:");
-    let files = [
-        (Scope::Project, config::project_path(&ctx.config.cwd)),
-        (Scope::Global, config::user_path(&ctx.config.zot_home)),
-    ];
-    let wanted = which(scope);
-    let path = files
-        .into_iter()
-        .filter(|(s, _)| match wanted {
-            Which::Project => *s == Scope::Project,
-            Which::Global => *s == Scope::Global,
-            Which::Either => true,
-        })
-        .find(|(_, path)| {
-            config::read(path)
-                .ok()
-                .flatten()
-                .is_some_and(|f| f.mcp_servers.contains_key(server))
-        });
-    let Some((scope, path)) = path else {
-        bail!(
-            "no MCP server {server:?} in {} or {}",
-            display(&config::project_path(&ctx.config.cwd)),
-            display(&config::user_path(&ctx.config.zot_home))
-        );
-    };
-    config::set_enabled(&path, server, enabled)?;
-    let verb = if enabled { "enabled" } else { "disabled" };
-    errln!("{verb} {name} ({})", display(&path));
-    if scope == Scope::Project {
-        repin(ctx, &[path])?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -644,13 +609,8 @@ fn logs(ctx: &Context, name: &str, follow: bool) -> anyhow::Result<ExitCode> {
         .and_then(|found| zot_extensions::Manifest::load(&found.dir).ok())
     {
         Some(manifest) => manifest.name,
-        // An MCP server's log is named after `mcp:<name>`.
-        None if name
-            .strip_prefix("mcp:")
-            .is_some_and(|s| zot_extensions::mcp::config::check_name(s).is_ok()) =>
-        {
-            name.to_owned()
-        }
+        // An ecosystem's extension's log is named after `<kind>:<name>`.
+        None if ecosystem::owning(name).is_some_and(|e| e.is_valid_name(name)) => name.to_owned(),
         // Not installed (an --ext one, or gone): the name is a file name part.
         None => {
             zot_extensions::manifest::validate_name(name)

@@ -313,14 +313,16 @@ fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
     // A broken policy file stops every extension; the manifests decide the count.
     let policy = crate::permissions_cmd::policy(ctx).unwrap_or_default();
     let mut extensions: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let mut servers: BTreeMap<String, usize> = BTreeMap::new();
+    // Entries of other ecosystems, by what they are called and the file that configures them.
+    let mut servers: BTreeMap<(&str, String), usize> = BTreeMap::new();
     for found in &loaded.found {
         let FoundStatus::Untrusted(manifest) = &found.status else {
             continue;
         };
-        if found.dialect == Dialect::Mcp {
-            // An MCP server's "manifest" is the file that configures it.
-            *servers.entry(relative(&manifest.path)).or_default() += 1;
+        if let Dialect::Adapted(kind) = found.dialect {
+            // Its "manifest" is the file that configures it.
+            let noun = zot_extensions::ecosystem::of_kind(kind).map_or(kind, |e| e.noun());
+            *servers.entry((noun, relative(&manifest.path))).or_default() += 1;
             continue;
         }
         let root = found.dir.parent().map(relative).unwrap_or_default();
@@ -338,10 +340,10 @@ fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
         };
         lines.push(format!("{} in {root} ({how})", counted(count, "extension")));
     }
-    for (file, count) in servers {
+    for ((noun, file), count) in servers {
         lines.push(format!(
             "{} in {file} (a program to start or a URL to call)",
-            counted(count, "MCP server")
+            counted(count, noun)
         ));
     }
     let mut hooks: BTreeMap<String, usize> = BTreeMap::new();

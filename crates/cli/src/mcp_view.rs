@@ -11,10 +11,10 @@ pub async fn run(host: &ExtensionHost, args: &str) -> Result<String, String> {
         (None, ..) => Ok(listing(&host.report())),
         (Some(verb @ ("on" | "off")), Some(server), None) => {
             let name = ext_name(server);
-            let known = host
-                .report()
-                .iter()
-                .any(|r| r.dialect == Dialect::Mcp && r.name.as_deref() == Some(name.as_str()));
+            let known = host.report().iter().any(|r| {
+                r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND)
+                    && r.name.as_deref() == Some(name.as_str())
+            });
             if !known {
                 return Err(format!("no MCP server {server:?} (type /mcp for the list)"));
             }
@@ -29,7 +29,7 @@ pub async fn run(host: &ExtensionHost, args: &str) -> Result<String, String> {
 pub fn servers(report: &[ExtensionReport]) -> Vec<(String, bool)> {
     report
         .iter()
-        .filter(|r| r.dialect == Dialect::Mcp)
+        .filter(|r| r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND))
         .filter_map(|r| {
             let name = r.name.as_deref()?;
             let running = matches!(&r.status, ReportStatus::Loaded(info) if info.running);
@@ -53,7 +53,7 @@ fn ext_name(server: &str) -> String {
 fn listing(report: &[ExtensionReport]) -> String {
     let servers: Vec<&ExtensionReport> = report
         .iter()
-        .filter(|r| r.dialect == Dialect::Mcp)
+        .filter(|r| r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND))
         .collect();
     if servers.is_empty() {
         return "no MCP servers (add one with `zot mcp add`, see docs/mcp.md)".to_owned();

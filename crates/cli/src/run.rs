@@ -197,7 +197,7 @@ pub async fn load(
 ) -> Loaded {
     let mut host_config = ctx.config.clone();
     // The TUI opens at once; MCP servers join as they come up.
-    host_config.mcp_in_background = mode == Mode::Interactive;
+    host_config.adapted_in_background = mode == Mode::Interactive;
     host_config.provider = provider.to_owned();
     host_config.model = model.to_owned();
     host_config.session_id = session_id.to_owned();

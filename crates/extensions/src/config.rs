@@ -40,10 +40,11 @@ pub struct HostConfig {
     pub limits: Limits,
     /// Command hooks run (`false` with `--no-hooks` or the config key `hooks: false`).
     pub hooks: bool,
-    /// MCP servers start in the background: [`start`](crate::ExtensionHost::start)
-    /// returns without waiting for their handshakes (the TUI opens at once and
-    /// a prompt waits through [`wait_started`](crate::ExtensionHost::wait_started)).
-    pub mcp_in_background: bool,
+    /// Extensions of installed ecosystems (`crate::ecosystem`) start in the
+    /// background: [`start`](crate::ExtensionHost::start) returns without
+    /// waiting for their handshakes (the TUI opens at once and a prompt waits
+    /// through [`wait_started`](crate::ExtensionHost::wait_started)).
+    pub adapted_in_background: bool,
 }
 
 impl HostConfig {
@@ -63,7 +64,7 @@ impl HostConfig {
             builtin_tools: BUILTIN_TOOLS.iter().map(|s| (*s).to_owned()).collect(),
             limits: Limits::default(),
             hooks: true,
-            mcp_in_background: false,
+            adapted_in_background: false,
         }
     }
 

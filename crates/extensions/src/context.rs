@@ -1,41 +1,46 @@
 //! What adapters may read from the host while they work: its configuration,
 //! the session facts handshakes and payloads carry (session id, provider,
-//! model, session file, whether tools are confirmed), request ids unique across all extensions, and the question clock.
+//! model, session file, whether tools are confirmed), request ids unique
+//! across all extensions, the question clock, and the state an ecosystem's
+//! adapters share, one typed slot per kind of state.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::config::HostConfig;
 
-pub(crate) struct HostContext {
-    pub(crate) config: HostConfig,
+pub struct HostContext {
+    pub config: HostConfig,
     facts: Mutex<Facts>,
     next_id: AtomicU64,
-    pub(crate) questions: QuestionClock,
-    /// MCP servers with resources, for the shared resource tools.
-    pub(crate) mcp: crate::mcp::directory::Directory,
-    /// Runs model calls for extensions (MCP sampling); only the TUI sets one.
-    pub(crate) sampler: Mutex<Option<std::sync::Arc<dyn crate::sampling::Sampler>>>,
+    pub questions: QuestionClock,
+    /// What the adapters of an ecosystem share in this generation (see
+    /// [`slot`](Self::slot)), by type.
+    slots: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// Runs model calls for extensions (sampling); only the TUI sets one.
+    pub sampler: Mutex<Option<std::sync::Arc<dyn crate::sampling::Sampler>>>,
 }
 
 /// Session facts that change while the host runs.
 #[derive(Debug, Clone)]
-pub(crate) struct Facts {
-    pub(crate) session_id: String,
-    pub(crate) provider: String,
-    pub(crate) model: String,
+pub struct Facts {
+    pub session_id: String,
+    pub provider: String,
+    pub model: String,
     /// The file the conversation is written to, if any.
-    pub(crate) transcript: Option<PathBuf>,
+    pub transcript: Option<PathBuf>,
     /// Tool calls are confirmed by the user rather than run without asking.
-    pub(crate) confirms: bool,
+    pub confirms: bool,
 }
 
 impl HostContext {
-    pub(crate) fn new(config: HostConfig) -> Self {
+    pub fn new(config: HostConfig) -> Self {
         let facts = Facts {
             session_id: config.session_id.clone(),
             provider: config.provider.clone(),
@@ -48,30 +53,48 @@ impl HostContext {
             facts: Mutex::new(facts),
             next_id: AtomicU64::new(1),
             questions: QuestionClock::new(),
-            mcp: crate::mcp::directory::Directory::default(),
+            slots: Mutex::new(HashMap::new()),
             sampler: Mutex::new(None),
         }
     }
 
-    pub(crate) fn facts(&self) -> MutexGuard<'_, Facts> {
+    pub fn facts(&self) -> MutexGuard<'_, Facts> {
         self.facts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The sampler the binary set, if any.
-    pub(crate) fn sampler(&self) -> Option<std::sync::Arc<dyn crate::sampling::Sampler>> {
+    pub fn sampler(&self) -> Option<std::sync::Arc<dyn crate::sampling::Sampler>> {
         self.sampler
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
+    /// The `T` every adapter of this host's generation shares (made on first
+    /// use): how an ecosystem's extensions see each other.
+    pub fn slot<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = slots
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        match Arc::clone(held).downcast::<T>() {
+            Ok(slot) => slot,
+            // Keyed by its own type id, so never another type.
+            Err(_) => {
+                let slot = Arc::new(T::default());
+                *held = Arc::clone(&slot) as Arc<dyn Any + Send + Sync>;
+                slot
+            }
+        }
+    }
+
     /// A request id unique across every extension of this host.
-    pub(crate) fn next_id(&self) -> String {
+    pub fn next_id(&self) -> String {
         self.next_id.fetch_add(1, Ordering::Relaxed).to_string()
     }
 
     /// The user's project directory, absolute.
-    pub(crate) fn cwd(&self) -> PathBuf {
+    pub fn cwd(&self) -> PathBuf {
         std::path::absolute(&self.config.cwd).unwrap_or_else(|_| self.config.cwd.clone())
     }
 }
@@ -80,7 +103,7 @@ impl HostContext {
 /// the user's thinking time are suspended, and each answer restarts their
 /// window (for protocols whose timeouts exclude the user's thinking time).
 #[derive(Debug)]
-pub(crate) struct QuestionClock {
+pub struct QuestionClock {
     pending: AtomicUsize,
     last_answer: Mutex<Instant>,
 }
@@ -93,11 +116,11 @@ impl QuestionClock {
         }
     }
 
-    pub(crate) fn begin(&self) {
+    pub fn begin(&self) {
         self.pending.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub(crate) fn end(&self) {
+    pub fn end(&self) {
         *self
             .last_answer
             .lock()
@@ -106,7 +129,7 @@ impl QuestionClock {
     }
 
     /// When a request that started at `start` with `timeout` expires; `None` while a question is pending.
-    pub(crate) fn deadline(&self, start: Instant, timeout: Duration) -> Option<Instant> {
+    pub fn deadline(&self, start: Instant, timeout: Duration) -> Option<Instant> {
         if self.pending.load(Ordering::SeqCst) > 0 {
             return None;
         }

@@ -1,57 +1,17 @@
 //! Finding extensions: `--ext` paths, then `./.zot/extensions/<dir>/`, then
 //! `$ZOT_HOME/extensions/<dir>/` (each root sorted by directory name), and
-//! deciding which of them may run; then the MCP servers of `.mcp.json` and
-//! `$ZOT_HOME/mcp.json`, each as one more entry named `mcp:<name>`. Reads
-//! manifests and config files only; spawns nothing.
+//! deciding which of them may run; then each installed ecosystem's entries
+//! from its own config files, named `<kind>:<name>`. Reads manifests and
+//! config files only; spawns nothing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::HostConfig;
-use crate::manifest::{Dialect, MANIFEST_FILE, Manifest, ManifestError};
+use crate::manifest::{Dialect, MANIFEST_FILE, Manifest};
 use crate::scope::Scope;
 
-/// One extension directory that discovery looked at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub scope: Scope,
-    pub dir: PathBuf,
-    pub status: FoundStatus,
-    /// The protocol: the manifest's, or (for an invalid one) its root's.
-    pub dialect: Dialect,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FoundStatus {
-    /// Enabled and not shadowed: a subprocess to start.
-    Load(Manifest),
-    /// A theme- or skill-only bundle: claims its name, never spawned.
-    Bundle(Manifest),
-    /// `enabled: false`: listed, not spawned, claims no name.
-    Disabled(Manifest),
-    /// A project extension in a project the user has not trusted: listed,
-    /// not spawned, claims no name.
-    Untrusted(Manifest),
-    /// An earlier extension (by precedence) has the same manifest name.
-    Shadowed {
-        manifest: Manifest,
-        by: PathBuf,
-    },
-    Invalid(ManifestError),
-}
-
-impl Found {
-    pub fn manifest(&self) -> Option<&Manifest> {
-        match &self.status {
-            FoundStatus::Load(m)
-            | FoundStatus::Bundle(m)
-            | FoundStatus::Disabled(m)
-            | FoundStatus::Untrusted(m)
-            | FoundStatus::Shadowed { manifest: m, .. } => Some(m),
-            FoundStatus::Invalid(_) => None,
-        }
-    }
-}
+pub use crate::found::{Found, FoundStatus};
 
 /// Every extension directory in load order, each with its status: `--ext`,
 /// `./.zot/extensions`, `$ZOT_HOME/extensions`, then the portable nimlet
@@ -124,74 +84,11 @@ pub fn discover(config: &HostConfig) -> Vec<Found> {
         })
         .collect();
     if config.discover {
-        found.extend(mcp_servers(config));
+        for ecosystem in crate::ecosystem::installed() {
+            found.extend(ecosystem.discover(config));
+        }
     }
     found
-}
-
-/// The MCP servers of both config files, as discovery entries: project
-/// servers first (they win a name), each file's in file order.
-fn mcp_servers(config: &HostConfig) -> Vec<Found> {
-    use crate::mcp::config::{McpConfig, ServerStatus, process_env};
-    let loaded = McpConfig::load(
-        &config.zot_home,
-        &config.cwd,
-        config.project_trusted,
-        &process_env,
-    );
-    let scope_of = |path: &Path| {
-        if path.starts_with(&config.zot_home) {
-            Scope::Global
-        } else {
-            Scope::Project
-        }
-    };
-    let mut out: Vec<Found> = loaded
-        .file_errors
-        .iter()
-        .map(|e| {
-            let path = match e {
-                crate::mcp::config::FileError::Read { path, .. }
-                | crate::mcp::config::FileError::TooLarge { path }
-                | crate::mcp::config::FileError::Syntax { path, .. }
-                | crate::mcp::config::FileError::Shape { path, .. } => path.clone(),
-            };
-            let error = ManifestError::new(&path, None, e.to_string());
-            invalid_mcp(scope_of(&path), &path, error)
-        })
-        .collect();
-    out.extend(loaded.server_errors.iter().map(|e| {
-        let field = format!("mcpServers.{}", e.server);
-        let error = ManifestError::new(&e.path, Some(&field), e.message.clone());
-        invalid_mcp(scope_of(&e.path), &e.path, error)
-    }));
-    out.extend(loaded.servers.into_iter().map(|(server, status)| {
-        let scope = server.scope;
-        let manifest = Manifest::for_mcp(server);
-        let dir = manifest.dir.clone();
-        let status = match status {
-            ServerStatus::Load => FoundStatus::Load(manifest),
-            ServerStatus::Disabled => FoundStatus::Disabled(manifest),
-            ServerStatus::Untrusted => FoundStatus::Untrusted(manifest),
-            ServerStatus::Shadowed { by } => FoundStatus::Shadowed { manifest, by },
-        };
-        Found {
-            scope,
-            dir,
-            status,
-            dialect: Dialect::Mcp,
-        }
-    }));
-    out
-}
-
-fn invalid_mcp(scope: Scope, path: &Path, error: ManifestError) -> Found {
-    Found {
-        scope,
-        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        status: FoundStatus::Invalid(error),
-        dialect: Dialect::Mcp,
-    }
 }
 
 /// Subdirectories of `root` that hold a manifest file, sorted by name. A

@@ -20,14 +20,14 @@ use std::time::SystemTime;
 use crate::limits::MAX_LOG_BYTES;
 
 #[derive(Debug)]
-pub(crate) struct ExtLog {
+pub struct ExtLog {
     path: PathBuf,
     max_bytes: u64,
     file: Mutex<File>,
 }
 
 /// `ext-<name>.log.1`: the one older log kept.
-pub(crate) fn rotated_path(path: &Path) -> PathBuf {
+pub fn rotated_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".1");
     path.with_file_name(name)
@@ -37,7 +37,7 @@ impl ExtLog {
     /// Opens (appending) the log, first rotating it when it has reached
     /// `max_bytes` (`Limits::max_log_bytes`, [`MAX_LOG_BYTES`] by default),
     /// and writes the start marker line.
-    pub(crate) fn open(
+    pub fn open(
         path: &Path,
         name: &str,
         version: Option<&str>,
@@ -67,14 +67,14 @@ impl ExtLog {
         })
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends what the extension wrote to its stderr, first rotating a
     /// log these bytes would take past the limit. Logging never fails the
     /// caller.
-    pub(crate) fn stderr(&self, bytes: &[u8]) {
+    pub fn stderr(&self, bytes: &[u8]) {
         if let Ok(mut file) = self.file.lock() {
             self.make_room(&mut file, bytes.len());
             let _ = file.write_all(bytes);
@@ -83,7 +83,7 @@ impl ExtLog {
 
     /// Appends one host diagnostic line, first rotating a log it would take
     /// past the limit. Logging never fails the caller.
-    pub(crate) fn line(&self, message: impl std::fmt::Display) {
+    pub fn line(&self, message: impl std::fmt::Display) {
         if let Ok(mut file) = self.file.lock() {
             let line = format!("[zot] {message}\n");
             self.make_room(&mut file, line.len());

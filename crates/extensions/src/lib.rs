@@ -6,15 +6,18 @@
 //! Start with [`ExtensionHost::start`]; front ends consume the
 //! [`HostEvent`] stream it returns. Unix only (process groups, signals).
 
-mod adapter;
+mod adapted;
+pub mod adapter;
 pub mod atomic_file;
 pub mod config;
-mod context;
+pub mod context;
 mod decide;
 pub mod discovery;
 mod dispatch;
-mod ext_log;
+pub mod ecosystem;
+pub mod ext_log;
 mod extension;
+mod found;
 pub mod hooks;
 mod host;
 pub mod limits;
@@ -32,16 +35,19 @@ mod remote;
 pub mod sampling;
 mod scope;
 mod tool_schema;
-mod transport;
+pub mod transport;
 pub mod trust;
 pub mod trust_gate;
 
+pub use adapted::{Adapted, Entry};
 pub use adapter::{HandshakeError, ProgressSink};
 pub use config::{HostConfig, default_zot_home, zot_home_from};
 pub use decide::{Permission, PermissionDecision, PromptDecision, Refusal, ResultDecision};
-pub use discovery::{Found, FoundStatus, discover};
+pub use discovery::discover;
 pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedPrompt, ToolReply};
+pub use ecosystem::Ecosystem;
 pub use extension::Readiness;
+pub use found::{Found, FoundStatus};
 pub use hooks::CommandHooks;
 pub use host::{
     Connectivity, ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo,

@@ -43,6 +43,10 @@ pub enum ManageError {
     },
     #[error("git clone {url} failed: {detail}")]
     Clone { url: String, detail: String },
+    /// An installed ecosystem's own answer about one of its extensions
+    /// (`crate::ecosystem`), in its words.
+    #[error("{0}")]
+    Ecosystem(String),
     #[error(
         "an extension named \"{name}\" is already installed in {}; installing a second one would change which of them loads (pass --force to install it anyway)",
         existing.display()

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::adapted::Adapted;
+
 /// The manifest file name inside an extension directory.
 pub const MANIFEST_FILE: &str = "extension.json";
 
@@ -43,8 +45,9 @@ pub enum Dialect {
     Zot,
     /// `command` array: the host speaks first (`initialize`).
     Nimlet,
-    /// An MCP server from `.mcp.json` or `$ZOT_HOME/mcp.json` (no manifest file).
-    Mcp,
+    /// Spoken by an installed ecosystem's own adapter, by its kind label
+    /// (`crate::ecosystem`): configured in the ecosystem's files, no manifest.
+    Adapted(&'static str),
 }
 
 impl Dialect {
@@ -52,7 +55,7 @@ impl Dialect {
         match self {
             Self::Zot => "zot",
             Self::Nimlet => "nimlet",
-            Self::Mcp => "mcp",
+            Self::Adapted(kind) => kind,
         }
     }
 }
@@ -104,8 +107,8 @@ pub enum Launch {
         command: Vec<String>,
         timeout: Option<Duration>,
     },
-    /// An MCP server (stdio or HTTP), configured in an MCP config file.
-    Mcp(Box<crate::mcp::config::McpServer>),
+    /// An entry of an installed ecosystem, run through its adapter.
+    Adapted(Adapted),
     /// A zot or nimlet extension reached over WebSocket or HTTP.
     Remote(Remote),
     /// Ships `theme.json` or `themes/theme.json` only; never spawned.
@@ -120,7 +123,7 @@ impl Manifest {
     pub fn is_process(&self) -> bool {
         matches!(
             self.launch,
-            Launch::Process { .. } | Launch::Nimlet { .. } | Launch::Mcp(_) | Launch::Remote(_)
+            Launch::Process { .. } | Launch::Nimlet { .. } | Launch::Adapted(_) | Launch::Remote(_)
         )
     }
 
@@ -133,12 +136,12 @@ impl Manifest {
     }
 
     /// The URL of an extension reached over the network (a remote zot or
-    /// nimlet extension, an MCP server over HTTP): the host reconnects
+    /// nimlet extension, an ecosystem's over HTTP): the host reconnects
     /// these when they drop, where a lost process waits for a reload.
     pub fn network_url(&self) -> Option<&str> {
         match &self.launch {
             Launch::Remote(remote) => Some(&remote.url),
-            Launch::Mcp(server) => server.transport.url(),
+            Launch::Adapted(adapted) => adapted.url.as_deref(),
             _ => None,
         }
     }
@@ -152,7 +155,9 @@ impl Manifest {
             Launch::Nimlet { command, .. } => command
                 .split_first()
                 .map(|(first, rest)| (resolve_nimlet(dir, first), rest)),
-            Launch::Mcp(_) | Launch::Remote(_) | Launch::ThemeBundle | Launch::SkillBundle => None,
+            Launch::Adapted(_) | Launch::Remote(_) | Launch::ThemeBundle | Launch::SkillBundle => {
+                None
+            }
         }
     }
 
@@ -161,43 +166,9 @@ impl Manifest {
         match &self.launch {
             Launch::Process { .. } => Some(Dialect::Zot),
             Launch::Nimlet { .. } => Some(Dialect::Nimlet),
-            Launch::Mcp(_) => Some(Dialect::Mcp),
+            Launch::Adapted(adapted) => Some(Dialect::Adapted(adapted.kind)),
             Launch::Remote(remote) => Some(remote.protocol),
             _ => None,
-        }
-    }
-
-    /// The MCP server this entry stands for, if it is one.
-    pub fn mcp(&self) -> Option<&crate::mcp::config::McpServer> {
-        match &self.launch {
-            Launch::Mcp(server) => Some(server),
-            _ => None,
-        }
-    }
-
-    /// The entry for an MCP server: named `mcp:<name>`, "found" in the
-    /// directory of the file that configures it.
-    pub fn for_mcp(server: crate::mcp::config::McpServer) -> Self {
-        let dir = server
-            .source
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        Self {
-            path: server.source.clone(),
-            dir,
-            name: server.ext_name(),
-            version: None,
-            language: None,
-            description: None,
-            skills: Vec::new(),
-            enabled: server.enabled,
-            launch: Launch::Mcp(Box::new(server)),
-            // An MCP server's scope is the user's policy's (permissions.json).
-            permissions: None,
-            // MCP servers have no intercepts.
-            on_failure: OnFailure::Allow,
-            warnings: Vec::new(),
         }
     }
 
@@ -268,7 +239,7 @@ impl Manifest {
                 n.trim().to_owned()
             }
             (Dialect::Nimlet, _) => return Err(fields.error("name", "missing name")),
-            (Dialect::Zot | Dialect::Mcp, _) => fields
+            (Dialect::Zot | Dialect::Adapted(_), _) => fields
                 .string("name")?
                 .ok_or_else(|| fields.error("name", "is required"))?,
         };
@@ -387,7 +358,7 @@ fn remote_manifest(
     };
     let timeout = match protocol {
         Dialect::Nimlet => nimlet_timeout(fields)?,
-        Dialect::Zot | Dialect::Mcp => None,
+        Dialect::Zot | Dialect::Adapted(_) => None,
     };
     let enabled = match map.get("enabled") {
         None | Some(Value::Null) => true,

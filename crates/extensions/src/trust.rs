@@ -36,9 +36,14 @@ pub const GATED_ROOTS: &[(&str, Dialect)] = &[
 ];
 
 /// Single project files that can run code or redirect credentials, pinned
-/// whole (with the project files they name to run). `docs/trust.md` keeps
-/// the table of them.
-pub const GATED_FILES: &[&str] = &[crate::mcp::config::PROJECT_FILE];
+/// whole (with the project files they name to run): the installed
+/// ecosystems' config files. `docs/trust.md` keeps the table of them.
+pub fn gated_files() -> Vec<&'static str> {
+    crate::ecosystem::gated_files()
+        .into_iter()
+        .map(|(_, file)| file)
+        .collect()
+}
 
 /// Project folders that are gated by trust without being extensions:
 /// Markdown commands (their `` !`cmd` `` runs a shell) and every skill folder
@@ -543,12 +548,12 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
             referenced.extend(runs(&path, project, *dialect));
         }
     }
-    for rel in GATED_FILES {
+    for (ecosystem, rel) in crate::ecosystem::gated_files() {
         // Followed when a symlink: what is read is what is pinned.
         let path = project.join(rel);
         if let Ok(meta) = path.metadata() {
             hasher.pin(&mut files, &path, rel, &meta);
-            referenced.extend(crate::mcp::config::project_files_run(&path, project));
+            referenced.extend(ecosystem.files_run(&path, project));
         }
     }
     for root_rel in GATED_FILE_ROOTS {
@@ -839,7 +844,7 @@ impl Watched {
             .iter()
             .map(|(root, _)| *root)
             .chain(GATED_FILE_ROOTS.iter().copied())
-            .chain(GATED_FILES.iter().copied())
+            .chain(gated_files())
             .chain(crate::hooks::settings::PROJECT_FILES.iter().copied());
         for rel in inputs {
             let mut path = project.join(rel);
@@ -1075,6 +1080,7 @@ mod tests {
 
     #[test]
     fn mcp_json_and_the_project_files_it_runs_are_pinned() {
+        crate::mcp::install();
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().canonicalize().unwrap();
         write(
@@ -1143,6 +1149,7 @@ mod tests {
 
     #[test]
     fn what_hooks_servers_and_commands_run_is_pinned_with_its_directory() {
+        crate::mcp::install();
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().canonicalize().unwrap();
         write(

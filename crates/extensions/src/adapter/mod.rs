@@ -4,6 +4,8 @@
 //! declares its [`Semantics`]. It talks over a [`Peer`], whatever transport
 //! carries the frames. `select::for_manifest` is the one place that picks an
 //! adapter; nothing else in the host knows which protocol an extension speaks.
+//! Public for the ecosystems outside this crate (`crate::ecosystem`), whose
+//! adapters implement [`Adapter`] too.
 
 pub(crate) mod nimlet;
 pub(crate) mod select;
@@ -24,7 +26,7 @@ use crate::transport::{FrameReader, Peer, ReadError, RequestError};
 
 /// How the host hears from an adapter about one extension: registrations,
 /// UI effects, and warnings for the user (also written to the extension's log).
-pub(crate) trait Link: Send + Sync {
+pub trait Link: Send + Sync {
     fn register(&self, registration: Registration);
     fn effect(&self, effect: Effect);
     fn warn(&self, message: String);
@@ -36,21 +38,21 @@ pub(crate) trait Link: Send + Sync {
 }
 
 /// A command's answer: what to do, and an error line to show whatever the outcome.
-pub(crate) type CommandAnswer = (CommandOutcome, Option<String>);
+pub type CommandAnswer = (CommandOutcome, Option<String>);
 
 /// A tool's answer in neutral terms.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ToolAnswer {
+pub struct ToolAnswer {
     /// Text and image blocks (unknown block types arrive as a text note).
-    pub(crate) content: Vec<ContentBlock>,
-    pub(crate) is_error: bool,
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
     /// Deferred tools the result asks to make visible.
-    pub(crate) activate: Vec<String>,
+    pub activate: Vec<String>,
 }
 
 /// Input for an open panel.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum PanelInput {
+pub enum PanelInput {
     Key {
         panel_id: String,
         key: Key,
@@ -62,7 +64,7 @@ pub(crate) enum PanelInput {
 }
 
 /// One protocol, as the host drives it. One instance per extension.
-pub(crate) trait Adapter: Send + Sync {
+pub trait Adapter: Send + Sync {
     fn semantics(&self) -> Semantics;
 
     /// Reads (and answers) the opening of the conversation; returns what
@@ -124,8 +126,8 @@ pub(crate) trait Adapter: Send + Sync {
     fn shutdown(&self, peer: &Peer);
 
     /// The extension joined the live set: `host` reaches it later, for
-    /// protocols whose peer speaks on its own after the handshake (an MCP
-    /// server's `list_changed`, or its requests to the client).
+    /// protocols whose peer speaks on its own after the handshake (a
+    /// server's notice that its lists changed, or its requests to the client).
     fn attach(&self, _host: Box<dyn Attachment>) {}
 
     /// The connection ended (a crash, or a stop): drop what depends on it.
@@ -137,7 +139,7 @@ pub(crate) trait Adapter: Send + Sync {
     }
 
     /// What the extension offers besides tools and commands, for reports
-    /// (an MCP server's resource URIs, as listed at start).
+    /// (a server's resource URIs, as listed at start).
     fn resources(&self) -> Vec<String> {
         Vec::new()
     }
@@ -153,7 +155,7 @@ pub type ProgressSink = Arc<dyn Fn(&str) + Send + Sync>;
 /// How an adapter reaches the host after its handshake, on its own
 /// initiative (not while answering a call). The host's handle is weak: it
 /// keeps neither the host nor the extension alive.
-pub(crate) trait Attachment: Send + Sync {
+pub trait Attachment: Send + Sync {
     /// Runs `f` with a link to the host, while both the host and this
     /// extension (still live) exist; whether it ran.
     fn with_link(&self, f: &mut dyn FnMut(&dyn Link)) -> bool;
@@ -162,7 +164,7 @@ pub(crate) trait Attachment: Send + Sync {
 impl dyn Attachment {
     /// [`with_link`](Attachment::with_link) for a closure with a result:
     /// `None` when the host or the extension is gone.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&dyn Link) -> R) -> Option<R> {
+    pub fn with<R>(&self, f: impl FnOnce(&dyn Link) -> R) -> Option<R> {
         let mut f = Some(f);
         let mut out = None;
         self.with_link(&mut |link| {
@@ -175,9 +177,9 @@ impl dyn Attachment {
 }
 
 /// How to reach an extension: a process to start, a remote connection
-/// its adapter opens itself (an MCP server over HTTP), or a zot or nimlet
+/// its adapter opens itself (an ecosystem's server over HTTP), or a zot or nimlet
 /// extension served over WebSocket or HTTP that the host connects to.
-pub(crate) enum LaunchSpec {
+pub enum LaunchSpec {
     Process(ProcessSpec),
     Remote(crate::transport::remote::RemoteSession),
     Connect(Remote),
@@ -185,12 +187,12 @@ pub(crate) enum LaunchSpec {
 
 /// How to start an extension's process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProcessSpec {
-    pub(crate) program: PathBuf,
-    pub(crate) args: Vec<String>,
-    pub(crate) cwd: PathBuf,
+pub struct ProcessSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
     /// Added to the environment the process inherits.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
 }
 
 /// Why an extension's opening was not acceptable.
@@ -206,11 +208,11 @@ pub enum HandshakeError {
     Io(String),
     #[error("no answer to initialize within {0:?} (startup_timeout_sec)")]
     NoInitialize(Duration),
-    /// The MCP session could not be opened (its own message).
+    /// The adapter's own session could not be opened (its own message).
     #[error("{0}")]
-    Mcp(String),
-    /// A remote MCP server answered 401: it needs `zot mcp login` (the
-    /// message says so), which no retry can do.
+    Session(String),
+    /// A remote server answered 401: the user must sign in first (the
+    /// message says how), which no retry can do.
     #[error("{0}")]
     LoginNeeded(String),
     #[error("first frame is not valid JSON: {0}")]
@@ -225,7 +227,7 @@ pub enum HandshakeError {
 }
 
 /// The first frame within `timeout`, parsed as JSON.
-pub(crate) async fn first_frame(
+pub async fn first_frame(
     peer: &Peer,
     reader: &mut FrameReader,
     timeout: Duration,
@@ -242,11 +244,11 @@ pub(crate) async fn first_frame(
 }
 
 /// The longest tool name, the one the model providers accept.
-pub(crate) const MAX_TOOL_NAME: usize = 64;
+pub const MAX_TOOL_NAME: usize = 64;
 
 /// Whether `name` is a tool name every model provider accepts
 /// (`^[a-zA-Z0-9_-]{1,64}$`); one they reject would fail every request.
-pub(crate) fn valid_tool_name(name: &str) -> bool {
+pub fn valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME).contains(&name.len())
         && name
             .bytes()
@@ -255,7 +257,7 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
 
 /// Refuses a tool whose name the model providers would reject, with a
 /// warning the user sees; returns whether the name is acceptable.
-pub(crate) fn check_tool_name(link: &dyn Link, name: &str) -> bool {
+pub fn check_tool_name(link: &dyn Link, name: &str) -> bool {
     let ok = valid_tool_name(name);
     if !ok {
         let shown: String = name.chars().take(MAX_TOOL_NAME + 16).collect();
@@ -269,7 +271,7 @@ pub(crate) fn check_tool_name(link: &dyn Link, name: &str) -> bool {
 }
 
 /// A reply the adapter itself parsed, back from the connection's table.
-pub(crate) fn own_reply<T: 'static>(reply: crate::transport::Reply) -> Result<T, RequestError> {
+pub fn own_reply<T: 'static>(reply: crate::transport::Reply) -> Result<T, RequestError> {
     reply
         .downcast::<T>()
         .map(|frame| *frame)
@@ -277,7 +279,7 @@ pub(crate) fn own_reply<T: 'static>(reply: crate::transport::Reply) -> Result<T,
 }
 
 /// `a boolean`, `an object`…, for messages about a wrong JSON type.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -291,7 +293,7 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 /// What adapter unit tests share: a peer whose frames land in an outbox the
 /// test reads, and a link that records what the adapter reported.
 #[cfg(test)]
-pub(crate) mod testing {
+pub mod testing {
     use std::sync::{Arc, Mutex};
 
     use serde_json::Value;
@@ -303,16 +305,16 @@ pub(crate) mod testing {
     use crate::model::{Effect, Registration};
     use crate::transport::{Connection, FrameReader, Outbox, Outgoing, Peer};
 
-    pub(crate) struct Harness {
-        pub(crate) cx: Arc<HostContext>,
-        pub(crate) peer: Peer,
-        pub(crate) outbox: tokio::sync::Mutex<Outbox>,
-        pub(crate) link: Recorder,
+    pub struct Harness {
+        pub cx: Arc<HostContext>,
+        pub peer: Peer,
+        pub outbox: tokio::sync::Mutex<Outbox>,
+        pub link: Recorder,
         _dir: tempfile::TempDir,
     }
 
     impl Harness {
-        pub(crate) fn new(name: &str) -> Self {
+        pub fn new(name: &str) -> Self {
             let dir = tempfile::tempdir().unwrap();
             let mut config = HostConfig::new(dir.path().join("home"), dir.path());
             config.session_id = "s-1".into();
@@ -340,7 +342,7 @@ pub(crate) mod testing {
         }
 
         /// The next frame the adapter sent, as JSON.
-        pub(crate) async fn sent(&self) -> Value {
+        pub async fn sent(&self) -> Value {
             let mut outbox = self.outbox.lock().await;
             match outbox.queue.recv().await {
                 Some(Outgoing::Frame { line, written }) => {
@@ -354,13 +356,13 @@ pub(crate) mod testing {
         }
 
         /// Nothing more was sent.
-        pub(crate) async fn nothing_sent(&self) -> bool {
+        pub async fn nothing_sent(&self) -> bool {
             self.outbox.lock().await.queue.try_recv().is_err()
         }
     }
 
     /// A reader that yields these lines, then the end of the stream.
-    pub(crate) fn reader(lines: &[Value]) -> FrameReader {
+    pub fn reader(lines: &[Value]) -> FrameReader {
         let mut text = String::new();
         for line in lines {
             text.push_str(&line.to_string());
@@ -370,10 +372,10 @@ pub(crate) mod testing {
     }
 
     #[derive(Default)]
-    pub(crate) struct Recorder {
-        pub(crate) registrations: Mutex<Vec<Registration>>,
-        pub(crate) effects: Mutex<Vec<Effect>>,
-        pub(crate) warnings: Mutex<Vec<String>>,
+    pub struct Recorder {
+        pub registrations: Mutex<Vec<Registration>>,
+        pub effects: Mutex<Vec<Effect>>,
+        pub warnings: Mutex<Vec<String>>,
     }
 
     impl Link for Recorder {

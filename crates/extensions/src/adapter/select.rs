@@ -9,7 +9,6 @@ use super::zot::Zot;
 use super::{Adapter, LaunchSpec, ProcessSpec};
 use crate::context::HostContext;
 use crate::manifest::{Dialect, Launch, Manifest};
-use crate::mcp::adapter as mcp;
 
 /// The adapter for a process or remote manifest, and how to reach it.
 /// `dir` is the extension directory (absolute); `data_dir` where it keeps
@@ -20,8 +19,11 @@ pub(crate) fn for_manifest(
     data_dir: &Path,
     cx: &Arc<HostContext>,
 ) -> Result<(Box<dyn Adapter>, LaunchSpec), String> {
-    if let Launch::Mcp(server) = &manifest.launch {
-        return Ok(mcp::launch(server, cx));
+    if let Launch::Adapted(adapted) = &manifest.launch {
+        let Some(ecosystem) = crate::ecosystem::of_kind(adapted.kind) else {
+            return Err(format!("no {} support in this zot", adapted.kind));
+        };
+        return ecosystem.launch(adapted, cx);
     }
     if let Launch::Remote(remote) = &manifest.launch {
         let adapter: Box<dyn Adapter> = match remote.protocol {

@@ -1,4 +1,4 @@
-//! Starting extensions in the background (`HostConfig::mcp_in_background`)
+//! Starting extensions in the background (`HostConfig::adapted_in_background`)
 //! and ending those starts.
 
 use std::sync::Arc;

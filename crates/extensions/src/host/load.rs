@@ -14,7 +14,7 @@ use crate::discovery::{Found, FoundStatus};
 use crate::ext_log::ExtLog;
 use crate::extension::{Extension, Readiness};
 use crate::limits::Limits;
-use crate::manifest::{Manifest, Remote};
+use crate::manifest::{Launch, Manifest, Remote};
 use crate::model::{Effect, Registration};
 use crate::permissions::{self, Permissions};
 use crate::remote::{self, Wire};
@@ -61,7 +61,7 @@ impl Inner {
             state.found = found.iter().map(|f| (f.clone(), None)).collect();
             state.off.clone()
         };
-        let background = self.cx.config.mcp_in_background;
+        let background = self.cx.config.adapted_in_background;
         let mut loads = Vec::new();
         for (order, f) in found.iter().enumerate() {
             let FoundStatus::Load(manifest) = &f.status else {
@@ -70,9 +70,9 @@ impl Inner {
             if off.contains(&manifest.name) {
                 continue;
             }
-            match manifest.mcp() {
-                Some(server) if background => {
-                    self.start_in_background(order, f.scope, manifest, server.startup_timeout);
+            match &manifest.launch {
+                Launch::Adapted(adapted) if background => {
+                    self.start_in_background(order, f.scope, manifest, adapted.startup_timeout);
                 }
                 _ => loads.push(self.load_one(order, f.scope, manifest)),
             }

@@ -353,8 +353,8 @@ impl ExtensionHost {
         stopped
     }
 
-    /// Extensions still starting in the background (MCP servers with
-    /// `mcp_in_background`), by name, in load order.
+    /// Extensions still starting in the background (an installed
+    /// ecosystem's, with `adapted_in_background`), by name, in load order.
     pub fn starting(&self) -> Vec<String> {
         let state = self.inner.state();
         let mut starting: Vec<(usize, String)> = state

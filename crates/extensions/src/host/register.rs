@@ -229,7 +229,9 @@ impl Inner {
                 && loser.adapter.semantics().warn_tool_clash
                 && kind == NameKind::Tool
                 && !state.conflicts.contains(&conflict)
-                && !crate::mcp::names::is_shared_tool(&conflict.name)
+                && !crate::ecosystem::installed()
+                    .iter()
+                    .any(|e| e.is_shared_tool(&conflict.name))
             {
                 self.warn_once(
                     loser.name(),

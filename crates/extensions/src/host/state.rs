@@ -76,7 +76,7 @@ pub(crate) struct HostState {
     pub(crate) activated: HashSet<String>,
     /// Remote extensions being reconnected, by load order.
     pub(super) reconnecting: HashMap<usize, Arc<Reconnect>>,
-    /// MCP servers starting in the background (`mcp_in_background`).
+    /// Extensions starting in the background (`adapted_in_background`).
     pub(super) starting: Vec<Starting>,
     /// Extensions the user turned off for this session (`/mcp off`), by
     /// name: stopped, and not started again by a reload.

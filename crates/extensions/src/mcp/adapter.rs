@@ -51,6 +51,7 @@ use super::client::Client;
 use super::content::{
     error_answer, list_resources, map_tool_result, prompt_text, read_resource, split_args,
 };
+use super::directory::Directory;
 use super::names::{LIST_RESOURCES, READ_RESOURCE};
 use super::remote::RetryDelay;
 use super::shared::{DropSignal, Shared, lock, token_key};
@@ -206,7 +207,7 @@ impl Mcp {
                         &remote.url,
                     ))
                 }
-                _ => HandshakeError::Mcp(format!("initialize failed: {e}")),
+                _ => HandshakeError::Session(format!("initialize failed: {e}")),
             })?;
         let version = running
             .peer()
@@ -216,7 +217,7 @@ impl Mcp {
             .unwrap_or_default();
         if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
             self.cancel.cancel();
-            return Err(HandshakeError::Mcp(format!(
+            return Err(HandshakeError::Session(format!(
                 "the server speaks MCP {version:?}; zot speaks {}",
                 SUPPORTED_VERSIONS.join(", ")
             )));
@@ -244,7 +245,11 @@ impl Mcp {
         tokio::spawn(async move {
             let quit = running.waiting().await;
             shared.gone.store(true, Ordering::Release);
-            shared.cx.mcp.lock().remove(&shared.server.name);
+            shared
+                .cx
+                .slot::<Directory>()
+                .lock()
+                .remove(&shared.server.name);
             lock(&shared.peer).take();
             let dropped = lock(&shared.dropped).clone();
             let why = match (dropped, quit) {
@@ -283,7 +288,7 @@ impl Mcp {
                     Some(Err(ReadError::TooLong)) => return Err(HandshakeError::FrameTooLong),
                     Some(Err(ReadError::Io(e))) => return Err(HandshakeError::Io(e.to_string())),
                     None => {
-                        return Err(HandshakeError::Mcp(
+                        return Err(HandshakeError::Session(
                             "exited before answering initialize".to_owned(),
                         ));
                     }
@@ -302,7 +307,7 @@ impl Mcp {
         let auth =
             super::oauth::authorized(&self.shared.cx.config.zot_home, &server.name, &remote.url)
                 .await
-                .map_err(|e| HandshakeError::Mcp(e.to_string()))?;
+                .map_err(|e| HandshakeError::Session(e.to_string()))?;
         if !streamable {
             let transport = super::remote::legacy_sse(server, remote, auth).await?;
             return self.open(transport, link).await;
@@ -635,7 +640,11 @@ impl Adapter for Mcp {
     /// ends when stdout closes. HTTP: the session is closed (`DELETE`).
     fn shutdown(&self, _peer: &Peer) {
         self.shared.gone.store(true, Ordering::Release);
-        self.shared.cx.mcp.lock().remove(&self.shared.server.name);
+        self.shared
+            .cx
+            .slot::<Directory>()
+            .lock()
+            .remove(&self.shared.server.name);
         if self.remote.is_some() {
             self.cancel.cancel();
         }
@@ -648,7 +657,11 @@ impl Adapter for Mcp {
 
     fn disconnected(&self) {
         self.shared.gone.store(true, Ordering::Release);
-        self.shared.cx.mcp.lock().remove(&self.shared.server.name);
+        self.shared
+            .cx
+            .slot::<Directory>()
+            .lock()
+            .remove(&self.shared.server.name);
         // Ends the rmcp session: its reads see the end of the stream.
         lock(&self.incoming).take();
         self.cancel.cancel();

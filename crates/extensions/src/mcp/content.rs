@@ -6,6 +6,7 @@ use rmcp::service::RoleClient;
 use serde_json::Value;
 use zot_protocol::zot::ContentBlock;
 
+use super::directory::Directory;
 use crate::adapter::ToolAnswer;
 use crate::context::HostContext;
 
@@ -159,7 +160,7 @@ pub(super) fn split_args(args: &str) -> Vec<String> {
 pub(super) async fn list_resources(cx: &HostContext, args: &Value) -> ToolAnswer {
     let only = args.get("server").and_then(Value::as_str);
     let servers: Vec<(String, rmcp::Peer<RoleClient>)> = cx
-        .mcp
+        .slot::<Directory>()
         .lock()
         .iter()
         .filter(|(name, _)| only.is_none_or(|o| o == name.as_str()))
@@ -213,7 +214,7 @@ pub(super) async fn read_resource(cx: &HostContext, args: &Value) -> ToolAnswer 
     ) else {
         return error_answer("mcp_read_resource needs `server` and `uri`".to_owned());
     };
-    let Some(peer) = cx.mcp.lock().get(server).cloned() else {
+    let Some(peer) = cx.slot::<Directory>().lock().get(server).cloned() else {
         return error_answer(format!("no connected MCP server {server:?} has resources"));
     };
     let request = ClientRequest::ReadResourceRequest(Request::new(ReadResourceRequestParams::new(

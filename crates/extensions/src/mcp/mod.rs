@@ -3,6 +3,7 @@
 //! extensions.
 
 pub mod config;
+pub mod ecosystem;
 pub mod legacy_sse;
 pub mod oauth;
 
@@ -16,4 +17,5 @@ mod shared;
 
 pub use adapter::SUPPORTED_VERSIONS;
 pub use client::PROTOCOL_VERSION;
+pub use ecosystem::{KIND, MCP, McpServers, install};
 pub use names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};

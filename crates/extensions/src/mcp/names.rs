@@ -14,12 +14,6 @@ const KEPT_PREFIX: usize = 55;
 /// among names that already share their first 55 characters).
 const HASH_DIGITS: usize = 8;
 
-/// Whether `name` is one of the resource tools every MCP server with
-/// resources registers (only the first counts; the others are no clash).
-pub(crate) fn is_shared_tool(name: &str) -> bool {
-    name == LIST_RESOURCES || name == READ_RESOURCE
-}
-
 /// `mcp__<server>__<item>` made valid for every provider: characters
 /// outside `[A-Za-z0-9_-]` become `_`; a name over 64 characters keeps its
 /// first 55, then `_` and 8 hex digits of the SHA-256 of the full name.

@@ -342,7 +342,7 @@ pub(crate) fn streamable_http(
     dropped: DropSignal,
 ) -> Result<(StreamableHttpClientTransportConfig, reqwest::Client), HandshakeError> {
     let headers: HashMap<_, _> = super::legacy_sse::header_map(&server.name, &remote.headers, None)
-        .map_err(|e| HandshakeError::Mcp(e.to_string()))?
+        .map_err(|e| HandshakeError::Session(e.to_string()))?
         .into_iter()
         .filter_map(|(name, value)| Some((name?, value)))
         .collect();
@@ -351,12 +351,12 @@ pub(crate) fn streamable_http(
     // rmcp's default retries a broken event stream forever, doubling without
     // a cap; zot's gives up after a few tries and reports the server dropped.
     config.retry_config = Arc::new(StreamRetry { dropped });
-    if let Some(token) = bearer_token(server, remote).map_err(HandshakeError::Mcp)? {
+    if let Some(token) = bearer_token(server, remote).map_err(HandshakeError::Session)? {
         config = config.auth_header(token);
     }
     let client = zot_http::http_client(remote.url.as_str())
         .build()
-        .map_err(|e| HandshakeError::Mcp(format!("cannot build the HTTP client: {e}")))?;
+        .map_err(|e| HandshakeError::Session(format!("cannot build the HTTP client: {e}")))?;
     Ok((config, client))
 }
 
@@ -368,9 +368,9 @@ pub(crate) async fn legacy_sse(
     remote: &Remote,
     auth: Option<AuthorizationManager>,
 ) -> Result<LegacySseTransport, HandshakeError> {
-    let token = bearer_token(server, remote).map_err(HandshakeError::Mcp)?;
+    let token = bearer_token(server, remote).map_err(HandshakeError::Session)?;
     let headers = super::legacy_sse::header_map(&server.name, &remote.headers, token.as_deref())
-        .map_err(|e| HandshakeError::Mcp(e.to_string()))?;
+        .map_err(|e| HandshakeError::Session(e.to_string()))?;
     LegacySseTransport::connect_authorized(
         &server.name,
         &remote.url,
@@ -382,7 +382,7 @@ pub(crate) async fn legacy_sse(
         LegacySseError::Unauthorized { .. } | LegacySseError::LoginRefused { .. } => {
             HandshakeError::LoginNeeded(e.to_string())
         }
-        other => HandshakeError::Mcp(other.to_string()),
+        other => HandshakeError::Session(other.to_string()),
     })
 }
 

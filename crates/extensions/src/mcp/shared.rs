@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::{CommandInfo, CommandOrigin};
 
 use super::config::McpServer;
+use super::directory::Directory;
 use crate::adapter::Attachment;
 use crate::adapter::ProgressSink;
 use crate::context::HostContext;
@@ -383,7 +384,8 @@ impl Shared {
     }
 
     pub(super) fn publish_resources(&self, peer: &rmcp::Peer<RoleClient>, has: bool) {
-        let mut directory = self.cx.mcp.lock();
+        let directory = self.cx.slot::<Directory>();
+        let mut directory = directory.lock();
         if has && !self.gone.load(Ordering::Acquire) {
             directory.insert(self.server.name.clone(), peer.clone());
         } else {

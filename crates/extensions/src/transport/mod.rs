@@ -9,7 +9,7 @@
 //! extensions served remotely; `wire` is the endpoint those two share.
 
 pub(crate) mod http;
-pub(crate) mod remote;
+pub mod remote;
 pub(crate) mod stdio;
 pub(crate) mod wire;
 pub(crate) mod ws;
@@ -33,16 +33,16 @@ use crate::ext_log::ExtLog;
 
 /// What one extension is reached through: its name, its log, and the
 /// connection its adapter sends frames and requests over.
-pub(crate) struct Peer {
-    pub(crate) name: String,
-    pub(crate) log: Arc<ExtLog>,
-    pub(crate) conn: Connection,
+pub struct Peer {
+    pub name: String,
+    pub log: Arc<ExtLog>,
+    pub conn: Connection,
 }
 
 /// The far end of a transport, as the host supervises it: a process, or a
 /// network connection. Exit descriptions read `exit status: 3` or
 /// `signal: 9 (SIGKILL)` for a process, `connection closed: …` for a connection.
-pub(crate) trait Endpoint: Send + Sync {
+pub trait Endpoint: Send + Sync {
     /// The process id (the process group leader); `None` for a connection.
     fn pid(&self) -> Option<i32>;
     /// How it ended, once it has.
@@ -59,7 +59,7 @@ pub(crate) trait Endpoint: Send + Sync {
 
 /// Records how a network connection ended: the first report counts (a
 /// transport's task and the host may both see the end).
-pub(crate) fn record_end(ended: &watch::Sender<Option<String>>, how: impl Into<String>) {
+pub fn record_end(ended: &watch::Sender<Option<String>>, how: impl Into<String>) {
     let how = how.into();
     ended.send_if_modified(|slot| {
         let first = slot.is_none();
@@ -72,7 +72,7 @@ pub(crate) fn record_end(ended: &watch::Sender<Option<String>>, how: impl Into<S
 
 /// How a network connection ended, waiting for the end until `deadline`
 /// (`None`: still open then).
-pub(crate) async fn ended_by(
+pub async fn ended_by(
     ended: &watch::Receiver<Option<String>>,
     deadline: Instant,
 ) -> Option<String> {
@@ -84,18 +84,18 @@ pub(crate) async fn ended_by(
 }
 
 /// A frame for a debug log line (bounded, lossy for invalid UTF-8).
-pub(crate) fn preview(frame: &[u8]) -> String {
+pub fn preview(frame: &[u8]) -> String {
     zot_protocol::log_preview(&String::from_utf8_lossy(frame))
 }
 
 /// `exit status: 3`, or that it is still running.
-pub(crate) fn describe(exit: Option<&str>) -> String {
+pub fn describe(exit: Option<&str>) -> String {
     exit.unwrap_or("still running").to_owned()
 }
 
 /// Reads frames: LF-delimited from a byte stream (a trailing CR is dropped,
 /// blank lines skipped), or whole frames a message transport hands over.
-pub(crate) struct FrameReader {
+pub struct FrameReader {
     inner: Source,
 }
 
@@ -105,16 +105,13 @@ enum Source {
 }
 
 #[derive(Debug)]
-pub(crate) enum ReadError {
+pub enum ReadError {
     TooLong,
     Io(std::io::Error),
 }
 
 impl FrameReader {
-    pub(crate) fn new(
-        input: impl AsyncRead + Send + Unpin + 'static,
-        max_frame_bytes: usize,
-    ) -> Self {
+    pub fn new(input: impl AsyncRead + Send + Unpin + 'static, max_frame_bytes: usize) -> Self {
         let codec =
             AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_frame_bytes);
         Self {
@@ -124,14 +121,14 @@ impl FrameReader {
 
     /// Frames a message transport's task sends; the end of the stream is
     /// when that task drops its sender.
-    pub(crate) fn from_frames(frames: mpsc::Receiver<Result<Bytes, ReadError>>) -> Self {
+    pub fn from_frames(frames: mpsc::Receiver<Result<Bytes, ReadError>>) -> Self {
         Self {
             inner: Source::Frames(frames),
         }
     }
 
     /// The next non-blank frame; `None` at end of stream. Cancel-safe.
-    pub(crate) async fn next(&mut self) -> Option<Result<Bytes, ReadError>> {
+    pub async fn next(&mut self) -> Option<Result<Bytes, ReadError>> {
         let lines = match &mut self.inner {
             Source::Lines(lines) => lines,
             Source::Frames(frames) => loop {
@@ -171,7 +168,7 @@ pub enum RequestError {
     Malformed(String),
 }
 
-pub(crate) enum Outgoing {
+pub enum Outgoing {
     Frame {
         line: Vec<u8>,
         written: Option<oneshot::Sender<()>>,
@@ -182,28 +179,28 @@ pub(crate) enum Outgoing {
 
 /// A reply to a request: the frame the adapter parsed, which only that
 /// adapter knows the type of (it downcasts its own frames).
-pub(crate) type Reply = Box<dyn Any + Send>;
+pub type Reply = Box<dyn Any + Send>;
 
 type Outcome = Result<Reply, RequestError>;
 
 /// What a transport's writer task consumes: queued frames, and the signal
 /// to give up at once (a write blocked past a request's deadline).
-pub(crate) struct Outbox {
-    pub(crate) queue: mpsc::UnboundedReceiver<Outgoing>,
-    pub(crate) abort: watch::Receiver<bool>,
+pub struct Outbox {
+    pub queue: mpsc::UnboundedReceiver<Outgoing>,
+    pub abort: watch::Receiver<bool>,
 }
 
 /// Queues one-way frames on a connection; cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Sender(mpsc::UnboundedSender<Outgoing>);
+pub struct Sender(mpsc::UnboundedSender<Outgoing>);
 
 impl Sender {
-    pub(crate) fn send<T: Serialize>(&self, frame: &T) {
+    pub fn send<T: Serialize>(&self, frame: &T) {
         let _ = self.try_send(frame);
     }
 
     /// Queues a frame; `false` when it cannot be encoded or the way out is closed.
-    pub(crate) fn try_send<T: Serialize>(&self, frame: &T) -> bool {
+    pub fn try_send<T: Serialize>(&self, frame: &T) -> bool {
         let Ok(line) = to_line(frame) else {
             return false;
         };
@@ -217,7 +214,7 @@ impl Sender {
 }
 
 /// The host's side of one extension's connection, whatever the transport.
-pub(crate) struct Connection {
+pub struct Connection {
     queue: mpsc::UnboundedSender<Outgoing>,
     pending: Mutex<Pending>,
     /// Set to close stdin now, even in the middle of a blocked write.
@@ -229,7 +226,7 @@ pub(crate) struct Connection {
 
 /// Where a protocol's shutdown stands on one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shutdown {
+pub enum Shutdown {
     /// Not asked, or asked of a protocol that does not acknowledge it.
     NotAwaited,
     /// Asked; the extension is expected to acknowledge.
@@ -246,7 +243,7 @@ struct Pending {
 
 impl Connection {
     /// A connection and the outbox its transport's writer task drains.
-    pub(crate) fn new() -> (Self, Outbox) {
+    pub fn new() -> (Self, Outbox) {
         let (queue, rx) = mpsc::unbounded_channel();
         let (abort_input, abort_rx) = watch::channel(false);
         let conn = Self {
@@ -265,40 +262,40 @@ impl Connection {
     }
 
     /// Queues a one-way frame.
-    pub(crate) fn send<T: Serialize>(&self, frame: &T) {
+    pub fn send<T: Serialize>(&self, frame: &T) {
         self.sender().send(frame);
     }
 
     /// A handle that only queues one-way frames, for answers given later
     /// (a question the user answers after the adapter has returned).
-    pub(crate) fn sender(&self) -> Sender {
+    pub fn sender(&self) -> Sender {
         Sender(self.queue.clone())
     }
 
     /// Closes the way out (stdin) after everything queued so far has been written.
-    pub(crate) fn close_input(&self) {
+    pub fn close_input(&self) {
         let _ = self.queue.send(Outgoing::Close);
     }
 
     /// The protocol asked for a shutdown that the extension acknowledges.
-    pub(crate) fn expect_shutdown_ack(&self) {
+    pub fn expect_shutdown_ack(&self) {
         self.shutdown.send_replace(Shutdown::Awaiting);
     }
 
     /// The extension acknowledged the shutdown.
-    pub(crate) fn shutdown_acknowledged(&self) {
+    pub fn shutdown_acknowledged(&self) {
         self.shutdown.send_replace(Shutdown::Acknowledged);
     }
 
     /// Follows where the shutdown stands.
-    pub(crate) fn shutdown_state(&self) -> watch::Receiver<Shutdown> {
+    pub fn shutdown_state(&self) -> watch::Receiver<Shutdown> {
         self.shutdown.subscribe()
     }
 
     /// Sends a request and waits for the reply with the same id. The
     /// deadline covers the write too; a write still blocked at the deadline
     /// closes stdin so the writer is released (spec, "System prompt replacement").
-    pub(crate) async fn request<T: Serialize>(
+    pub async fn request<T: Serialize>(
         &self,
         id: &str,
         frame: &T,
@@ -351,7 +348,7 @@ impl Connection {
 
     /// Hands a reply to the request waiting for `id`. Returns the frame back
     /// when nobody waits (unknown or expired id).
-    pub(crate) fn resolve(&self, id: &str, reply: Outcome) -> Option<Outcome> {
+    pub fn resolve(&self, id: &str, reply: Outcome) -> Option<Outcome> {
         match self.lock().waiting.remove(id) {
             Some(tx) => {
                 let _ = tx.send(reply);
@@ -361,12 +358,12 @@ impl Connection {
         }
     }
 
-    pub(crate) fn is_waiting(&self, id: &str) -> bool {
+    pub fn is_waiting(&self, id: &str) -> bool {
         self.lock().waiting.contains_key(id)
     }
 
     /// Fails every pending request, and every later one, with `reason`.
-    pub(crate) fn fail_all(&self, reason: &str) {
+    pub fn fail_all(&self, reason: &str) {
         let waiting = {
             let mut pending = self.lock();
             pending.gone = Some(reason.to_owned());

@@ -23,23 +23,23 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// The host's side: what it reads (never a frame; the end of the stream
 /// means the session ended) and the endpoint it stops.
-pub(crate) struct RemoteSession {
-    pub(crate) reader: FrameReader,
-    pub(crate) endpoint: Remote,
+pub struct RemoteSession {
+    pub reader: FrameReader,
+    pub endpoint: Remote,
 }
 
 /// The adapter's side: cancelled when the host stops the session, and
 /// [`RemoteHandle::ended`] once the adapter's session is over.
-pub(crate) struct RemoteHandle {
+pub struct RemoteHandle {
     /// The adapter stops its session when this is cancelled.
-    pub(crate) cancel: CancellationToken,
+    pub cancel: CancellationToken,
     ended: watch::Sender<Option<String>>,
     writer: Mutex<Option<DuplexStream>>,
 }
 
 impl RemoteHandle {
     /// The session is over (`why` is how, for reports): the host sees its end.
-    pub(crate) fn ended(&self, why: &str) {
+    pub fn ended(&self, why: &str) {
         super::record_end(&self.ended, why);
         self.writer
             .lock()
@@ -49,13 +49,13 @@ impl RemoteHandle {
 }
 
 /// A remote session as the host supervises it.
-pub(crate) struct Remote {
+pub struct Remote {
     cancel: CancellationToken,
     ended: watch::Receiver<Option<String>>,
 }
 
 /// A connected pair: the host's session and the adapter's handle.
-pub(crate) fn pair() -> (RemoteSession, RemoteHandle) {
+pub fn pair() -> (RemoteSession, RemoteHandle) {
     let (reader_half, writer_half) = tokio::io::duplex(64);
     let cancel = CancellationToken::new();
     let (ended_tx, ended_rx) = watch::channel(None);

@@ -1,0 +1,110 @@
+//! Ecosystems the host runs through an adapter of their own: extensions
+//! configured outside `extension.json` manifests (MCP servers, from
+//! `zot-mcp`), which the binary installs once at start. zot and nimlet
+//! extensions are built in; everything the host core needs to know about
+//! another ecosystem goes through [`Ecosystem`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::adapted::Adapted;
+use crate::adapter::{Adapter, LaunchSpec};
+use crate::config::HostConfig;
+use crate::context::HostContext;
+use crate::found::Found;
+use crate::manage::{ManageError, Which};
+use crate::scope::Scope;
+
+/// One ecosystem of extensions the host runs through an adapter.
+pub trait Ecosystem: Send + Sync + 'static {
+    /// Its kind label: the protocol its reports carry
+    /// ([`Dialect::Adapted`](crate::Dialect::Adapted)) and the prefix of its
+    /// extensions' names (`<kind>:<name>`).
+    fn kind(&self) -> &'static str;
+
+    /// What a user calls one of its extensions ("MCP server"), for messages.
+    fn noun(&self) -> &'static str;
+
+    /// Its extensions, read from its config files (nothing is started),
+    /// listed after the manifest roots' in load order. Each `Load` entry's
+    /// launch is [`Launch::Adapted`](crate::Launch::Adapted) of this kind.
+    fn discover(&self, config: &HostConfig) -> Vec<Found>;
+
+    /// The adapter for one of its entries, and how to reach it.
+    /// An error says why it cannot start.
+    fn launch(
+        &self,
+        entry: &Adapted,
+        cx: &Arc<HostContext>,
+    ) -> Result<(Box<dyn Adapter>, LaunchSpec), String>;
+
+    /// Single project files that can run code or redirect credentials,
+    /// relative to the project: gated by trust and pinned whole.
+    fn gated_files(&self) -> &'static [&'static str];
+
+    /// The project files that `file` (one of its gated files in `project`)
+    /// names to run, pinned with it.
+    fn files_run(&self, file: &Path, project: &Path) -> Vec<PathBuf>;
+
+    /// Whether tool `name` is one that several of its extensions register
+    /// on purpose (only the first counts; the others are no clash).
+    fn is_shared_tool(&self, name: &str) -> bool;
+
+    /// Whether `name` (with its `<kind>:` prefix) is a valid name for one of
+    /// its extensions (a log file may be looked for under it).
+    fn is_valid_name(&self, name: &str) -> bool;
+
+    /// Turns extension `name` on or off in the config file that defines it,
+    /// of `which` scope; returns that file and its scope.
+    fn set_enabled(
+        &self,
+        config: &HostConfig,
+        name: &str,
+        which: Which,
+        enabled: bool,
+    ) -> Result<(Scope, PathBuf), ManageError>;
+
+    /// Why `zot ext remove` does not remove extension `name`, and what does.
+    fn remove_advice(&self, name: &str) -> String;
+}
+
+/// The ecosystems installed in this process. A process-wide list, like the
+/// TLS provider: which ecosystems the binary speaks is fixed for its life,
+/// and trust pins their files wherever it looks at a project.
+static INSTALLED: RwLock<Vec<&'static dyn Ecosystem>> = RwLock::new(Vec::new());
+
+/// Adds `ecosystem`, once per kind (a second install of a kind is ignored).
+pub fn install(ecosystem: &'static dyn Ecosystem) {
+    let mut installed = INSTALLED.write().unwrap_or_else(PoisonError::into_inner);
+    if installed.iter().all(|e| e.kind() != ecosystem.kind()) {
+        installed.push(ecosystem);
+    }
+}
+
+/// The installed ecosystems, in install order.
+pub fn installed() -> Vec<&'static dyn Ecosystem> {
+    INSTALLED
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+/// The installed ecosystem of `kind`.
+pub fn of_kind(kind: &str) -> Option<&'static dyn Ecosystem> {
+    installed().into_iter().find(|e| e.kind() == kind)
+}
+
+/// The installed ecosystem whose extensions' names `name` has the prefix of
+/// (`<kind>:`).
+pub fn owning(name: &str) -> Option<&'static dyn Ecosystem> {
+    let (kind, _) = name.split_once(':')?;
+    of_kind(kind)
+}
+
+/// The project files the installed ecosystems gate by trust.
+pub(crate) fn gated_files() -> Vec<(&'static dyn Ecosystem, &'static str)> {
+    installed()
+        .into_iter()
+        .flat_map(|e| e.gated_files().iter().map(move |file| (e, *file)))
+        .collect()
+}
