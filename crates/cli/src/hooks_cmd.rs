@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use serde_json::Value;
+use zot_extensions::hooks::ecosystem::sources;
 use zot_extensions::hooks::{Listed, settings};
 
 use crate::args::HooksCommand;
@@ -11,7 +12,7 @@ use crate::context::Context;
 
 pub fn run(ctx: &Context, command: &HooksCommand) -> anyhow::Result<ExitCode> {
     let HooksCommand::List { json } = command;
-    let loaded = settings::load(&ctx.config.hook_sources(ctx.config.project_trusted));
+    let loaded = settings::load(&sources(&ctx.config, ctx.config.project_trusted));
     let listed = loaded.listed();
     if *json {
         let rows: Vec<Value> = listed.iter().map(Listed::to_json).collect();
@@ -49,7 +50,7 @@ pub struct Checked {
 
 pub fn doctor(ctx: &Context) -> Checked {
     use zot_extensions::hooks::tools::Matcher;
-    let loaded = settings::load(&ctx.config.hook_sources(ctx.config.project_trusted));
+    let loaded = settings::load(&sources(&ctx.config, ctx.config.project_trusted));
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut files = Vec::new();

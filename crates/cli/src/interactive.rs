@@ -118,8 +118,7 @@ impl Extensions for Bridge {
     }
 
     fn hooks(&self) -> Vec<String> {
-        self.host
-            .hooks_listed()
+        zot_extensions::hooks::ecosystem::listed(self.host.config(), self.host.project_trusted())
             .iter()
             .map(zot_extensions::hooks::Listed::line)
             .collect()
@@ -347,7 +346,10 @@ fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
         ));
     }
     let mut hooks: BTreeMap<String, usize> = BTreeMap::new();
-    for listed in loaded.host.hooks_listed() {
+    for listed in zot_extensions::hooks::ecosystem::listed(
+        loaded.host.config(),
+        loaded.host.project_trusted(),
+    ) {
         if !listed.trusted && !listed.disabled {
             *hooks.entry(relative(&listed.spec.source)).or_default() += 1;
         }

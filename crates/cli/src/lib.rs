@@ -57,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     zot_core::provider::install_tls_provider();
     // The ecosystems beyond zot and nimlet extensions that the host runs.
     zot_extensions::mcp::install();
+    zot_extensions::hooks::ecosystem::install();
     let Some(command) = &cli.command else {
         return agent_mode(&cli, cli.agent.mode());
     };

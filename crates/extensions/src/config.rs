@@ -90,16 +90,6 @@ impl HostConfig {
         self.cwd.join(".agents").join("extensions")
     }
 
-    /// Where command hooks are read from, with the project trusted or not.
-    pub fn hook_sources(&self, project_trusted: bool) -> crate::hooks::settings::HookSources {
-        crate::hooks::settings::HookSources {
-            user_home: self.user_home.clone(),
-            zot_home: self.zot_home.clone(),
-            project: std::path::absolute(&self.cwd).unwrap_or_else(|_| self.cwd.clone()),
-            project_trusted,
-        }
-    }
-
     /// `$ZOT_HOME/logs/ext-<name>.log`.
     pub fn log_path(&self, name: &str) -> PathBuf {
         log_path(&self.zot_home, name)

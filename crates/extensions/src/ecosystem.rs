@@ -13,6 +13,7 @@ use crate::config::HostConfig;
 use crate::context::HostContext;
 use crate::found::Found;
 use crate::manage::{ManageError, Which};
+use crate::participant::{Joining, Participant};
 use crate::scope::Scope;
 
 /// One ecosystem of extensions the host runs through an adapter.
@@ -66,6 +67,24 @@ pub trait Ecosystem: Send + Sync + 'static {
 
     /// Why `zot ext remove` does not remove extension `name`, and what does.
     fn remove_advice(&self, name: &str) -> String;
+
+    /// What takes part at the hook points for this ecosystem beside its
+    /// extensions (command hooks), made when a host starts or reloads.
+    fn participants(&self, _joining: &Joining<'_>) -> Vec<Arc<dyn Participant>> {
+        Vec::new()
+    }
+
+    /// Project files gated by trust in part (a settings file whose hooks
+    /// run code, beside settings that do not), relative to the project.
+    fn partly_gated_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The pins of the gated parts of [`partly_gated_files`](Self::partly_gated_files)
+    /// in `project` (pin key and hash), and the project files those parts run.
+    fn partial_pins(&self, _project: &Path) -> (Vec<(String, String)>, Vec<PathBuf>) {
+        (Vec::new(), Vec::new())
+    }
 }
 
 /// The ecosystems installed in this process. A process-wide list, like the

@@ -5,10 +5,37 @@
 //! the extensions' (`dispatch.rs`, `decide.rs`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use crate::config::HostConfig;
 use crate::model::{Ask, Hook, HookPoint, Verdict};
+
+/// Where a participant's warning goes: (source, such as `hook:<Event>`, message).
+pub type Warn = Arc<dyn Fn(String, String) + Send + Sync>;
+
+/// Whether project code may start now: what it runs is as trusted as
+/// when the project was trusted (the host's `TrustGate`, which tells the
+/// user once when it is not).
+pub trait Gate: Send + Sync {
+    /// `Err(why)` when it may not.
+    fn check(&self) -> BoxFuture<'_, Result<(), String>>;
+}
+
+/// What an ecosystem's participants are made from when a host starts or
+/// reloads.
+pub struct Joining<'a> {
+    /// The host's configuration, with the project's trust as it is now.
+    pub config: &'a HostConfig,
+    /// Checks a trusted project's pins before each start of project code.
+    pub gate: Arc<dyn Gate>,
+    /// Warnings while the host runs: each is news to the user.
+    pub warn: Warn,
+    /// Whether a load-time warning is new in this run, noting it (so a
+    /// reload does not say it again).
+    pub first: &'a (dyn Fn(&str, &str) -> bool + Sync),
+}
 
 /// The session facts a participant's requests carry, as they are when it is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

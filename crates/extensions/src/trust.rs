@@ -573,10 +573,12 @@ fn snapshot_with(project: &Path, hasher: &mut Hasher<'_>) -> BTreeMap<String, St
         hasher.walk(&mut files, &root, root_rel, &ignored, "");
     }
     referenced.extend(markdown_command_scripts(project, &files));
-    // Hook settings: their hook parts, and what they run.
-    let (hook_parts, hook_scripts) = crate::hooks::settings::project_pins(project);
-    files.extend(hook_parts);
-    referenced.extend(hook_scripts);
+    // Files gated in part (hook settings): their gated parts, and what they run.
+    for ecosystem in crate::ecosystem::installed() {
+        let (parts, scripts) = ecosystem.partial_pins(project);
+        files.extend(parts);
+        referenced.extend(scripts);
+    }
     pin_referenced(project, referenced, &mut files, hasher);
     files
 }
@@ -845,7 +847,11 @@ impl Watched {
             .map(|(root, _)| *root)
             .chain(GATED_FILE_ROOTS.iter().copied())
             .chain(gated_files())
-            .chain(crate::hooks::settings::PROJECT_FILES.iter().copied());
+            .chain(
+                crate::ecosystem::installed()
+                    .into_iter()
+                    .flat_map(|e| e.partly_gated_files().iter().copied()),
+            );
         for rel in inputs {
             let mut path = project.join(rel);
             loop {
@@ -1150,6 +1156,7 @@ mod tests {
     #[test]
     fn what_hooks_servers_and_commands_run_is_pinned_with_its_directory() {
         crate::mcp::install();
+        crate::hooks::ecosystem::install();
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().canonicalize().unwrap();
         write(

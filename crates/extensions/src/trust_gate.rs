@@ -130,3 +130,9 @@ fn stopped_reason(changes: &[FileChange]) -> String {
     }
     HostEvent::trust_changed_message(&shown)
 }
+
+impl crate::participant::Gate for Arc<TrustGate> {
+    fn check(&self) -> futures_util::future::BoxFuture<'_, Result<(), String>> {
+        Box::pin(TrustGate::check(self))
+    }
+}

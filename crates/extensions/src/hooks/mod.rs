@@ -6,6 +6,7 @@
 //! (`participant.rs`): allow, ask, deny, block, rewritten arguments, stop,
 //! context for the model.
 
+pub mod ecosystem;
 mod participant;
 pub mod settings;
 pub mod tools;
@@ -20,7 +21,7 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 use zot_protocol::hooks::{HookEvent, HookInput, HookOutput};
 
-use crate::participant::SessionFacts;
+use crate::participant::{Gate, SessionFacts};
 
 pub use settings::{Event, HookScope, HookSources, HookSpec, Listed, Loaded};
 use tools::Matcher;
@@ -37,7 +38,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const QUICK_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a warning about a hook goes: (`hook:<Event>`, message).
-pub type Warn = Arc<dyn Fn(String, String) + Send + Sync>;
+pub use crate::participant::Warn;
 
 /// Every hook zot runs, ready to fire.
 pub struct CommandHooks {
@@ -54,7 +55,7 @@ pub(crate) struct ProjectScope {
     /// The user's permission policy, or why it cannot be read.
     pub(crate) policy: Result<zot_sandbox::Policy, String>,
     /// Whether the files project hooks run are still as trusted.
-    pub(crate) gate: Arc<crate::trust_gate::TrustGate>,
+    pub(crate) gate: Arc<dyn Gate>,
 }
 
 /// How one hook answered.

@@ -31,10 +31,9 @@ use crate::config::HostConfig;
 use crate::context::HostContext;
 use crate::discovery::{Found, FoundStatus, discover};
 use crate::extension::Extension;
-use crate::hooks::CommandHooks;
 use crate::manifest::Manifest;
 use crate::model::{Hook, ToolInfo};
-use crate::participant::Participant;
+use crate::participant::{Joining, Participant, Warn};
 use crate::reaper;
 use crate::registry::{Conflict, Owner};
 use crate::scope::Scope;
@@ -72,7 +71,7 @@ impl ExtensionHost {
             config.trusted_pins.clone(),
             events.clone(),
         ));
-        let participants = Mutex::new(load_hooks(&config, trusted, &events, &warned, &gate));
+        let participants = Mutex::new(load_participants(&config, &events, &warned, &gate));
         let inner = Arc::new(Inner {
             cx: Arc::new(HostContext::new(config)),
             events,
@@ -178,11 +177,10 @@ impl ExtensionHost {
         self.inner.cx.facts().confirms = confirms;
     }
 
-    /// Every configured hook as the files say now, with the project's
-    /// current trust (for listings).
-    pub fn hooks_listed(&self) -> Vec<crate::hooks::Listed> {
-        let trusted = self.inner.project_trusted.load(Ordering::SeqCst);
-        crate::hooks::settings::load(&self.inner.cx.config.hook_sources(trusted)).listed()
+    /// Whether the project is trusted now (it may have been trusted since
+    /// the host started).
+    pub fn project_trusted(&self) -> bool {
+        self.inner.project_trusted.load(Ordering::SeqCst)
     }
 
     /// Plan mode on or off: extensions whose protocol is quiet in plan mode
@@ -245,9 +243,8 @@ impl ExtensionHost {
         let mut config = self.inner.cx.config.clone();
         config.project_trusted = self.inner.project_trusted.load(Ordering::SeqCst);
         {
-            let participants = load_hooks(
+            let participants = load_participants(
                 &config,
-                config.project_trusted,
                 &self.inner.events,
                 &self.inner.warned,
                 &self.inner.gate,
@@ -442,40 +439,29 @@ impl ExtensionHost {
     }
 }
 
-/// The command hooks `config` asks for (none with `hooks: false`), as
-/// participants; their warnings go out as host events, those about the
-/// files once per run.
-fn load_hooks(
+/// What takes part at the hook points beside the extensions, from every
+/// installed ecosystem; their warnings go out as host events, those about
+/// their files once per run.
+fn load_participants(
     config: &HostConfig,
-    trusted: bool,
     events: &mpsc::UnboundedSender<HostEvent>,
     warned: &Warned,
     gate: &Arc<TrustGate>,
 ) -> Vec<Arc<dyn Participant>> {
     let sink = events.clone();
-    let warn: crate::hooks::Warn = Arc::new(move |extension: String, message: String| {
-        tracing::warn!(%extension, %message, "hook");
+    let warn: Warn = Arc::new(move |extension: String, message: String| {
+        tracing::warn!(%extension, %message, "participant");
         let _ = sink.send(HostEvent::Warning { extension, message });
     });
-    let project = std::path::absolute(&config.cwd).unwrap_or_else(|_| config.cwd.clone());
-    if !config.hooks {
-        return Vec::new();
-    }
-    let loaded = crate::hooks::settings::load(&config.hook_sources(trusted));
-    for (source, message) in crate::hooks::load_warnings(&loaded) {
-        if warned.first(&source, &message) {
-            warn(source, message);
-        }
-    }
-    // As for extensions, a policy that cannot be read runs nothing it would confine.
-    let policy = zot_sandbox::Policy::load(&config.zot_home).map_err(|e| e.to_string());
-    let hooks = CommandHooks::new(&loaded, &project, warn).with_scope(crate::hooks::ProjectScope {
-        config: config.clone(),
-        policy,
-        gate: Arc::clone(gate),
-    });
-    if hooks.is_empty() {
-        return Vec::new();
-    }
-    vec![Arc::new(hooks)]
+    let first = |source: &str, message: &str| warned.first(source, message);
+    let joining = Joining {
+        config,
+        gate: Arc::new(Arc::clone(gate)),
+        warn,
+        first: &first,
+    };
+    crate::ecosystem::installed()
+        .into_iter()
+        .flat_map(|ecosystem| ecosystem.participants(&joining))
+        .collect()
 }
