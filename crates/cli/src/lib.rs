@@ -56,7 +56,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Before anything builds an HTTP client (reqwest has no provider of its own).
     zot_core::provider::install_tls_provider();
     // The ecosystems beyond zot and nimlet extensions that the host runs.
-    zot_extensions::mcp::install();
+    zot_mcp::install();
     zot_extensions::hooks::ecosystem::install();
     let Some(command) = &cli.command else {
         return agent_mode(&cli, cli.agent.mode());

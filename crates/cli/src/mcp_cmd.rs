@@ -10,11 +10,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
-use zot_extensions::mcp::config::{
+use zot_mcp::config::{
     self, McpConfig, McpTransport as Transport, PROJECT_FILE, ServerEntry, ServerStatus,
     TransportKind,
 };
-use zot_extensions::mcp::oauth;
+use zot_mcp::oauth;
 
 use crate::args::{McpAddArgs, McpCommand, McpScope, McpTransport};
 use crate::context::{Context, display};
@@ -831,7 +831,7 @@ fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
 /// for it.
 fn open_browser(url: &str) {
     errln!("to sign in, open this URL in a browser:\n\n  {url}\n");
-    match zot_extensions::mcp::oauth::open_with_browser(url) {
+    match zot_mcp::oauth::open_with_browser(url) {
         Ok(Some(_)) => errln!("(opened with $BROWSER; waiting for the sign-in to finish)"),
         Ok(None) => {}
         Err(e) => errln!("zot: warning: {e}"),

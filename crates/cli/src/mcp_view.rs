@@ -12,7 +12,7 @@ pub async fn run(host: &ExtensionHost, args: &str) -> Result<String, String> {
         (Some(verb @ ("on" | "off")), Some(server), None) => {
             let name = ext_name(server);
             let known = host.report().iter().any(|r| {
-                r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND)
+                r.dialect == Dialect::Adapted(zot_mcp::KIND)
                     && r.name.as_deref() == Some(name.as_str())
             });
             if !known {
@@ -29,7 +29,7 @@ pub async fn run(host: &ExtensionHost, args: &str) -> Result<String, String> {
 pub fn servers(report: &[ExtensionReport]) -> Vec<(String, bool)> {
     report
         .iter()
-        .filter(|r| r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND))
+        .filter(|r| r.dialect == Dialect::Adapted(zot_mcp::KIND))
         .filter_map(|r| {
             let name = r.name.as_deref()?;
             let running = matches!(&r.status, ReportStatus::Loaded(info) if info.running);
@@ -45,7 +45,7 @@ pub fn servers(report: &[ExtensionReport]) -> Vec<(String, bool)> {
 fn ext_name(server: &str) -> String {
     match server.strip_prefix("mcp:") {
         Some(_) => server.to_owned(),
-        None => zot_extensions::mcp::config::ext_name(server),
+        None => zot_mcp::config::ext_name(server),
     }
 }
 
@@ -53,7 +53,7 @@ fn ext_name(server: &str) -> String {
 fn listing(report: &[ExtensionReport]) -> String {
     let servers: Vec<&ExtensionReport> = report
         .iter()
-        .filter(|r| r.dialect == Dialect::Adapted(zot_extensions::mcp::KIND))
+        .filter(|r| r.dialect == Dialect::Adapted(zot_mcp::KIND))
         .collect();
     if servers.is_empty() {
         return "no MCP servers (add one with `zot mcp add`, see docs/mcp.md)".to_owned();

@@ -34,21 +34,20 @@ mod switch;
 mod compact;
 mod side_question;
 mod subagent;
+mod subagents;
 mod validate;
 pub use compact::{AUTO_COMPACT_RATIO, COMPACT_KEEP_TAIL, COMPACT_MAX_TOKENS};
-pub use subagent::{MAX_PARALLEL_TASKS, SUBAGENT_MAX_STEPS, SUBAGENT_SYSTEM, TASK};
+pub use subagent::{SUBAGENT_MAX_STEPS, SUBAGENT_SYSTEM};
+pub use subagents::{MAX_PARALLEL_TASKS, TASK};
 
 mod checkpointing;
 mod text;
 
-pub use text::preview;
+pub use text::{PREVIEW_CHARS, preview};
 use text::{cut_note, with_text};
 
 /// Default `max_tokens` for a model call when the catalogue knows nothing better.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-
-/// Longest tool preview in a confirmation (research zot.md §1.6).
-pub const PREVIEW_CHARS: usize = 120;
 
 pub use crate::session::SUMMARY_HEADING;
 
@@ -258,7 +257,7 @@ pub struct Agent {
     /// front ends (a `todo` event) before anything else.
     announce_plan: bool,
     checkpoints: Option<crate::checkpoint::Checkpoints>,
-    subagents: subagent::Subagents,
+    subagents: subagents::Subagents,
 }
 
 impl Agent {
@@ -304,7 +303,7 @@ impl Agent {
             announce_plan: false,
             prefix: None,
             stale_thinking_before: 0,
-            subagents: subagent::Subagents::new(),
+            subagents: subagents::Subagents::new(),
         }
     }
 

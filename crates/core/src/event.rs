@@ -4,10 +4,11 @@
 
 use serde_json::Value;
 use zot_protocol::events as wire;
+use zot_protocol::events::StopReason;
 
 use crate::message::{Block, Message};
 use crate::models::Price;
-use crate::provider::{StopReason, Usage};
+use crate::provider::usage::Usage;
 
 /// Token counts and cost, per call and cumulative (the session file keeps
 /// one per call).

@@ -12,6 +12,7 @@ pub mod image;
 pub mod markdown_commands;
 pub mod message;
 pub mod models;
+pub mod private_files;
 pub mod prompt_files;
 pub mod provider;
 pub mod session;

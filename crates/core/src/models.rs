@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::provider::{ProviderConfig, ProviderKind, Usage};
+use crate::provider::config::{ProviderConfig, ProviderKind, Wire};
+use crate::provider::usage::Usage;
 
 /// The table, compiled in: one file to update when providers change.
 const TABLE: &str = include_str!("../data/models.toml");
@@ -31,39 +32,6 @@ pub enum Thinking {
     Adaptive,
     /// OpenAI `reasoning_effort` (and `max_completion_tokens`).
     Effort,
-}
-
-/// An API that serves a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Wire {
-    /// Anthropic Messages.
-    Messages,
-    /// OpenAI chat completions.
-    Chat,
-    /// OpenAI Responses.
-    Responses,
-}
-
-impl Wire {
-    /// `--api`'s names: `chat` and `responses` (OpenAI-style servers), and
-    /// `anthropic` for the Messages API.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name.to_ascii_lowercase().as_str() {
-            "anthropic" | "messages" => Some(Self::Messages),
-            "chat" => Some(Self::Chat),
-            "responses" => Some(Self::Responses),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Messages => "anthropic",
-            Self::Chat => "chat",
-            Self::Responses => "responses",
-        }
-    }
 }
 
 /// USD per million tokens.

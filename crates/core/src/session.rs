@@ -6,6 +6,7 @@
 //! exactly what the model saw last on the current branch. `index` keeps a
 //! summary of every file for listing and finding sessions.
 
+mod compaction;
 pub mod index;
 mod tree;
 
@@ -19,10 +20,14 @@ use sha2::{Digest, Sha256};
 
 use crate::event::UsageReport;
 use crate::message::{Block, Message, Role, now};
-use crate::provider::Usage;
+use compaction::compact;
+pub use compaction::{Compaction, SUMMARY_HEADING, Served, summary_message};
 use tree::{EntryKind, Tree};
 pub use tree::{OutlineRow, is_prompt, outline};
 use zot_protocol::sessions::TreeEntry;
+
+/// Where callers have known it; it lives in the leaf below the session and checkpoints.
+pub use crate::private_files::private_dir;
 
 /// The file format zot writes: 2 gives every entry an `id` and a
 /// `parent_id`. Files without the field (format 1, one linear conversation)
@@ -46,40 +51,6 @@ pub const MAX_SESSION_LINE_BYTES: usize = 128 * 1024 * 1024;
 /// How much of a skipped line is kept to tell what it was (its `type` and
 /// `role` come first).
 const SKIPPED_PREFIX_BYTES: usize = 256;
-
-/// The first line of a compacted conversation's summary message.
-pub const SUMMARY_HEADING: &str = "## Context Summary (compacted)";
-
-/// The message a compaction puts in place of the messages it replaced.
-pub fn summary_message(summary: &str) -> Message {
-    Message::user(format!("{SUMMARY_HEADING}\n\n{summary}"))
-}
-
-/// Who produced an assistant message: the provider and model that served
-/// the call, and its token counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Served {
-    pub provider: String,
-    pub model: String,
-    pub usage: Usage,
-}
-
-/// A compaction as the session records it: the messages before
-/// `first_kept` (an index into the conversation as it was) were replaced
-/// by one [`summary_message`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Compaction {
-    pub summary: String,
-    pub first_kept: usize,
-    /// The context's size before, in tokens (the model's count when known).
-    pub tokens_before: u64,
-    /// Started because the context filled up, not asked for.
-    #[serde(default)]
-    pub automatic: bool,
-    /// The summarising call, when a model wrote the summary (an extension may).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub served: Option<Served>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -161,7 +132,7 @@ enum Line {
     /// The snapshots before and after a prompt that changed files, or
     /// around a rewind ([`crate::checkpoint`]).
     Checkpoint {
-        checkpoint: crate::checkpoint::Record,
+        checkpoint: crate::checkpoint::record::Record,
     },
     /// A subagent's conversation (its prompt, its model's messages and
     /// their tool results), beside the `task` call `tool_call_id` that ran
@@ -226,7 +197,7 @@ pub struct Session {
     warnings: Vec<String>,
     /// Checkpoint records in file order, each with the number of tree
     /// entries written before it (what it came after).
-    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
+    checkpoints: Vec<(usize, crate::checkpoint::record::Record)>,
 }
 
 /// `$ZOT_HOME/sessions/<first 8 bytes of sha256(cwd), hex>`.
@@ -494,12 +465,12 @@ impl Session {
 
     /// The checkpoints recorded, in file order, each with the number of
     /// entries written before it.
-    pub fn checkpoints(&self) -> &[(usize, crate::checkpoint::Record)] {
+    pub fn checkpoints(&self) -> &[(usize, crate::checkpoint::record::Record)] {
         &self.checkpoints
     }
 
     /// Records a checkpoint (not a tree entry: the conversation is unchanged).
-    pub fn append_checkpoint(&mut self, checkpoint: crate::checkpoint::Record) {
+    pub fn append_checkpoint(&mut self, checkpoint: crate::checkpoint::record::Record) {
         self.checkpoints.push((self.tree.len(), checkpoint.clone()));
         self.write(&Record::plain(Line::Checkpoint { checkpoint }));
     }
@@ -682,7 +653,7 @@ struct Loaded {
     skipped: bool,
     /// The last line has no newline (a crash mid-write).
     torn: bool,
-    checkpoints: Vec<(usize, crate::checkpoint::Record)>,
+    checkpoints: Vec<(usize, crate::checkpoint::record::Record)>,
 }
 
 /// Reads a session file line by line into its tree. Lines that do not
@@ -964,14 +935,6 @@ fn orphans_to_text(messages: &mut [Message]) {
     }
 }
 
-/// `messages` after `compaction`: its summary, then the messages it kept.
-fn compact(messages: &mut Vec<Message>, compaction: &Compaction) {
-    let kept = messages.split_off(compaction.first_kept.min(messages.len()));
-    *messages = std::iter::once(summary_message(&compaction.summary))
-        .chain(kept)
-        .collect();
-}
-
 /// Error results for the tool calls of the last assistant message that
 /// have none, as one tool message; `None` when every call was answered.
 fn unanswered(messages: &[Message]) -> Option<Message> {
@@ -1000,17 +963,4 @@ fn unanswered(messages: &[Message]) -> Option<Message> {
         })
         .collect();
     (!missing.is_empty()).then(|| Message::new(Role::Tool, missing))
-}
-
-/// Creates `dir` and its missing parents, each 0700 on Unix (an existing
-/// directory keeps its mode: it may be one the user chose, like `$HOME`).
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }

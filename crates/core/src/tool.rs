@@ -14,6 +14,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::Block;
 
+/// How long a bash command runs when the call names no timeout: a command
+/// that never ends (a server, a prompt waiting for input that never comes)
+/// must not hold the turn forever. The user changes it with the
+/// `bash_timeout` setting. Here with the context that carries it, below the
+/// tools.
+pub const BASH_DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What the model is told about a tool.
@@ -80,7 +87,7 @@ impl ToolContext {
             progress: None,
             output_dir: None,
             sandbox: zot_sandbox::BashSandbox::default(),
-            bash_timeout: crate::tools::BASH_DEFAULT_TIMEOUT,
+            bash_timeout: BASH_DEFAULT_TIMEOUT,
             events: None,
         }
     }

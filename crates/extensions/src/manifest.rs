@@ -524,7 +524,7 @@ pub struct ManifestError {
 }
 
 impl ManifestError {
-    pub(crate) fn new(path: &Path, field: Option<&str>, message: impl Into<String>) -> Self {
+    pub fn new(path: &Path, field: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             path: path.to_path_buf(),
             field: field.map(str::to_owned),

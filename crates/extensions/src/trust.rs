@@ -418,10 +418,7 @@ fn under(path: &str, dir: &str) -> bool {
 }
 
 /// Files added, removed and changed from `then` to `now`, by path.
-pub(crate) fn diff(
-    then: &BTreeMap<String, String>,
-    now: &BTreeMap<String, String>,
-) -> Vec<FileChange> {
+pub fn diff(then: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<FileChange> {
     let mut changes: Vec<FileChange> = Vec::new();
     for (path, hash) in now {
         match then.get(path) {
@@ -1085,29 +1082,6 @@ mod tests {
     }
 
     #[test]
-    fn mcp_json_and_the_project_files_it_runs_are_pinned() {
-        crate::mcp::install();
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().canonicalize().unwrap();
-        write(
-            &project.join(".mcp.json"),
-            r#"{"mcpServers": {"local": {"command": "node", "args": ["tools/server.js", "--flag"]}}}"#,
-        );
-        write(&project.join("tools/server.js"), "// v1");
-        let before = snapshot(&project);
-        assert_eq!(
-            before.keys().collect::<Vec<_>>(),
-            [".mcp.json", "tools/server.js"]
-        );
-        write(&project.join("tools/server.js"), "// v2");
-        let shown: Vec<String> = diff(&before, &snapshot(&project))
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(shown, ["changed tools/server.js"]);
-    }
-
-    #[test]
     fn claude_commands_and_skills_are_pinned() {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path();
@@ -1151,67 +1125,6 @@ mod tests {
             pinned,
             [".agents/skills/b/run.sh", ".zot/skills/a/SKILL.md"]
         );
-    }
-
-    #[test]
-    fn what_hooks_servers_and_commands_run_is_pinned_with_its_directory() {
-        crate::mcp::install();
-        crate::hooks::ecosystem::install();
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().canonicalize().unwrap();
-        write(
-            &project.join(".claude/settings.json"),
-            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command",
-                "command": "sh tools/check.sh > tools/out.log; sh run.sh; sh tools/later.sh"}]}]}}"#,
-        );
-        write(&project.join("tools/check.sh"), ". tools/helper.sh");
-        write(&project.join("tools/helper.sh"), "echo hi");
-        write(&project.join("tools/lib/deep.sh"), "echo deep");
-        write(&project.join("run.sh"), "echo top");
-        write(&project.join("README.md"), "not run");
-        write(
-            &project.join(".mcp.json"),
-            r#"{"mcpServers": {"py": {"command": "python3", "args": ["-m", "srv.main"]}}}"#,
-        );
-        write(&project.join("srv/main.py"), "import srv.impl");
-        write(&project.join("srv/impl.py"), "print()");
-        write(
-            &project.join(".claude/commands/fmt.md"),
-            "!`node scripts/fmt.js`",
-        );
-        write(&project.join("scripts/fmt.js"), "//");
-        write(&project.join("scripts/util.js"), "//");
-        let files = snapshot(&project);
-        let pinned: Vec<&str> = files.keys().map(String::as_str).collect();
-        assert_eq!(
-            pinned,
-            [
-                ".claude/commands/fmt.md",
-                ".claude/settings.json#hooks",
-                ".mcp.json",
-                "run.sh",
-                "scripts/fmt.js",
-                "scripts/util.js",
-                "srv/impl.py",
-                "srv/main.py",
-                "tools/check.sh",
-                "tools/helper.sh",
-                "tools/lib/deep.sh",
-            ]
-        );
-
-        // A quick re-check sees a change, an added file and a named file appearing.
-        let store = TrustStore::load(&dir.path().join("home")).unwrap();
-        for change in [
-            project.join("tools/helper.sh"),
-            project.join("srv/new.py"),
-            project.join("tools/later.sh"),
-        ] {
-            let (_, watched) = store.current_watched(&project);
-            assert!(watched.unchanged());
-            write(&change, "changed");
-            assert!(!watched.unchanged(), "{} went unseen", change.display());
-        }
     }
 
     #[test]

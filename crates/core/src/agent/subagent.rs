@@ -9,25 +9,19 @@
 
 mod hooks;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
-use serde_json::{Value, json};
-use tokio::sync::{Semaphore, mpsc};
+use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::subagents::{Finished, Subagents, TASK};
 use super::{Agent, REFUSAL_STOP, REFUSED, ToolFilter};
-use crate::event::{AgentEvent, UsageReport};
+use crate::event::AgentEvent;
 use crate::message::{Block, Message, Role};
 use crate::tool::{ToolOutput, ToolSpec};
 use crate::tools::todo::TODO_TOOL;
 use hooks::ChildHooks;
-
-/// The tool's name.
-pub const TASK: &str = "task";
-
-/// Most subagents running at once (the subagents issue: at most 4); more
-/// read-only `task` calls of one step wait for a free slot.
-pub const MAX_PARALLEL_TASKS: usize = 4;
 
 /// Most model calls of one subagent: its own step limit (the subagents
 /// issue), enough for a search of a few dozen reads and greps, small
@@ -43,97 +37,6 @@ files that matter. Do not ask questions; nobody answers them. When you are done,
 what the job asked for, complete and concise: the facts found, with file paths and line numbers \
 where they help, and what you could not find. Paths are relative to the working directory \
 unless absolute.";
-
-/// The `task` tool as the model sees it.
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: TASK.to_owned(),
-        description: format!(
-            "Hand a self-contained job (a search through the code, a review, a question that \
-             needs many reads) to a subagent with a fresh context, so the reading does not fill \
-             yours. It gets only `prompt` (say everything it needs: it sees nothing of this \
-             conversation) and answers once, with its findings as this call's result. It has the \
-             read-only tools (read, grep, find, ls, web_fetch) unless `tools` names others. \
-             Calls whose subagents only read run in parallel, at most {MAX_PARALLEL_TASKS} at \
-             once; a subagent cannot start a task of its own."
-        ),
-        schema: json!({
-            "type": "object",
-            "properties": {
-                "description": {
-                    "type": "string",
-                    "description": "The job in three to six words, shown to the user."
-                },
-                "prompt": {
-                    "type": "string",
-                    "description": "The job for the subagent, with everything it needs to know."
-                },
-                "tools": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "The tools the subagent may use, by name (default: the read-only ones)."
-                }
-            },
-            "required": ["description", "prompt"]
-        }),
-        // Offered in plan mode: its subagent is held to plan mode too.
-        read_only: true,
-    }
-}
-
-/// The subagent bookkeeping of one agent.
-pub(super) struct Subagents {
-    /// The `task` spec; `None` in a subagent, which cannot start a task.
-    spec: Option<ToolSpec>,
-    slots: Arc<Semaphore>,
-    /// Calls of subagents since the parent last settled them: the model
-    /// that served each, and its usage.
-    usage: Mutex<Vec<(String, UsageReport)>>,
-    /// Finished subagents' conversations, for the session.
-    finished: Mutex<Vec<Finished>>,
-}
-
-struct Finished {
-    tool_call_id: String,
-    description: String,
-    messages: Vec<Message>,
-}
-
-impl Subagents {
-    pub(super) fn new() -> Self {
-        Self {
-            spec: Some(spec()),
-            slots: Arc::new(Semaphore::new(MAX_PARALLEL_TASKS)),
-            usage: Mutex::new(Vec::new()),
-            finished: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// A subagent's: no `task` tool.
-    fn child() -> Self {
-        Self {
-            spec: None,
-            ..Self::new()
-        }
-    }
-
-    /// The `task` spec, unless this agent is a subagent.
-    pub(super) fn spec(&self) -> Option<&ToolSpec> {
-        self.spec.as_ref()
-    }
-
-    /// Adds a subagent call's usage; returns the usage of every subagent
-    /// call not yet settled.
-    fn add_usage(&self, model: &str, usage: UsageReport) -> UsageReport {
-        let mut pending = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
-        pending.push((model.to_owned(), usage));
-        let mut total = UsageReport::default();
-        for (_, usage) in pending.iter() {
-            total += *usage;
-        }
-        total
-    }
-}
 
 /// A `task` call's arguments.
 struct Task {

@@ -4,8 +4,10 @@
 
 use serde_json::Value;
 
-use super::PREVIEW_CHARS;
 use crate::message::{Block, Message, now};
+
+/// Longest tool preview in a confirmation (research zot.md §1.6).
+pub const PREVIEW_CHARS: usize = 120;
 
 /// A copy of `message` whose text blocks are replaced by one block of
 /// `text` at the position of the first.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::CheckpointError;
+use super::error::CheckpointError;
 
 /// Attributes that beat every `.gitattributes` of the project: files are
 /// stored byte for byte (no end-of-line conversion, no filter such as LFS,
@@ -40,9 +40,13 @@ impl Git {
             }
         }
         let info = self.git_dir.join("info");
-        crate::session::private_dir(&info).map_err(|e| CheckpointError::io(&info, e))?;
-        super::restore::write_atomically(&info.join("attributes"), ATTRIBUTES.as_bytes(), 0o600)
-            .map_err(|e| CheckpointError::io(&info, e))
+        crate::private_files::private_dir(&info).map_err(|e| CheckpointError::io(&info, e))?;
+        crate::private_files::write_atomically(
+            &info.join("attributes"),
+            ATTRIBUTES.as_bytes(),
+            0o600,
+        )
+        .map_err(|e| CheckpointError::io(&info, e))
     }
 
     /// A command with the controlled environment: only `PATH` is kept of

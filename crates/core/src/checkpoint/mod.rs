@@ -11,8 +11,13 @@
 //! [`Record`] per prompt that changed something; a rewind (`rewind.rs`)
 //! plans from them and writes each file atomically (`restore.rs`).
 
+mod error;
 mod git;
+mod location;
 mod prune;
+#[cfg(test)]
+mod prune_tests;
+pub(crate) mod record;
 mod restore;
 mod rewind;
 mod scan;
@@ -21,74 +26,20 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use zot_protocol::checkpoints::{Change, FileChange};
 
+use crate::private_files::{private_dir, write_atomically};
+
+pub use error::CheckpointError;
 use git::{Git, nul_fields};
+use location::project_dir;
+pub use location::root;
 pub use prune::{MAX_STORAGE_BYTES, prune, prune_at_start};
+pub use record::Record;
 pub use restore::FAULT_EXIT;
 pub use rewind::{Plan, Rewound, last_prompt, plan, prompts, rewind};
 pub use scan::{BUILTIN_EXCLUDES, Limits};
-
-/// `$ZOT_HOME/checkpoints`.
-pub fn root(zot_home: &Path) -> PathBuf {
-    zot_home.join("checkpoints")
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CheckpointError {
-    #[error("{}: {error}", path.display())]
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    #[error("{0}")]
-    Git(String),
-    #[error("refused to restore {0}: it is outside the project")]
-    Unsafe(String),
-    #[error("no prompt {0} on the current branch")]
-    UnknownPrompt(String),
-    #[error("this run keeps no checkpoints (no session file)")]
-    Off,
-    #[error(
-        "changed since zot's last checkpoint (edited by you?): {}; rewind again with force to overwrite",
-        .0.join(", ")
-    )]
-    Edited(Vec<String>),
-    #[error(transparent)]
-    Session(#[from] crate::session::SessionError),
-}
-
-impl CheckpointError {
-    fn io(path: &Path, error: std::io::Error) -> Self {
-        Self::Io {
-            path: path.to_path_buf(),
-            error,
-        }
-    }
-}
-
-/// A checkpoint as the session file keeps it: the snapshots (commits of
-/// zot's repository) before and after a prompt, or around a rewind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    /// The prompt's entry (for a rewind: the prompt rewound to).
-    pub entry_id: String,
-    pub before: String,
-    pub after: String,
-    pub files: Vec<FileChange>,
-    /// Files that changed but were over the size limit: named, not kept.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unrestorable: Vec<String>,
-    /// The sha256 of each of those still present after the prompt: what
-    /// the checkpoint knows of their content.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub hashes: std::collections::BTreeMap<String, String>,
-    /// Written by a rewind, not by a prompt.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rewind: bool,
-}
 
 /// What a snapshot covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,14 +96,6 @@ struct State {
 #[derive(Debug, Clone)]
 pub struct Checkpoints {
     state: Arc<Mutex<State>>,
-}
-
-/// `<root>/<first 8 bytes of sha256(project path), hex>`, as sessions.
-pub(super) fn project_dir(root: &Path, project: &Path) -> PathBuf {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(project.display().to_string().as_bytes());
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    root.join(hex)
 }
 
 impl Checkpoints {
@@ -231,12 +174,11 @@ impl Checkpoints {
 impl State {
     fn store(&mut self) -> Result<&mut Store, CheckpointError> {
         if self.store.is_none() {
-            crate::session::private_dir(&self.dir)
-                .map_err(|e| CheckpointError::io(&self.dir, e))?;
+            private_dir(&self.dir).map_err(|e| CheckpointError::io(&self.dir, e))?;
             let marker = self.dir.join("project");
             if !marker.exists() {
                 let text = format!("{}\n", self.project.display());
-                restore::write_atomically(&marker, text.as_bytes(), 0o600)
+                write_atomically(&marker, text.as_bytes(), 0o600)
                     .map_err(|e| CheckpointError::io(&marker, e))?;
             }
             let git = Git {
@@ -435,7 +377,7 @@ impl Store {
         }
         if excludes != self.excludes {
             let file = self.git.git_dir.join("info").join("exclude");
-            restore::write_atomically(&file, excludes.as_bytes(), 0o600)
+            write_atomically(&file, excludes.as_bytes(), 0o600)
                 .map_err(|e| CheckpointError::io(&file, e))?;
             self.excludes = excludes;
         }
@@ -471,7 +413,7 @@ impl Store {
         let dir = self.git.git_dir.join("indexes");
         let index = dir.join(session_id);
         if self.git.index != index {
-            crate::session::private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
+            private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
             if !index.exists()
                 && let Some(newest) = std::fs::read_dir(&dir)
                     .into_iter()

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::CheckpointError;
+use super::error::CheckpointError;
 use super::git::Git;
 
 /// The most `$ZOT_HOME/checkpoints` may hold: a few full copies of
@@ -24,7 +24,7 @@ const RECENT_SECS: u64 = 3600;
 
 /// How often a start goes over every project's checkpoints and the size
 /// of the whole store; in between, a start looks only at its own project's.
-const FULL_PASS_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+pub(super) const FULL_PASS_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// At a start of zot in `project`: the project's checkpoints of deleted
 /// sessions go at once (one `git for-each-ref`), every project's and the
@@ -46,7 +46,8 @@ pub fn prune_at_start(zot_home: &Path, root: &Path, project: &Path) -> usize {
     let project = project
         .canonicalize()
         .unwrap_or_else(|_| project.to_path_buf());
-    store(&super::project_dir(root, &project)).map_or(0, |(git, _)| drop_deleted(zot_home, &git).0)
+    store(&super::location::project_dir(root, &project))
+        .map_or(0, |(git, _)| drop_deleted(zot_home, &git).0)
 }
 
 /// The store in `dir`, when it holds one: its git and the directory.
@@ -120,7 +121,7 @@ pub fn prune(zot_home: &Path, root: &Path, max_bytes: u64) -> usize {
 }
 
 /// Each session's ref: its last snapshot's time and the session id.
-fn session_refs(git: &Git) -> Vec<(u64, String)> {
+pub(super) fn session_refs(git: &Git) -> Vec<(u64, String)> {
     let Ok(out) = git.output(&[
         "for-each-ref",
         "--format=%(committerdate:unix) %(refname)",
@@ -154,10 +155,10 @@ pub(super) fn name_session(git: &Git, id: &str, file: &Path) -> Result<(), Check
     if marker.exists() {
         return Ok(());
     }
-    crate::session::private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
+    crate::private_files::private_dir(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
     let file = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
     let text = file.display().to_string();
-    super::restore::write_atomically(&marker, text.as_bytes(), 0o600)
+    crate::private_files::write_atomically(&marker, text.as_bytes(), 0o600)
         .map_err(|e| CheckpointError::io(&marker, e))
 }
 
@@ -175,89 +176,4 @@ fn size_of(dir: &Path) -> u64 {
         }
     }
     total
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::checkpoint::Checkpoints;
-
-    /// One prompt of session `id` (its file `file`) that writes `name`.
-    async fn snapshot(
-        checkpoints: &Checkpoints,
-        project: &Path,
-        id: &str,
-        file: &Path,
-        name: &str,
-    ) {
-        std::fs::write(file, "{}\n").unwrap();
-        checkpoints.start_prompt(file);
-        let args = serde_json::json!({"command": "true"});
-        assert!(checkpoints.before_tool(id, "bash", &args).await.is_empty());
-        std::fs::write(project.join(name), id).unwrap();
-        let (record, _) = checkpoints.end_prompt(id, "e1").await;
-        assert!(record.is_some());
-    }
-
-    #[tokio::test(flavor = "multi_thread")]
-    async fn a_sessions_checkpoints_go_with_its_file_and_recent_ones_stay_under_the_size_limit() {
-        let home = tempfile::tempdir().unwrap();
-        let project = tempfile::tempdir().unwrap();
-        let root = super::super::root(home.path());
-        let checkpoints = Checkpoints::new(&root, project.path());
-        let (one, two) = (home.path().join("one.jsonl"), home.path().join("two.jsonl"));
-        snapshot(&checkpoints, project.path(), "one", &one, "a.txt").await;
-        snapshot(&checkpoints, project.path(), "two", &two, "b.txt").await;
-        let store = std::fs::read_dir(&root)
-            .unwrap()
-            .flatten()
-            .next()
-            .unwrap()
-            .path();
-        let git = Git {
-            git_dir: store.join("git"),
-            work_tree: project.path().canonicalize().unwrap(),
-            index: store.join("git").join("index"),
-        };
-        let ids = || -> Vec<String> { session_refs(&git).into_iter().map(|(_, id)| id).collect() };
-        assert_eq!(ids(), ["one", "two"]);
-        assert_eq!(prune(home.path(), &root, u64::MAX), 0);
-
-        std::fs::remove_file(&one).unwrap();
-        assert_eq!(prune(home.path(), &root, u64::MAX), 1);
-        assert_eq!(ids(), ["two"]);
-        assert!(!store.join("git/indexes/one").exists());
-        // Over any size, a session that snapshot within the hour stays.
-        assert_eq!(prune(home.path(), &root, 0), 0);
-        assert_eq!(ids(), ["two"]);
-    }
-
-    #[tokio::test(flavor = "multi_thread")]
-    async fn a_start_prunes_its_project_at_once_and_other_projects_once_a_day() {
-        let home = tempfile::tempdir().unwrap();
-        let (here, there) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let root = super::super::root(home.path());
-        let (one, two) = (home.path().join("one.jsonl"), home.path().join("two.jsonl"));
-        let mine = Checkpoints::new(&root, here.path());
-        snapshot(&mine, here.path(), "one", &one, "a.txt").await;
-        let theirs = Checkpoints::new(&root, there.path());
-        snapshot(&theirs, there.path(), "two", &two, "b.txt").await;
-        // The first start makes the full pass and marks it.
-        assert_eq!(prune_at_start(home.path(), &root, here.path()), 0);
-        assert!(root.join(".pruned").exists());
-        std::fs::remove_file(&one).unwrap();
-        std::fs::remove_file(&two).unwrap();
-        // Within the day: this project's deleted session goes, the other
-        // project's waits for the next full pass.
-        assert_eq!(prune_at_start(home.path(), &root, here.path()), 1);
-        assert_eq!(prune_at_start(home.path(), &root, here.path()), 0);
-        let day_ago = std::time::SystemTime::now() - FULL_PASS_EVERY;
-        std::fs::File::options()
-            .write(true)
-            .open(root.join(".pruned"))
-            .unwrap()
-            .set_modified(day_ago)
-            .unwrap();
-        assert_eq!(prune_at_start(home.path(), &root, here.path()), 1);
-    }
 }

@@ -3,12 +3,13 @@
 //! was or as restored, never half written. Only paths inside the project
 //! are touched, never through a symlinked folder.
 
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
-use super::CheckpointError;
+use super::error::CheckpointError;
 use super::git::{Git, safe_relative};
+use crate::private_files::{temp_beside, write_atomically};
 
 /// A file's state in a snapshot, as git records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,40 +32,6 @@ impl Step {
             Self::Write { path, .. } | Self::Delete { path } => path,
         }
     }
-}
-
-/// Writes `bytes` to `path` by a temp file in the same folder and a
-/// rename, with `mode` for a new file.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let tmp = temp_beside(path)?;
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()
-    })();
-    let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    renamed
-}
-
-fn temp_beside(path: &Path) -> io::Result<PathBuf> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let random = std::collections::hash_map::RandomState::new();
-    let tag = std::hash::BuildHasher::hash_one(&random, path);
-    Ok(path.with_file_name(format!(
-        ".{}.zot-{}-{tag:016x}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
 }
 
 /// Whether `relative` lies inside `root` through real folders only: a

@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use zot_protocol::checkpoints::{Change, FileChange, PromptCheckpoint};
 use zot_protocol::sessions::{TreeEntry, TreeEntryKind};
 
+use super::error::CheckpointError;
+use super::record::Record;
 use super::restore::{self, Step, Stored};
-use super::{CheckpointError, Checkpoints, Record, State};
+use super::{Checkpoints, State};
 use crate::agent::Agent;
 use crate::session::Session;
 

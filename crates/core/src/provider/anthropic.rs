@@ -10,13 +10,13 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
-use super::{
-    CacheTtl, Completion, End, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request,
-    StopReason, StreamEvent, Usage, parse_args,
-};
-use super::{Wire, retry, sse};
+use super::call::{Completion, End, ProviderError, Request, StopReason, StreamEvent, parse_args};
+use super::config::{CacheTtl, ProviderConfig, ProviderKind, Reasoning, Wire};
+use super::retry;
+use super::usage::Usage;
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
+use zot_http::sse;
 
 const PROVIDER: &str = "anthropic";
 const API_VERSION: &str = "2023-06-01";
@@ -853,7 +853,7 @@ mod tests {
             tools: &[],
             max_tokens: 1000,
             reasoning: Some(Reasoning::Medium),
-            cache: crate::provider::CacheTtl::Off,
+            cache: crate::provider::config::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
             history: None,
@@ -1013,7 +1013,7 @@ mod tests {
             tools: &[],
             max_tokens: 32_000,
             reasoning: Some(Reasoning::High),
-            cache: crate::provider::CacheTtl::Off,
+            cache: crate::provider::config::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
             history: None,
@@ -1097,7 +1097,7 @@ mod tests {
             tools: &tools,
             max_tokens: 100,
             reasoning: None,
-            cache: crate::provider::CacheTtl::Off,
+            cache: crate::provider::config::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
             history: None,

@@ -11,13 +11,13 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
-use super::{
-    Completion, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
-    StreamEvent, Usage, parse_args,
-};
-use super::{Wire, retry, sse};
+use super::call::{Completion, End, ProviderError, Request, StopReason, StreamEvent, parse_args};
+use super::config::{ProviderConfig, ProviderKind, Reasoning, Wire};
+use super::retry;
+use super::usage::Usage;
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
+use zot_http::sse;
 
 pub(crate) async fn complete(
     http: &reqwest::Client,
@@ -112,14 +112,6 @@ pub fn api_url(base_url: &str, path: &str) -> String {
     } else {
         format!("{base}/v1/{path}")
     }
-}
-
-/// Whether `base_url` is OpenAI's own API, which takes `prompt_cache_key`
-/// (other compatible servers may reject fields they do not know).
-pub(crate) fn is_openai(base_url: &str) -> bool {
-    let rest = base_url.strip_prefix("https://").unwrap_or_default();
-    let host = rest.split(['/', ':']).next().unwrap_or_default();
-    host.eq_ignore_ascii_case("api.openai.com")
 }
 
 /// The JSON body of a streaming chat completions call, serialised straight
@@ -654,7 +646,7 @@ impl StreamState {
             stop,
             usage: self.usage,
             detail,
-            end: super::End::Normal,
+            end: End::Normal,
         }
     }
 }
@@ -680,6 +672,7 @@ fn start_call(call: &mut PartialCall, emit: &impl Fn(StreamEvent)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::config::is_openai;
     use serde_json::json;
 
     #[test]
@@ -776,7 +769,7 @@ mod tests {
             tools: &[],
             max_tokens: 100,
             reasoning: None,
-            cache: crate::provider::CacheTtl::FiveMinutes,
+            cache: crate::provider::config::CacheTtl::FiveMinutes,
             cache_key: Some("session-1"),
             drop_thinking_before: 0,
             history: None,
@@ -800,7 +793,7 @@ mod tests {
                 tools: &[],
                 max_tokens: 100,
                 reasoning,
-                cache: crate::provider::CacheTtl::Off,
+                cache: crate::provider::config::CacheTtl::Off,
                 cache_key: None,
                 drop_thinking_before: 0,
                 history: None,
@@ -808,7 +801,7 @@ mod tests {
             serde_json::from_slice(&request_body(&request, false, &mut BodyCache::default()))
                 .unwrap()
         };
-        let low = Some(crate::provider::Reasoning::Low);
+        let low = Some(crate::provider::config::Reasoning::Low);
         // gpt-4.1 does not reason: no effort, and `max_tokens`.
         let plain = body("gpt-4.1", low);
         assert!(plain.get("reasoning_effort").is_none());
@@ -882,8 +875,8 @@ mod tests {
             messages: &messages,
             tools: &tools,
             max_tokens: 100,
-            reasoning: Some(crate::provider::Reasoning::High),
-            cache: crate::provider::CacheTtl::Off,
+            reasoning: Some(crate::provider::config::Reasoning::High),
+            cache: crate::provider::config::CacheTtl::Off,
             cache_key: None,
             drop_thinking_before: 0,
             history: None,

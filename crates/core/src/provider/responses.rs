@@ -13,14 +13,13 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
+use super::call::{Completion, End, ProviderError, Request, StopReason, StreamEvent, parse_args};
+use super::config::{ProviderConfig, ProviderKind, Reasoning, Wire};
 use super::openai::joined_text;
-use super::{
-    Completion, ProviderConfig, ProviderError, ProviderKind, Reasoning, Request, StopReason,
-    StreamEvent, Usage, parse_args,
-};
-use super::{Wire, sse};
+use super::usage::Usage;
 use crate::message::{Block, Message, Role};
 use crate::models::{self, Thinking};
+use zot_http::sse;
 
 /// Error codes of `response.failed` and `error` events that a new request
 /// may get past: the server was busy, not the request wrong (codex maps
@@ -665,7 +664,7 @@ impl StreamState {
             stop,
             usage: self.usage,
             detail,
-            end: super::End::Normal,
+            end: End::Normal,
         }
     }
 }
@@ -673,7 +672,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{CacheTtl, Wire};
+    use crate::provider::config::{CacheTtl, Wire};
 
     fn body(model: &str, reasoning: Option<Reasoning>, openai: bool) -> Value {
         let messages = [Message::user("hi")];

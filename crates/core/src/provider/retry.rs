@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use zot_http::error_chain;
 
-use super::ProviderError;
+use super::call::ProviderError;
 
 /// How long to wait before each retry of a connection failure or a 502/503/504,
 /// as the agent issue asks: two retries, 250 ms then 750 ms.

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use zot_protocol::sessions::{TreeEntry, TreeEntryKind};
 
-use super::{Compaction, compact};
+use super::compaction::{Compaction, compact};
 use crate::message::{Block, Message, Role};
 
 /// One entry of the tree.

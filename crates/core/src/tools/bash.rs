@@ -18,7 +18,8 @@ use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
-use super::{args_object, optional_positive_int, output, required_str};
+use super::args::{args_object, optional_positive_int, required_str};
+use super::output;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Most output bytes returned to the model; more is cut from the middle.
@@ -51,12 +52,6 @@ const GROUP_POLL: Duration = Duration::from_millis(20);
 const READ_CHUNK: usize = 8192;
 
 const SHELL: &str = "/bin/sh";
-
-/// How long a command runs when the call names no timeout: a command that
-/// never ends (a server, a prompt waiting for input that never comes) must
-/// not hold the turn forever. The user changes it with the
-/// `bash_timeout` setting.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// The longest timeout a call may ask for, in seconds: long
 /// builds and test runs fit, a command left running all day does not.

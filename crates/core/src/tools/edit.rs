@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{args_object, atomic_write, blocking, io_error, open_regular, required_str};
+use super::args::{args_object, required_str};
+use super::fs::{atomic_write, blocking, io_error, open_regular};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Largest file edit reads, and largest it writes: edit holds the file a

@@ -13,7 +13,8 @@ use ignore::WalkState;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{args_object, optional_count, optional_str, required_str, walk};
+use super::args::{args_object, optional_count, optional_str, required_str};
+use super::walk;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Paths returned when the call names no `max_results`.

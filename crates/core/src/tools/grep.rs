@@ -15,7 +15,8 @@ use ignore::types::TypesBuilder;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{args_object, optional_bool, optional_count, optional_str, required_str, walk};
+use super::args::{args_object, optional_bool, optional_count, optional_str, required_str};
+use super::walk;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Matching lines returned when the call names no `max_results` (opencode,

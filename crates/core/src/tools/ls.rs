@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{args_object, blocking, io_error, optional_count, optional_str, walk};
+use super::args::{args_object, optional_count, optional_str};
+use super::fs::{blocking, io_error};
+use super::walk;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Entries listed when the call names no `max_results` (pi's `ls` lists 500).

@@ -238,7 +238,7 @@ pub(crate) fn create(dir: &Path, tool: &str, ext: &str) -> io::Result<(PathBuf, 
         .collect();
     let mut attempt = 0;
     loop {
-        let path = dir.join(format!("{tool}-{}.{ext}", super::random_hex()));
+        let path = dir.join(format!("{tool}-{}.{ext}", super::fs::random_hex()));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -8,10 +8,8 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::{
-    args_object, blocking, io_error, open_regular, optional_positive_int, required_str,
-    special_kind,
-};
+use super::args::{args_object, optional_positive_int, required_str};
+use super::fs::{blocking, io_error, open_regular, special_kind};
 use crate::message::Block;
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -94,7 +92,7 @@ fn read(path: &Path, offset: usize, limit: Option<usize>) -> ToolOutput {
     // A FIFO would block the read until a writer comes, a device may
     // never end: only regular files are read.
     if let Some(kind) = special_kind(&metadata.file_type()) {
-        return super::not_regular("read", path, kind);
+        return super::fs::not_regular("read", path, kind);
     }
     match image_mime_type(path) {
         Some(mime_type) => read_image(path, mime_type, metadata.len()),

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 use zot_protocol::events::{TodoItem, TodoStatus};
 
-use super::{args_object, type_name};
+use super::args::{args_object, type_name};
 use crate::event::AgentEvent;
 use crate::message::{Block, Message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};

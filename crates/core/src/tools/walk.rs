@@ -27,7 +27,7 @@ pub(crate) async fn search<S: Search>(args: Value, ctx: &ToolContext) -> ToolOut
     };
     let cwd = ctx.cwd.clone();
     let cancel = ctx.cancel.clone();
-    super::blocking(move || query.run(&cwd, &cancel)).await
+    super::fs::blocking(move || query.run(&cwd, &cancel)).await
 }
 
 /// The search root named by the optional `path` argument (the project
@@ -36,7 +36,7 @@ pub(crate) fn root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
     let root = path.map_or_else(|| ctx.cwd.clone(), |p| ctx.resolve(p));
     match std::fs::metadata(&root) {
         Ok(_) => Ok(root),
-        Err(e) => Err(super::io_error("search", &root, &e)),
+        Err(e) => Err(super::fs::io_error("search", &root, &e)),
     }
 }
 

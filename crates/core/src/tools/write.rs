@@ -1,6 +1,6 @@
 //! The `write` tool: creates or replaces a whole file, creating missing
 //! parent directories. Replacement is atomic and keeps an existing file's
-//! permissions and hard links (see [`super::atomic_write`]); only regular
+//! permissions and hard links (see [`super::fs::atomic_write`]); only regular
 //! files are replaced.
 
 use std::path::Path;
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::args::{args_object, required_str};
 use super::edit::{DIFF_CONTEXT_LINES, MAX_DIFF_LINES};
-use super::{args_object, atomic_write, blocking, io_error, required_str, special_kind};
+use super::fs::{atomic_write, blocking, io_error, special_kind};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Largest content written at once: a file this big is not written by
@@ -134,7 +135,7 @@ fn write(path: &Path, content: &str) -> ToolOutput {
         // Replacing a FIFO or device node with a plain file would break
         // whatever uses it (as root, /dev/null).
         if let Some(kind) = special_kind(&metadata.file_type()) {
-            return super::not_regular("write", path, kind);
+            return super::fs::not_regular("write", path, kind);
         }
     }
     if let Some(parent) = path.parent()

@@ -8,8 +8,6 @@ mod handshake;
 mod intercepts;
 mod lifecycle;
 mod manifest;
-mod mcp_legacy_sse;
-mod mcp_oauth;
 mod nimlet;
 mod prompt;
 mod registration;

@@ -15,7 +15,7 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
 
-use super::{args_object, optional_count, optional_str, required_str};
+use super::args::{args_object, optional_count, optional_str, required_str};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
 
 pub use guard::refused;

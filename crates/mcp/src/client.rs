@@ -18,10 +18,10 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::{Value, json};
 use zot_protocol::ui::{FieldKind, Form, FormAnswer, FormField, FormReply, QuestionReply};
 
-use crate::model::Effect;
-use crate::sampling::SampleRequest;
+use zot_extensions::model::Effect;
+use zot_extensions::sampling::SampleRequest;
 
-use super::shared::{Shared, lock, token_key};
+use crate::shared::{Shared, lock, token_key};
 
 /// The protocol version zot asks for: the newest it speaks.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
@@ -262,7 +262,7 @@ fn sample_request(params: &Value) -> SampleRequest {
 /// Opens `url` with `$BROWSER` when set; otherwise (or when it cannot run)
 /// shows it to the user.
 fn open_url(url: &str, shared: &Shared) {
-    let message = match super::oauth::open_with_browser(url) {
+    let message = match crate::oauth::open_with_browser(url) {
         Ok(Some(browser)) => {
             shared.log(format_args!("opened {url} with {browser}"));
             return;

@@ -1,6 +1,8 @@
-//! MCP servers as extensions: their configuration (`config`), and the
-//! adapter that runs each one through the same host as zot and nimlet
-//! extensions.
+//! MCP servers as extensions: their configuration (`config`), the adapter
+//! that runs each one through the same host as zot and nimlet extensions
+//! (stdio, Streamable HTTP, legacy HTTP+SSE), OAuth sign-in, and the
+//! [`Ecosystem`](zot_extensions::Ecosystem) the binary installs
+//! ([`install`]) so the host finds and runs them.
 
 pub mod config;
 pub mod ecosystem;

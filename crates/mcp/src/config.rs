@@ -14,7 +14,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::scope::Scope;
+use zot_extensions::Scope;
 
 /// The project file: `<project>/.mcp.json`, the name Claude Code uses.
 pub const PROJECT_FILE: &str = ".mcp.json";
@@ -332,7 +332,7 @@ pub fn write_object(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    crate::atomic_file::write_atomically(path, text.as_bytes())
+    zot_extensions::atomic_file::write_atomically(path, text.as_bytes())
 }
 
 /// Turns server `name` of the file at `path` on or off: `disabled: true`
@@ -593,7 +593,7 @@ pub fn project_files_run(path: &Path, project: &Path) -> Vec<PathBuf> {
             .map_or_else(|| project.to_path_buf(), |cwd| project.join(cwd));
         let words = entry.command.iter().chain(&entry.args);
         let unexpanded = words.map(String::as_str).filter(|w| !w.contains("${"));
-        out.extend(crate::pins::named(unexpanded, &base));
+        out.extend(zot_extensions::pins::named(unexpanded, &base));
     }
     out
 }

@@ -83,7 +83,7 @@ async fn round_trips(config: HostConfig, tool: &str) -> Vec<Duration> {
 }
 
 fn main() {
-    zot_extensions::mcp::install();
+    zot_mcp::install();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let runtime = tokio::runtime::Builder::new_multi_thread()

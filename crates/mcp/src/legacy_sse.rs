@@ -162,7 +162,7 @@ impl LegacySseTransport {
     }
 
     /// [`LegacySseTransport::connect`] with the access token of a `zot mcp
-    /// login` (see [`super::oauth::authorized`]) on every request.
+    /// login` (see [`crate::oauth::authorized`]) on every request.
     pub async fn connect_authorized(
         server: &str,
         url: &str,
@@ -376,7 +376,7 @@ async fn authorize(
     let Some(manager) = auth else {
         return Ok(request);
     };
-    let token = super::oauth::access_token(manager, server)
+    let token = crate::oauth::access_token(manager, server)
         .await
         .map_err(|e| LegacySseError::Login(e.to_string()))?;
     Ok(request.bearer_auth(token))

@@ -34,27 +34,27 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::CommandOutcome;
 
-use super::config::{McpServer, McpTransport, Remote};
-use crate::adapter::{
+use crate::config::{McpServer, McpTransport, Remote};
+use zot_extensions::adapter::{
     Adapter, Attachment, CommandAnswer, HandshakeError, LaunchSpec, Link, ProcessSpec,
     ProgressSink, ToolAnswer,
 };
-use crate::context::HostContext;
-use crate::model::{Ask, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
-use crate::transport::remote::{self, RemoteHandle};
-use crate::transport::{FrameReader, Peer, ReadError, RequestError, Sender};
+use zot_extensions::context::HostContext;
+use zot_extensions::model::{Ask, Hook, HookPoint, Mode, Registration, Semantics, Verdict};
+use zot_extensions::transport::remote::{self, RemoteHandle};
+use zot_extensions::transport::{FrameReader, Peer, ReadError, RequestError, Sender};
 
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::AuthClient;
 
-use super::client::Client;
-use super::content::{
+use crate::client::Client;
+use crate::content::{
     error_answer, list_resources, map_tool_result, prompt_text, read_resource, split_args,
 };
-use super::directory::Directory;
-use super::names::{LIST_RESOURCES, READ_RESOURCE};
-use super::remote::RetryDelay;
-use super::shared::{DropSignal, Shared, lock, token_key};
+use crate::directory::Directory;
+use crate::names::{LIST_RESOURCES, READ_RESOURCE};
+use crate::remote::RetryDelay;
+use crate::shared::{DropSignal, Shared, lock, token_key};
 
 /// Versions a server may answer `initialize` with. zot speaks 2025-11-25
 /// and negotiates down to 2025-06-18 and 2025-03-26 for servers built on
@@ -202,7 +202,7 @@ impl Mcp {
             .await
             .map_err(|e| match &self.shared.server.transport {
                 McpTransport::Http(remote) | McpTransport::Sse(remote) if needs_login(&e) => {
-                    HandshakeError::LoginNeeded(super::oauth::login_needed(
+                    HandshakeError::LoginNeeded(crate::oauth::login_needed(
                         &self.shared.server.name,
                         &remote.url,
                     ))
@@ -305,14 +305,14 @@ impl Mcp {
     ) -> Result<Vec<Registration>, HandshakeError> {
         let server = &self.shared.server;
         let auth =
-            super::oauth::authorized(&self.shared.cx.config.zot_home, &server.name, &remote.url)
+            crate::oauth::authorized(&self.shared.cx.config.zot_home, &server.name, &remote.url)
                 .await
                 .map_err(|e| HandshakeError::Session(e.to_string()))?;
         if !streamable {
-            let transport = super::remote::legacy_sse(server, remote, auth).await?;
+            let transport = crate::remote::legacy_sse(server, remote, auth).await?;
             return self.open(transport, link).await;
         }
-        let (config, client) = super::remote::streamable_http(server, remote, self.on_drop())?;
+        let (config, client) = crate::remote::streamable_http(server, remote, self.on_drop())?;
         match auth {
             Some(manager) => {
                 let client = RetryDelay::new(AuthClient::new(client, manager));
@@ -337,7 +337,7 @@ impl Mcp {
             }
             Err(e) => self.shared.log(format_args!(
                 "ignored a frame that is not MCP JSON-RPC ({e}): {}",
-                crate::transport::preview(line)
+                zot_extensions::transport::preview(line)
             )),
         }
     }

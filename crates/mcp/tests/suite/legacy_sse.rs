@@ -11,7 +11,7 @@ use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use zot_extensions::mcp::legacy_sse::{LegacySseError, LegacySseTransport, header_map};
+use zot_mcp::legacy_sse::{LegacySseError, LegacySseTransport, header_map};
 use zot_testkit::npm::EverythingServer;
 
 /// The deadline of each step against the reference server.

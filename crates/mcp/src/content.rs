@@ -6,9 +6,9 @@ use rmcp::service::RoleClient;
 use serde_json::Value;
 use zot_protocol::zot::ContentBlock;
 
-use super::directory::Directory;
-use crate::adapter::ToolAnswer;
-use crate::context::HostContext;
+use crate::directory::Directory;
+use zot_extensions::adapter::ToolAnswer;
+use zot_extensions::context::HostContext;
 
 pub(super) fn error_answer(text: String) -> ToolAnswer {
     ToolAnswer {

@@ -100,7 +100,7 @@ impl FileTokenStore {
         };
         let mut text = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
         text.push(b'\n');
-        crate::atomic_file::write_private(&self.path, &text)
+        zot_extensions::atomic_file::write_private(&self.path, &text)
     }
 }
 

@@ -18,15 +18,15 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 
-use super::config::{McpServer, Remote};
-use super::legacy_sse::{LegacySseError, LegacySseTransport};
-use super::shared::DropSignal;
-use crate::adapter::HandshakeError;
+use crate::config::{McpServer, Remote};
+use crate::legacy_sse::{LegacySseError, LegacySseTransport};
+use crate::shared::DropSignal;
+use zot_extensions::adapter::HandshakeError;
 
 /// The first wait before resuming a broken event stream (when the server set
 /// no `retry` of its own): half a second, as for remote zot extensions
-/// ([`crate::remote::BACKOFF_START`]), so a server restart is bridged at once.
-pub(crate) const STREAM_RETRY_START: Duration = crate::remote::BACKOFF_START;
+/// ([`zot_extensions::remote::BACKOFF_START`]), so a server restart is bridged at once.
+pub(crate) const STREAM_RETRY_START: Duration = zot_extensions::remote::BACKOFF_START;
 
 /// The longest wait between two tries to resume an event stream, so that a
 /// long outage never leaves zot sleeping for minutes (rmcp's own default
@@ -341,7 +341,7 @@ pub(crate) fn streamable_http(
     remote: &Remote,
     dropped: DropSignal,
 ) -> Result<(StreamableHttpClientTransportConfig, reqwest::Client), HandshakeError> {
-    let headers: HashMap<_, _> = super::legacy_sse::header_map(&server.name, &remote.headers, None)
+    let headers: HashMap<_, _> = crate::legacy_sse::header_map(&server.name, &remote.headers, None)
         .map_err(|e| HandshakeError::Session(e.to_string()))?
         .into_iter()
         .filter_map(|(name, value)| Some((name?, value)))
@@ -369,7 +369,7 @@ pub(crate) async fn legacy_sse(
     auth: Option<AuthorizationManager>,
 ) -> Result<LegacySseTransport, HandshakeError> {
     let token = bearer_token(server, remote).map_err(HandshakeError::Session)?;
-    let headers = super::legacy_sse::header_map(&server.name, &remote.headers, token.as_deref())
+    let headers = crate::legacy_sse::header_map(&server.name, &remote.headers, token.as_deref())
         .map_err(|e| HandshakeError::Session(e.to_string()))?;
     LegacySseTransport::connect_authorized(
         &server.name,

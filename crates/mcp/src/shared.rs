@@ -12,16 +12,16 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use zot_protocol::ui::{CommandInfo, CommandOrigin};
 
-use super::config::McpServer;
-use super::directory::Directory;
-use crate::adapter::Attachment;
-use crate::adapter::ProgressSink;
-use crate::context::HostContext;
-use crate::ext_log::ExtLog;
-use crate::model::{Effect, Registration, ToolInfo};
-use crate::transport::RequestError;
+use crate::config::McpServer;
+use crate::directory::Directory;
+use zot_extensions::adapter::Attachment;
+use zot_extensions::adapter::ProgressSink;
+use zot_extensions::context::HostContext;
+use zot_extensions::ext_log::ExtLog;
+use zot_extensions::model::{Effect, Registration, ToolInfo};
+use zot_extensions::transport::RequestError;
 
-use super::names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};
+use crate::names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};
 
 /// Most pages of `tools/list` read from one server: one that keeps
 /// answering with a next cursor would otherwise keep zot listing forever

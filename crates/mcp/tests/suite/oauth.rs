@@ -6,8 +6,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use zot_extensions::mcp::legacy_sse::{LegacySseError, LegacySseTransport};
-use zot_extensions::mcp::oauth;
+use zot_mcp::legacy_sse::{LegacySseError, LegacySseTransport};
+use zot_mcp::oauth;
 use zot_testkit::oauth::OAuthServer;
 
 /// The backstop for the whole login (discovery, registration, a `curl`
@@ -85,7 +85,7 @@ async fn login_then_the_transport_uses_and_refreshes_the_token() {
     .await
     .unwrap();
     assert!(server.saw("REFRESHED"), "{:?}", server.log());
-    let reply = super::mcp_legacy_sse::ping_round_trip(&mut transport, 1).await;
+    let reply = super::legacy_sse::ping_round_trip(&mut transport, 1).await;
     assert_eq!(reply["id"], 1);
 
     // The same file under another URL is not this server's login.

@@ -5,17 +5,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::config::{self, FileError, McpConfig, McpServer, ServerStatus, process_env};
-use super::names::{LIST_RESOURCES, READ_RESOURCE};
-use crate::adapted::Adapted;
-use crate::adapter::{Adapter, LaunchSpec};
-use crate::config::HostConfig;
-use crate::context::HostContext;
-use crate::ecosystem::Ecosystem;
-use crate::found::{Found, FoundStatus};
-use crate::manage::{ManageError, Which};
-use crate::manifest::{Dialect, Launch, Manifest, ManifestError, OnFailure};
-use crate::scope::Scope;
+use crate::config::{self, FileError, McpConfig, McpServer, ServerStatus, process_env};
+use crate::names::{LIST_RESOURCES, READ_RESOURCE};
+use zot_extensions::Adapted;
+use zot_extensions::Scope;
+use zot_extensions::adapter::{Adapter, LaunchSpec};
+use zot_extensions::config::HostConfig;
+use zot_extensions::context::HostContext;
+use zot_extensions::ecosystem::Ecosystem;
+use zot_extensions::manage::{ManageError, Which};
+use zot_extensions::manifest::{Dialect, Launch, Manifest, ManifestError, OnFailure};
+use zot_extensions::{Found, FoundStatus};
 
 /// The kind label of MCP servers: `mcp:<name>`, and the protocol in reports.
 pub const KIND: &str = "mcp";
@@ -28,7 +28,7 @@ pub static MCP: McpServers = McpServers;
 
 /// Makes the host run MCP servers (once per process; later calls do nothing).
 pub fn install() {
-    crate::ecosystem::install(&MCP);
+    zot_extensions::ecosystem::install(&MCP);
 }
 
 impl Ecosystem for McpServers {
@@ -103,7 +103,7 @@ impl Ecosystem for McpServers {
         let server = entry
             .entry::<McpServer>()
             .ok_or_else(|| "not an MCP server's entry".to_owned())?;
-        Ok(super::adapter::launch(server, cx))
+        Ok(crate::adapter::launch(server, cx))
     }
 
     fn gated_files(&self) -> &'static [&'static str] {

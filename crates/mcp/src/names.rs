@@ -6,7 +6,7 @@ pub const LIST_RESOURCES: &str = "mcp_list_resources";
 pub const READ_RESOURCE: &str = "mcp_read_resource";
 
 /// The longest tool name providers accept (the `mcp__` names must fit).
-const MAX_NAME: usize = crate::adapter::MAX_TOOL_NAME;
+const MAX_NAME: usize = zot_extensions::adapter::MAX_TOOL_NAME;
 /// How much of an over-long name is kept before `_` and the hash, so the
 /// name fits providers' 64 characters (55 + 1 + 8 = 64).
 const KEPT_PREFIX: usize = 55;
@@ -61,6 +61,8 @@ mod tests {
         // Two long names that share their first 55 characters still differ.
         let other = qualified_name("server", &format!("{}y", "x".repeat(80)));
         assert_ne!(long, other);
-        assert!(crate::adapter::valid_tool_name(&qualified_name("ü", "ß")));
+        assert!(zot_extensions::adapter::valid_tool_name(&qualified_name(
+            "ü", "ß"
+        )));
     }
 }

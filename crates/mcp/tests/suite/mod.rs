@@ -1,0 +1,3 @@
+mod legacy_sse;
+mod oauth;
+mod trust;
