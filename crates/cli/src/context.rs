@@ -96,7 +96,7 @@ pub fn display(path: &Path) -> String {
 
 /// Claude Code's settings files: the user's, the project's, the project's local one.
 pub fn claude_settings_files(project: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    use zot_extensions::hooks::settings::{CLAUDE_LOCAL_SETTINGS, CLAUDE_SETTINGS};
+    use zot_hooks::settings::{CLAUDE_LOCAL_SETTINGS, CLAUDE_SETTINGS};
     let mut files: Vec<PathBuf> = home.map(|h| h.join(CLAUDE_SETTINGS)).into_iter().collect();
     files.push(project.join(CLAUDE_SETTINGS));
     files.push(project.join(CLAUDE_LOCAL_SETTINGS));

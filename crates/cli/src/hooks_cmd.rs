@@ -4,8 +4,8 @@
 use std::process::ExitCode;
 
 use serde_json::Value;
-use zot_extensions::hooks::ecosystem::sources;
-use zot_extensions::hooks::{Listed, settings};
+use zot_hooks::ecosystem::sources;
+use zot_hooks::{Listed, settings};
 
 use crate::args::HooksCommand;
 use crate::context::Context;
@@ -49,7 +49,7 @@ pub struct Checked {
 }
 
 pub fn doctor(ctx: &Context) -> Checked {
-    use zot_extensions::hooks::tools::Matcher;
+    use zot_hooks::tools::Matcher;
     let loaded = settings::load(&sources(&ctx.config, ctx.config.project_trusted));
     let mut problems = Vec::new();
     let mut warnings = Vec::new();

@@ -118,9 +118,9 @@ impl Extensions for Bridge {
     }
 
     fn hooks(&self) -> Vec<String> {
-        zot_extensions::hooks::ecosystem::listed(self.host.config(), self.host.project_trusted())
+        zot_hooks::ecosystem::listed(self.host.config(), self.host.project_trusted())
             .iter()
-            .map(zot_extensions::hooks::Listed::line)
+            .map(zot_hooks::Listed::line)
             .collect()
     }
 
@@ -346,10 +346,8 @@ fn untrusted_inputs(ctx: &Context, loaded: &setup::Loaded) -> Vec<String> {
         ));
     }
     let mut hooks: BTreeMap<String, usize> = BTreeMap::new();
-    for listed in zot_extensions::hooks::ecosystem::listed(
-        loaded.host.config(),
-        loaded.host.project_trusted(),
-    ) {
+    for listed in zot_hooks::ecosystem::listed(loaded.host.config(), loaded.host.project_trusted())
+    {
         if !listed.trusted && !listed.disabled {
             *hooks.entry(relative(&listed.spec.source)).or_default() += 1;
         }

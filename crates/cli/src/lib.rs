@@ -57,7 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     zot_core::provider::install_tls_provider();
     // The ecosystems beyond zot and nimlet extensions that the host runs.
     zot_mcp::install();
-    zot_extensions::hooks::ecosystem::install();
+    zot_hooks::ecosystem::install();
     let Some(command) = &cli.command else {
         return agent_mode(&cli, cli.agent.mode());
     };

@@ -18,7 +18,6 @@ pub mod ecosystem;
 pub mod ext_log;
 mod extension;
 mod found;
-pub mod hooks;
 mod host;
 pub mod limits;
 pub mod manage;
@@ -47,7 +46,6 @@ pub use dispatch::{Cancelled, CompactDecision, DispatchError, Outcome, PreparedP
 pub use ecosystem::Ecosystem;
 pub use extension::Readiness;
 pub use found::{Found, FoundStatus};
-pub use hooks::CommandHooks;
 pub use host::{
     Connectivity, ExtensionHost, ExtensionReport, LoadError, LoadErrorKind, LoadedInfo,
     ReloadStats, ReportStatus,

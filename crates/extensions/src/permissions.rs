@@ -119,7 +119,7 @@ pub const HOOKS_POLICY_NAME: &str = "hooks";
 /// How one project command hook starts: under the policy's scope for
 /// [`HOOKS_POLICY_NAME`] or `project_default`, as a project extension that
 /// declares nothing would (`sh` is its program, the project its directory).
-pub(crate) fn project_hook_confinement(
+pub fn project_hook_confinement(
     config: &HostConfig,
     policy: &Policy,
 ) -> Result<Confinement, String> {

@@ -11,6 +11,8 @@
 pub(crate) mod http;
 pub mod remote;
 pub(crate) mod stdio;
+
+pub use stdio::Confinement;
 pub(crate) mod wire;
 pub(crate) mod ws;
 

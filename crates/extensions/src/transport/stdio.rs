@@ -28,16 +28,16 @@ use crate::reaper;
 /// How a child process is confined: unrestricted by default (the
 /// environment less `ZOTCORE_RPC_TOKEN`), or held to a permission scope.
 #[derive(Debug, Default)]
-pub(crate) struct Confinement {
+pub struct Confinement {
     /// The scope; `None` runs with the user's full privileges.
-    pub(crate) scope: Option<zot_sandbox::Scope>,
+    pub scope: Option<zot_sandbox::Scope>,
     /// Variables set by the process's own configuration (a private
     /// `TMPDIR`, an MCP server's `env`…), added to the environment last.
-    pub(crate) env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// The sandbox built for the scope, entered between fork and exec.
-    pub(crate) sandbox: Option<zot_sandbox::Prepared>,
+    pub sandbox: Option<zot_sandbox::Prepared>,
     /// The private temporary directory, removed when the process record goes.
-    pub(crate) tmp: Option<zot_sandbox::PrivateTmp>,
+    pub tmp: Option<zot_sandbox::PrivateTmp>,
 }
 
 /// A running extension process (and its process group).

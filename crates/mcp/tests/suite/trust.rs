@@ -39,7 +39,7 @@ fn mcp_json_and_the_project_files_it_runs_are_pinned() {
 #[test]
 fn what_hooks_servers_and_commands_run_is_pinned_with_its_directory() {
     zot_mcp::install();
-    zot_extensions::hooks::ecosystem::install();
+    zot_hooks::ecosystem::install();
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().canonicalize().unwrap();
     write(

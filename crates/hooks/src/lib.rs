@@ -8,10 +8,9 @@
 
 pub mod ecosystem;
 mod participant;
+pub mod run;
 pub mod settings;
 pub mod tools;
-
-pub(crate) mod run;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +20,8 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 use zot_protocol::hooks::{HookEvent, HookInput, HookOutput};
 
-use crate::participant::{Gate, SessionFacts};
+use zot_extensions::config::HostConfig;
+use zot_extensions::participant::{Gate, SessionFacts};
 
 pub use settings::{Event, HookScope, HookSources, HookSpec, Listed, Loaded};
 use tools::Matcher;
@@ -38,7 +38,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const QUICK_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a warning about a hook goes: (`hook:<Event>`, message).
-pub use crate::participant::Warn;
+pub use zot_extensions::participant::Warn;
 
 /// Every hook zot runs, ready to fire.
 pub struct CommandHooks {
@@ -51,7 +51,7 @@ pub struct CommandHooks {
 
 /// What the confinement of a project hook is built from.
 pub(crate) struct ProjectScope {
-    pub(crate) config: crate::config::HostConfig,
+    pub(crate) config: HostConfig,
     /// The user's permission policy, or why it cannot be read.
     pub(crate) policy: Result<zot_sandbox::Policy, String>,
     /// Whether the files project hooks run are still as trusted.
@@ -163,7 +163,7 @@ impl CommandHooks {
             }
             let confinement = match (&self.scope, spec.scope) {
                 (Some(scope), HookScope::Project) => scope.policy.clone().and_then(|policy| {
-                    crate::permissions::project_hook_confinement(&scope.config, &policy)
+                    zot_extensions::permissions::project_hook_confinement(&scope.config, &policy)
                 }),
                 _ => Ok(run::Confinement::default()),
             };

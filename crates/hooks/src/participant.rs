@@ -10,9 +10,10 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use zot_protocol::hooks::{Decision, HookEvent, HookOutput, ToolResponse};
 
-use super::{Answer, CommandHooks, Event, tools};
-use crate::model::{Ask, Hook, HookPoint, Rewrite, Verdict};
-use crate::participant::{Participant, SessionFacts};
+use zot_extensions::model::{Ask, Hook, HookPoint, Rewrite, Verdict};
+use zot_extensions::participant::{Participant, SessionFacts};
+
+use crate::{Answer, CommandHooks, Event, tools};
 
 impl Participant for CommandHooks {
     fn name(&self) -> &str {

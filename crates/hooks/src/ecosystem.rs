@@ -6,18 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::adapted::Adapted;
-use crate::adapter::{Adapter, LaunchSpec};
-use crate::config::HostConfig;
-use crate::context::HostContext;
-use crate::ecosystem::Ecosystem;
-use crate::found::Found;
-use crate::manage::{ManageError, Which};
-use crate::participant::{Joining, Participant};
-use crate::scope::Scope;
+use zot_extensions::adapter::{Adapter, LaunchSpec};
+use zot_extensions::config::HostConfig;
+use zot_extensions::context::HostContext;
+use zot_extensions::manage::{ManageError, Which};
+use zot_extensions::participant::{Joining, Participant};
+use zot_extensions::{Adapted, Ecosystem, Found, Scope};
 
-use super::settings::{self, HookSources, Listed};
-use super::{CommandHooks, ProjectScope, load_warnings};
+use crate::settings::{self, HookSources, Listed};
+use crate::{CommandHooks, ProjectScope, load_warnings};
 
 /// The kind label of command hooks: the source of their warnings
 /// (`hook:<Event>`) starts with it.
@@ -31,7 +28,7 @@ pub static HOOKS: CommandHookFiles = CommandHookFiles;
 
 /// Makes the host run command hooks (once per process; later calls do nothing).
 pub fn install() {
-    crate::ecosystem::install(&HOOKS);
+    zot_extensions::ecosystem::install(&HOOKS);
 }
 
 /// Where command hooks are read from for `config`, with the project trusted or not.

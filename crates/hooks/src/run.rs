@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use zot_sandbox::{Ended, ShellCall};
 
-pub(crate) use crate::transport::stdio::Confinement;
+pub use zot_extensions::transport::Confinement;
 
 /// Most bytes of a hook's stdout, and of its stderr, that are kept (the
 /// issue: 1 MiB each); the rest is read and dropped so the hook never

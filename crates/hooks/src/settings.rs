@@ -399,7 +399,7 @@ pub fn project_pins(project: &Path) -> (Vec<(String, String)>, Vec<PathBuf>) {
         let file =
             parse(&String::from_utf8_lossy(&text), &path, HookScope::Project).unwrap_or_default();
         for hook in &file.hooks {
-            scripts.extend(crate::pins::named_by_shell(&hook.command, project));
+            scripts.extend(zot_extensions::pins::named_by_shell(&hook.command, project));
         }
     }
     scripts.sort();
