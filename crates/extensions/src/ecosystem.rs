@@ -1,6 +1,6 @@
 //! Ecosystems the host runs through an adapter of their own: extensions
-//! configured outside `extension.json` manifests (MCP servers, from
-//! `zot-mcp`), which the binary installs once at start. zot and nimlet
+//! configured outside `extension.json` manifests, each ecosystem in a crate
+//! of its own, which the binary installs once at start. zot and nimlet
 //! extensions are built in; everything the host core needs to know about
 //! another ecosystem goes through [`Ecosystem`].
 
@@ -22,8 +22,18 @@ pub trait Ecosystem: Send + Sync + 'static {
     /// extensions' names (`<kind>:<name>`).
     fn kind(&self) -> &'static str;
 
-    /// What a user calls one of its extensions ("MCP server"), for messages.
+    /// Its protocol's name as users know it, for messages.
+    fn label(&self) -> &'static str;
+
+    /// What a user calls one of its extensions ("… server"), for messages.
     fn noun(&self) -> &'static str;
+
+    /// How to add one, for a listing that has none.
+    fn add_hint(&self) -> &'static str;
+
+    /// Tool `tool` of its extension `name` as a listing shows it: without
+    /// what the ecosystem put before the extension's own name for it.
+    fn tool_label<'a>(&self, name: &str, tool: &'a str) -> &'a str;
 
     /// Its extensions, read from its config files (nothing is started),
     /// listed after the manifest roots' in load order. Each `Load` entry's
@@ -97,8 +107,20 @@ pub fn of_kind(kind: &str) -> Option<&'static dyn Ecosystem> {
 /// The installed ecosystem whose extensions' names `name` has the prefix of
 /// (`<kind>:`).
 pub fn owning(name: &str) -> Option<&'static dyn Ecosystem> {
-    let (kind, _) = name.split_once(':')?;
-    of_kind(kind)
+    installed()
+        .into_iter()
+        .find(|e| own_name(e.kind(), name).is_some())
+}
+
+/// The name an extension of ecosystem `kind` goes by, `<kind>:<own>`.
+pub fn ext_name(kind: &str, own: &str) -> String {
+    format!("{kind}:{own}")
+}
+
+/// The extension's own name in `<kind>:<own>`; `None` when `name` is not
+/// of that ecosystem.
+pub fn own_name<'a>(kind: &str, name: &'a str) -> Option<&'a str> {
+    name.strip_prefix(kind)?.strip_prefix(':')
 }
 
 /// The project files the installed ecosystems gate by trust.

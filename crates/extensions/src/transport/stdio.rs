@@ -32,7 +32,7 @@ pub(crate) struct Confinement {
     /// The scope; `None` runs with the user's full privileges.
     pub(crate) scope: Option<zot_sandbox::Scope>,
     /// Variables set by the process's own configuration (a private
-    /// `TMPDIR`, an MCP server's `env`…), added to the environment last.
+    /// `TMPDIR`, a configured server's `env`…), added to the environment last.
     pub(crate) env: Vec<(String, String)>,
     /// The sandbox built for the scope, entered between fork and exec.
     pub(crate) sandbox: Option<zot_sandbox::Prepared>,
