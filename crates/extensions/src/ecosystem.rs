@@ -130,3 +130,37 @@ pub(crate) fn gated_files() -> Vec<(&'static dyn Ecosystem, &'static str)> {
         .flat_map(|e| e.gated_files().iter().map(move |file| (e, *file)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn names_carry_their_ecosystem_as_a_prefix() {
+        assert_eq!(ext_name("mcp", "github"), "mcp:github");
+        assert_eq!(own_name("mcp", "mcp:github"), Some("github"));
+        assert_eq!(own_name("mcp", "mcpx:github"), None);
+        assert_eq!(own_name("mcp", "github"), None);
+    }
+
+    #[test]
+    fn entries_compare_by_their_ecosystem_s_own_value() {
+        let entry = |server: &str| Adapted {
+            kind: "k",
+            url: None,
+            startup_timeout: Duration::from_secs(1),
+            entry: Arc::new(server.to_owned()),
+        };
+        assert_eq!(entry("a"), entry("a"));
+        assert_ne!(entry("a"), entry("b"));
+        assert_eq!(entry("a").entry::<String>().map(String::as_str), Some("a"));
+        assert_eq!(entry("a").entry::<u32>(), None);
+        let other_type = Adapted {
+            entry: Arc::new(7_u32),
+            ..entry("a")
+        };
+        assert_ne!(entry("a"), other_type);
+    }
+}
