@@ -462,8 +462,11 @@ fn print_doctor(entries: &[Value]) {
                 })
                 .collect()
         };
-        if let Some(version) = e["mcp_version"].as_str() {
-            outln!("  mcp protocol: {version}");
+        // An ecosystem's extension: the version its handshake settled on.
+        if let Some(protocol) = e["protocol"].as_str()
+            && let Some(version) = e[format!("{protocol}_version")].as_str()
+        {
+            outln!("  {protocol} protocol: {version}");
         }
         for key in ["commands", "tools", "events", "intercepts", "resources"] {
             let items = names(key);

@@ -110,7 +110,7 @@ impl Extensions for Bridge {
             return Err(why);
         }
         *self.provider.lock().unwrap_or_else(PoisonError::into_inner) = Some(config.clone());
-        // An MCP server's sampling request goes to the model the session uses.
+        // An extension's sampling request goes to the model the session uses.
         let provider = zot_core::provider::Provider::new(config.clone());
         self.host
             .set_sampler(Arc::new(crate::sampling::ModelSampler { provider }));
@@ -132,12 +132,21 @@ impl Extensions for Bridge {
         Box::pin(self.host.wait_started())
     }
 
-    fn mcp<'a>(&'a self, args: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(crate::mcp_view::run(&self.host, args))
+    fn extensions_view<'a>(
+        &'a self,
+        kind: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            match zot_extensions::ecosystem::of_kind(kind) {
+                Some(eco) => crate::ecosystem_view::run(&self.host, eco, args).await,
+                None => Err(format!("no {kind} support in this zot")),
+            }
+        })
     }
 
-    fn mcp_servers(&self) -> Vec<(String, bool)> {
-        crate::mcp_view::servers(&self.host.report())
+    fn extension_states(&self, kind: &str) -> Vec<(String, bool)> {
+        crate::ecosystem_view::names(&self.host.report(), kind)
     }
 
     fn trust_project(&self) -> Result<(), String> {

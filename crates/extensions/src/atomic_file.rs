@@ -1,5 +1,5 @@
 //! Writing a file whole or not at all: a temp file beside it, then a
-//! rename. A leaf that the trust store, MCP config, management and the
+//! rename. A leaf that the trust store, ecosystems' config, management and the
 //! binary's config commands all build on.
 
 use std::io::Write;

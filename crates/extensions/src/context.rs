@@ -140,3 +140,29 @@ impl QuestionClock {
         Some(start.max(last) + timeout)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<&'static str>>);
+
+    #[test]
+    fn a_slot_is_one_value_per_type_for_the_whole_generation() {
+        let cx = HostContext::new(HostConfig::new("/home", "/project"));
+        cx.slot::<Seen>()
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push("first");
+        let again = cx.slot::<Seen>();
+        assert_eq!(*again.0.lock().unwrap(), ["first"]);
+        assert!(Arc::ptr_eq(&again, &cx.slot::<Seen>()));
+        // Another generation (a reload's new context) starts empty.
+        let next = HostContext::new(HostConfig::new("/home", "/project"));
+        assert!(next.slot::<Seen>().0.lock().unwrap().is_empty());
+        // Another type is another slot.
+        assert_eq!(*cx.slot::<u32>(), 0);
+    }
+}

@@ -128,7 +128,7 @@ impl ExtensionHost {
     }
 
     /// [`call_tool`](Self::call_tool), with `progress` taking the progress
-    /// text of protocols that report it (MCP `notifications/progress`).
+    /// text of protocols that report it (progress notifications).
     pub async fn call_tool_with_progress(
         &self,
         name: &str,

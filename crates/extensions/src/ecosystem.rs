@@ -1,6 +1,6 @@
 //! Ecosystems the host runs through an adapter of their own: extensions
-//! configured outside `extension.json` manifests (MCP servers, from
-//! `zot-mcp`), which the binary installs once at start. zot and nimlet
+//! configured outside `extension.json` manifests, each ecosystem in a crate
+//! of its own, which the binary installs once at start. zot and nimlet
 //! extensions are built in; everything the host core needs to know about
 //! another ecosystem goes through [`Ecosystem`].
 
@@ -23,8 +23,18 @@ pub trait Ecosystem: Send + Sync + 'static {
     /// extensions' names (`<kind>:<name>`).
     fn kind(&self) -> &'static str;
 
-    /// What a user calls one of its extensions ("MCP server"), for messages.
+    /// Its protocol's name as users know it, for messages.
+    fn label(&self) -> &'static str;
+
+    /// What a user calls one of its extensions ("… server"), for messages.
     fn noun(&self) -> &'static str;
+
+    /// How to add one, for a listing that has none.
+    fn add_hint(&self) -> &'static str;
+
+    /// Tool `tool` of its extension `name` as a listing shows it: without
+    /// what the ecosystem put before the extension's own name for it.
+    fn tool_label<'a>(&self, name: &str, tool: &'a str) -> &'a str;
 
     /// Its extensions, read from its config files (nothing is started),
     /// listed after the manifest roots' in load order. Each `Load` entry's
@@ -116,8 +126,20 @@ pub fn of_kind(kind: &str) -> Option<&'static dyn Ecosystem> {
 /// The installed ecosystem whose extensions' names `name` has the prefix of
 /// (`<kind>:`).
 pub fn owning(name: &str) -> Option<&'static dyn Ecosystem> {
-    let (kind, _) = name.split_once(':')?;
-    of_kind(kind)
+    installed()
+        .into_iter()
+        .find(|e| own_name(e.kind(), name).is_some())
+}
+
+/// The name an extension of ecosystem `kind` goes by, `<kind>:<own>`.
+pub fn ext_name(kind: &str, own: &str) -> String {
+    format!("{kind}:{own}")
+}
+
+/// The extension's own name in `<kind>:<own>`; `None` when `name` is not
+/// of that ecosystem.
+pub fn own_name<'a>(kind: &str, name: &'a str) -> Option<&'a str> {
+    name.strip_prefix(kind)?.strip_prefix(':')
 }
 
 /// The project files the installed ecosystems gate by trust.
@@ -126,4 +148,38 @@ pub(crate) fn gated_files() -> Vec<(&'static dyn Ecosystem, &'static str)> {
         .into_iter()
         .flat_map(|e| e.gated_files().iter().map(move |file| (e, *file)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn names_carry_their_ecosystem_as_a_prefix() {
+        assert_eq!(ext_name("mcp", "github"), "mcp:github");
+        assert_eq!(own_name("mcp", "mcp:github"), Some("github"));
+        assert_eq!(own_name("mcp", "mcpx:github"), None);
+        assert_eq!(own_name("mcp", "github"), None);
+    }
+
+    #[test]
+    fn entries_compare_by_their_ecosystem_s_own_value() {
+        let entry = |server: &str| Adapted {
+            kind: "k",
+            url: None,
+            startup_timeout: Duration::from_secs(1),
+            entry: Arc::new(server.to_owned()),
+        };
+        assert_eq!(entry("a"), entry("a"));
+        assert_ne!(entry("a"), entry("b"));
+        assert_eq!(entry("a").entry::<String>().map(String::as_str), Some("a"));
+        assert_eq!(entry("a").entry::<u32>(), None);
+        let other_type = Adapted {
+            entry: Arc::new(7_u32),
+            ..entry("a")
+        };
+        assert_ne!(entry("a"), other_type);
+    }
 }

@@ -267,8 +267,8 @@ pub enum Registration {
     Subscribe(HookPoint, Mode),
     /// The registration window is over.
     Ready,
-    /// These tools replace every tool registered so far, in one step (an
-    /// MCP server's list after `list_changed`).
+    /// These tools replace every tool registered so far, in one step (a
+    /// server's new list after it said its list changed).
     ReplaceTools(Vec<ToolInfo>),
     /// These commands replace every command registered so far, in one step.
     ReplaceCommands(Vec<CommandInfo>),
@@ -303,7 +303,7 @@ pub enum Effect {
         options: Vec<String>,
         reply: QuestionReply,
     },
-    /// A form to fill in (an MCP elicitation).
+    /// A form to fill in (a server's elicitation).
     Form {
         form: zot_protocol::ui::Form,
         reply: zot_protocol::ui::FormReply,
@@ -326,6 +326,6 @@ pub struct Semantics {
     /// A tool named like a built-in is reported to the user, not only logged.
     pub warn_builtin_tool_clash: bool,
     /// A tool named like another extension's is reported to the user too
-    /// (MCP: two servers whose sanitised tool names collide).
+    /// (two servers whose sanitised tool names collide).
     pub warn_tool_clash: bool,
 }

@@ -1,6 +1,6 @@
 //! What a project command line runs from the project, for the trust
-//! fingerprint: the files its words name (a hook's `sh tools/check.sh`, an
-//! MCP server's `node ./server.js`) and the module a `python3 -m` names.
+//! fingerprint: the files its words name (a hook's `sh tools/check.sh`, a
+//! configured server's `node ./server.js`) and the module a `python3 -m` names.
 //! Trust pins each of them with the directory it lies in (`docs/trust.md`).
 //! Also [`Pins`], the pinned files as trusted for a run, which the host
 //! config carries and the trust gate compares against.

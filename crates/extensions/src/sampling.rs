@@ -1,5 +1,5 @@
-//! Model calls on an extension's behalf (an MCP server's
-//! `sampling/createMessage`): the host knows nothing of providers, so the
+//! Model calls on an extension's behalf (a server's sampling request):
+//! the host knows nothing of providers, so the
 //! binary hands it a [`Sampler`] that runs one call on the current model.
 //! Only the TUI sets one; without it every sampling request is refused.
 

@@ -1,4 +1,4 @@
-//! Where an extension was found. A leaf: discovery, MCP config,
+//! Where an extension was found. A leaf: discovery, ecosystems' config,
 //! permissions and the host all name it.
 
 /// Where an extension was found, in precedence order.

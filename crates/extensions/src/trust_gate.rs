@@ -1,5 +1,6 @@
 //! Trust during a session: a trusted project's pins are checked again right
-//! before each start of one of its hooks, extensions or MCP servers, so a
+//! before each start of one of its hooks or extensions (configured servers
+//! too), so a
 //! pinned file changed while zot runs (by a sandboxed command, say) stops
 //! them until the user trusts the project again. A quick re-check only
 //! stats what the last full check saw ([`Watched`]); anything that moved

@@ -52,8 +52,21 @@ impl Ecosystem for CommandHookFiles {
         KIND
     }
 
+    fn label(&self) -> &'static str {
+        "Claude Code hooks"
+    }
+
     fn noun(&self) -> &'static str {
         "command hook"
+    }
+
+    fn add_hint(&self) -> &'static str {
+        "add one to $ZOT_HOME/hooks.json or .claude/settings.json, see docs/hooks.md"
+    }
+
+    /// Hooks register no tools: a name is shown as it is.
+    fn tool_label<'a>(&self, _name: &str, tool: &'a str) -> &'a str {
+        tool
     }
 
     /// Hooks are not extensions the host starts: there is nothing to discover.

@@ -156,7 +156,7 @@ impl McpServer {
 
 /// `mcp:<name>`, the extension name of MCP server `name`.
 pub fn ext_name(server: &str) -> String {
-    format!("mcp:{server}")
+    zot_extensions::ecosystem::ext_name(crate::KIND, server)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

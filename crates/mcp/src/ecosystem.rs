@@ -36,8 +36,22 @@ impl Ecosystem for McpServers {
         KIND
     }
 
+    fn label(&self) -> &'static str {
+        "MCP"
+    }
+
     fn noun(&self) -> &'static str {
         "MCP server"
+    }
+
+    fn add_hint(&self) -> &'static str {
+        "add one with `zot mcp add`, see docs/mcp.md"
+    }
+
+    /// Without `mcp__<server>__`.
+    fn tool_label<'a>(&self, name: &str, tool: &'a str) -> &'a str {
+        let own = server_name(name).unwrap_or(name);
+        tool.strip_prefix(&format!("mcp__{own}__")).unwrap_or(tool)
     }
 
     /// The MCP servers of both config files, as discovery entries: project
@@ -169,7 +183,7 @@ impl Ecosystem for McpServers {
 
 /// The server's own name in `mcp:<name>`.
 fn server_name(name: &str) -> Option<&str> {
-    name.strip_prefix(KIND)?.strip_prefix(':')
+    zot_extensions::ecosystem::own_name(KIND, name)
 }
 
 /// The entry for an MCP server: named `mcp:<name>`, "found" in the

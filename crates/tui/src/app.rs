@@ -488,7 +488,7 @@ impl App {
         let typed = argument.trim_start().to_lowercase();
         let rows: Vec<PopupRow> = self
             .ext
-            .mcp_servers()
+            .extension_states(Builtin::Mcp.name())
             .into_iter()
             .map(|(server, running)| {
                 let (verb, what) = if running {
@@ -980,7 +980,7 @@ impl App {
                 let msgs = self.msgs.clone();
                 let args = args.to_owned();
                 tokio::spawn(async move {
-                    let result = ext.mcp(&args).await;
+                    let result = ext.extensions_view(Builtin::Mcp.name(), &args).await;
                     let _ = msgs.send(AppMsg::Mcp(result));
                 });
             }

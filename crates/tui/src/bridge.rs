@@ -40,7 +40,7 @@ pub trait Extensions: Send + Sync {
     fn hooks(&self) -> Vec<String> {
         Vec::new()
     }
-    /// Extensions still starting in the background (MCP servers), by name.
+    /// Extensions still starting in the background, by name.
     fn starting(&self) -> Vec<String> {
         Vec::new()
     }
@@ -49,14 +49,20 @@ pub trait Extensions: Send + Sync {
     fn wait_started(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-    /// `/mcp [on|off <server>]`: the MCP servers with their state and
-    /// tools, or one turned on or off for this session; the text to show.
-    fn mcp<'a>(&'a self, _args: &'a str) -> BoxFuture<'a, Result<String, String>> {
-        Box::pin(async { Ok("no MCP servers".to_owned()) })
+    /// `/<kind> [on|off <name>]` for an ecosystem of extensions the host
+    /// runs through its own adapter (`/mcp`): its extensions with their
+    /// state and tools, or one turned on or off for this session; the text
+    /// to show.
+    fn extensions_view<'a>(
+        &'a self,
+        kind: &'a str,
+        _args: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move { Ok(format!("no {kind} extensions")) })
     }
-    /// The MCP servers `/mcp on|off` completes: each one's name (as `/mcp`
-    /// takes it) and whether it runs now.
-    fn mcp_servers(&self) -> Vec<(String, bool)> {
+    /// The extensions of ecosystem `kind` that `/<kind> on|off` completes:
+    /// each one's name (as the view takes it) and whether it runs now.
+    fn extension_states(&self, _kind: &str) -> Vec<(String, bool)> {
         Vec::new()
     }
 }

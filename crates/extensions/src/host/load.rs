@@ -278,7 +278,7 @@ impl Inner {
             log.line(&message);
             self.warn_once(name, message);
         }
-        // The launch's own variables (an MCP server's `env`) first,
+        // The launch's own variables (a configured server's `env`) first,
         // so the sandbox's (a private TMPDIR) win a clash.
         let sandbox_env = std::mem::replace(&mut confinement.env, launch.env.clone());
         confinement.env.extend(sandbox_env);

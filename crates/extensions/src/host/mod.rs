@@ -208,7 +208,7 @@ impl ExtensionHost {
         }
     }
 
-    /// Lets extensions (MCP servers with `"sampling": true`) have model
+    /// Lets extensions (servers configured for sampling) have model
     /// calls run by `sampler`, after the user agrees to each.
     pub fn set_sampler(&self, sampler: Arc<dyn crate::sampling::Sampler>) {
         *self

@@ -117,9 +117,9 @@ impl std::fmt::Display for Connectivity {
 #[derive(Debug, Clone)]
 pub enum ReportStatus {
     /// Being spawned or in its handshake right now (a reload is under way,
-    /// or an MCP server starts in the background).
+    /// or an ecosystem's extension starts in the background).
     Starting,
-    /// Turned off by the user for this session (`/mcp off`).
+    /// Turned off by the user for this session (`set_enabled`).
     Off,
     Loaded(LoadedInfo),
     Failed(LoadError),
@@ -147,9 +147,9 @@ pub struct LoadedInfo {
     pub tools: Vec<ToolInfo>,
     pub events: Vec<String>,
     pub intercepts: Vec<String>,
-    /// The protocol version negotiated in the handshake (MCP).
+    /// The protocol version negotiated in the handshake, for protocols that negotiate one.
     pub protocol_version: Option<String>,
-    /// Resources it offers (MCP resource URIs, as listed at start).
+    /// Resources it offers (resource URIs, as listed at start).
     pub resources: Vec<String>,
 }
 
@@ -185,7 +185,7 @@ pub(super) fn retried(kind: &LoadErrorKind) -> bool {
         LoadErrorKind::Connect { .. } | LoadErrorKind::Handshake(_)
     ) && !matches!(
         kind,
-        // Trying again cannot sign in: that takes `zot mcp login`.
+        // Trying again cannot sign in: that takes the user.
         LoadErrorKind::Handshake(HandshakeError::LoginNeeded(_))
     )
 }

@@ -78,7 +78,7 @@ pub(crate) struct HostState {
     pub(super) reconnecting: HashMap<usize, Arc<Reconnect>>,
     /// Extensions starting in the background (`adapted_in_background`).
     pub(super) starting: Vec<Starting>,
-    /// Extensions the user turned off for this session (`/mcp off`), by
+    /// Extensions the user turned off for this session (`set_enabled`), by
     /// name: stopped, and not started again by a reload.
     pub(super) off: HashSet<String>,
 }
@@ -94,7 +94,7 @@ pub(super) struct Starting {
     pub(super) task: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Beyond an MCP server's `startup_timeout_sec` (which bounds its
+/// Beyond an entry's `Adapted::startup_timeout` (which bounds its
 /// handshake), what a background start may take for the spawn before it
 /// and the registration after it: local work, well under a second.
 pub(super) const STARTING_GRACE: Duration = Duration::from_secs(2);

@@ -4,7 +4,7 @@
 //! queue (frames never interleave and stay in order), the table of requests
 //! waiting for a reply by id, and the [`Endpoint`] the host stops. Each
 //! transport is a module of its own: `stdio` (a child process), `remote`
-//! (a network session its adapter owns, like MCP over HTTP), `ws`
+//! (a network session its adapter owns, like an ecosystem's server over HTTP), `ws`
 //! (WebSocket) and `http` (an event stream and POSTs) for zot and nimlet
 //! extensions served remotely; `wire` is the endpoint those two share.
 

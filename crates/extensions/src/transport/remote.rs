@@ -1,5 +1,5 @@
-//! The remote transport: an extension reached over the network (an MCP
-//! server over HTTP) rather than run as a child. Its adapter owns the
+//! The remote transport: an extension reached over the network (an
+//! ecosystem's server over HTTP) rather than run as a child. Its adapter owns the
 //! connection; the host supervises it like a process through [`Remote`],
 //! and reads its end from a frame stream that closes when the session does,
 //! so a dropped server is reported once like an exited process.
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Endpoint, FrameReader};
 
 /// How long a cancelled session may take to close (its HTTP `DELETE`)
-/// before the host stops waiting: the MCP spec gives no figure, and a
+/// before the host stops waiting: the protocols give no figure, and a
 /// server that does not answer must not hold up zot's exit.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 

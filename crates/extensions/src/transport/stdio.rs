@@ -32,7 +32,7 @@ pub struct Confinement {
     /// The scope; `None` runs with the user's full privileges.
     pub scope: Option<zot_sandbox::Scope>,
     /// Variables set by the process's own configuration (a private
-    /// `TMPDIR`, an MCP server's `env`…), added to the environment last.
+    /// `TMPDIR`, a configured server's `env`…), added to the environment last.
     pub env: Vec<(String, String)>,
     /// The sandbox built for the scope, entered between fork and exec.
     pub sandbox: Option<zot_sandbox::Prepared>,

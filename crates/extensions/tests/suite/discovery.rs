@@ -150,3 +150,28 @@ fn zot_home_resolution() {
     }
     assert_eq!(zot_home_from(env(&[])), None);
 }
+
+/// The host core knows no ecosystem beyond zot and nimlet extensions: with
+/// none installed (this test binary installs none), an MCP config file is
+/// neither an entry nor pinned by trust, while a manifest beside it is both.
+#[test]
+fn without_an_installed_ecosystem_its_config_files_are_not_read() {
+    let env = Env::new();
+    env.manifest(Root::Project, "p", r#"{"name":"p","exec":"x"}"#);
+    let server = r#"{"mcpServers": {"s": {"command": "node", "args": ["server.js"]}}}"#;
+    std::fs::write(env.project.join(".mcp.json"), server).unwrap();
+    std::fs::write(env.home.join("mcp.json"), server).unwrap();
+
+    assert!(zot_extensions::ecosystem::installed().is_empty());
+    let found = discover(&env.config(&[]));
+    let names: Vec<_> = found
+        .iter()
+        .map(|f| f.manifest().unwrap().name.as_str())
+        .collect();
+    assert_eq!(names, ["p"]);
+    assert!(zot_extensions::ecosystem::owning("mcp:s").is_none());
+
+    let pinned = zot_extensions::trust::snapshot(&env.project);
+    assert!(pinned.contains_key(".zot/extensions/p/extension.json"));
+    assert!(!pinned.contains_key(".mcp.json"), "{pinned:?}");
+}

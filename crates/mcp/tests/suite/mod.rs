@@ -1,3 +1,4 @@
+mod ecosystem;
 mod legacy_sse;
 mod oauth;
 mod trust;

@@ -99,11 +99,17 @@ impl Extensions for FakeHost {
         self.saved_models.lock().unwrap().push(model.into());
         Ok("/home/pat/.local/state/zot/config.json".into())
     }
-    fn mcp<'a>(&'a self, args: &'a str) -> BoxFuture<'a, Result<String, String>> {
+    fn extensions_view<'a>(
+        &'a self,
+        kind: &'a str,
+        args: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        assert_eq!(kind, "mcp");
         self.mcp_calls.lock().unwrap().push(args.into());
         Box::pin(async { Ok("done".to_owned()) })
     }
-    fn mcp_servers(&self) -> Vec<(String, bool)> {
+    fn extension_states(&self, kind: &str) -> Vec<(String, bool)> {
+        assert_eq!(kind, "mcp");
         vec![("github".into(), true), ("slack".into(), false)]
     }
     fn model_choices(&self) -> Vec<ModelChoice> {
