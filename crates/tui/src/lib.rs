@@ -60,6 +60,7 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         extensions,
         mut host_updates,
     } = tui;
+    markdown::load_highlighting();
     let missing = config.missing_credentials.clone().unwrap_or_default();
     // A continued session (-c, --session) shows its conversation from the start.
     let history = agent

@@ -3,6 +3,7 @@
 //! code blocks under their language label, highlighted with syntect.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -72,14 +73,70 @@ fn clean_url(url: &str) -> String {
     url.chars().filter(|c| !c.is_control()).collect()
 }
 
-fn syntaxes() -> &'static SyntaxSet {
-    static SET: OnceLock<SyntaxSet> = OnceLock::new();
-    SET.get_or_init(SyntaxSet::load_defaults_newlines)
+/// syntect's syntax definitions and colour themes, which code blocks are
+/// highlighted with. Loading them takes longer than a frame (a resumed
+/// session's first screen waited for it), hence [`load_highlighting`].
+struct Highlighting {
+    syntaxes: SyntaxSet,
+    themes: ThemeSet,
 }
 
-fn highlight_theme(name: &str) -> Option<&'static syntect::highlighting::Theme> {
-    static SET: OnceLock<ThemeSet> = OnceLock::new();
-    SET.get_or_init(ThemeSet::load_defaults).themes.get(name)
+static HIGHLIGHTING: OnceLock<Highlighting> = OnceLock::new();
+/// Set while [`load_highlighting`]'s thread loads [`HIGHLIGHTING`].
+static LOADING: AtomicBool = AtomicBool::new(false);
+
+fn highlighting() -> &'static Highlighting {
+    HIGHLIGHTING.get_or_init(|| Highlighting {
+        syntaxes: SyntaxSet::load_defaults_newlines(),
+        themes: ThemeSet::load_defaults(),
+    })
+}
+
+/// A line of code in each of the languages agents write most, highlighted
+/// once by [`load_highlighting`]'s thread: syntect compiles a syntax's
+/// patterns when they are first matched, which took the first frame of a
+/// resumed session with Rust code in view 150 ms at the release profile.
+/// Other languages compile where their first block is rendered.
+const WARM_UP: [(&str, &str); 1] = [(
+    "rust",
+    "pub fn main() -> Result<(), E> { let v: Vec<u8> = vec![1]; println!(\"{v:?}\"); Ok(()) } // c\n",
+)];
+
+/// Starts loading the highlighting on a thread of its own (and running
+/// [`WARM_UP`]), so no frame waits for it. Until it is done, code blocks
+/// are rendered in the plain code colour and [`highlighting_ready`] says
+/// false; without this call the first code block loads it where it is
+/// rendered.
+pub fn load_highlighting() {
+    if HIGHLIGHTING.get().is_some() || LOADING.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("zot-highlighting".into())
+        .spawn(|| {
+            let loaded = highlighting();
+            if let Some(theme) = loaded.themes.themes.values().next() {
+                for (lang, code) in WARM_UP {
+                    if let Some(syntax) = loaded.syntaxes.find_syntax_by_token(lang) {
+                        let mut lines = HighlightLines::new(syntax, theme);
+                        for line in code.split_inclusive('\n') {
+                            // Only the patterns' compiling is wanted here.
+                            let _ = lines.highlight_line(line, &loaded.syntaxes);
+                        }
+                    }
+                }
+            }
+            LOADING.store(false, Ordering::SeqCst);
+        });
+    if spawned.is_err() {
+        LOADING.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether code blocks are highlighted when rendered now: false only while
+/// [`load_highlighting`]'s thread is still at work.
+pub fn highlighting_ready() -> bool {
+    !LOADING.load(Ordering::SeqCst)
 }
 
 struct Renderer<'t> {
@@ -479,20 +536,18 @@ impl Renderer<'_> {
                     .add_modifier(Modifier::ITALIC),
             ));
         }
-        let set = syntaxes();
-        let syntax = (!lang.is_empty())
-            .then(|| set.find_syntax_by_token(lang))
-            .flatten();
-        let mut highlighter = match (syntax, highlight_theme(self.theme.highlight)) {
-            (Some(syntax), Some(theme)) => Some(HighlightLines::new(syntax, theme)),
-            _ => None,
-        };
+        let loaded = (!lang.is_empty() && highlighting_ready()).then(highlighting);
+        let mut highlighter = loaded.and_then(|h| {
+            let syntax = h.syntaxes.find_syntax_by_token(lang)?;
+            let theme = h.themes.themes.get(self.theme.highlight)?;
+            Some((HighlightLines::new(syntax, theme), &h.syntaxes))
+        });
         for line in code.trim_end_matches('\n').split('\n') {
             let mut spans = vec![indent.clone()];
             let with_newline = format!("{line}\n");
             let highlighted = highlighter
                 .as_mut()
-                .and_then(|h| h.highlight_line(&with_newline, set).ok());
+                .and_then(|(h, set)| h.highlight_line(&with_newline, set).ok());
             match highlighted {
                 Some(parts) => {
                     for (style, text) in parts {

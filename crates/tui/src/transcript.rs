@@ -111,6 +111,8 @@ pub struct Transcript {
     scroll: usize,
     /// An entry to bring to the top of the chat at the next draw (`/jump`).
     jump: Option<usize>,
+    /// Whether code blocks were highlighted when the kept renderings were made.
+    highlighted: bool,
 }
 
 impl Transcript {
@@ -195,6 +197,18 @@ impl Transcript {
         Some(self.entries.remove(index))
     }
 
+    /// Says whether code blocks are highlighted now (see
+    /// [`crate::markdown::highlighting_ready`]). Once they are, renderings
+    /// made before (code in the plain colour) are dropped, to be made again
+    /// as they come into view.
+    pub(crate) fn set_highlighted(&mut self, highlighted: bool) {
+        if highlighted && !self.highlighted {
+            self.rendered.fill_with(|| None);
+            self.stream = None;
+        }
+        self.highlighted = highlighted;
+    }
+
     /// Brings entry `index` to the top of the chat at the next draw.
     pub(crate) fn jump_to(&mut self, index: usize) {
         self.jump = Some(index);
@@ -238,6 +252,109 @@ impl Transcript {
         slot.as_ref().map_or(&[], |r| r.lines.as_slice())
     }
 
+    /// The rows of the chat that fit `height` rows at `width` columns:
+    /// entries bottom-anchored, each followed by a blank row, scrolled up by
+    /// [`Self::scroll`] rows (clamped here to what there is). Entries are
+    /// rendered through `render` as they come into view and kept per width;
+    /// `streamed` stands in for the last entry's lines while it streams, and
+    /// a message that has just finished streaming is rendered from its
+    /// settled part (see [`Self::finish_stream`]) with `markdown`.
+    /// Only the rows that show are copied, so a frame costs the screen, not
+    /// the history below it; scrolled up, finding the top row sums the kept
+    /// row counts of the entries below.
+    pub(crate) fn window(
+        &mut self,
+        width: u16,
+        height: usize,
+        streamed: Option<&[Line<'static>]>,
+        render: impl Fn(&Entry) -> Vec<Line<'static>>,
+        markdown: impl Fn(&str) -> Vec<Line<'static>>,
+    ) -> Vec<Line<'static>> {
+        if streamed.is_none()
+            && let Some(index) = self.stream.as_ref().map(|c| c.index)
+        {
+            self.finish_stream(index, width, markdown);
+        }
+        let needed = height + self.scroll;
+        // From the bottom up, the entries that reach the top row.
+        let mut first = self.entries.len();
+        let mut total = 0;
+        while first > 0 && total < needed {
+            first -= 1;
+            total += self.rows(first, width, streamed, &render).len() + 1;
+        }
+        self.clamp_scroll(total.saturating_sub(height));
+        let end = total - self.scroll.min(total);
+        let start = end.saturating_sub(height);
+        let mut visible = Vec::with_capacity(end - start);
+        let mut top = 0;
+        for index in first..self.entries.len() {
+            if top >= end {
+                break;
+            }
+            let lines = self.rows(index, width, streamed, &render);
+            let rows = lines.len() + 1;
+            if top + rows > start {
+                let from = start.saturating_sub(top);
+                let to = (end - top).min(rows);
+                // Row `lines.len()` is the blank row after the entry.
+                visible.extend((from..to).map(|r| lines.get(r).cloned().unwrap_or_default()));
+            }
+            top += rows;
+        }
+        visible
+    }
+
+    /// Keeps, as assistant entry `index`'s rendering, the settled part that
+    /// was rendered while it streamed and the rest rendered now by
+    /// `markdown`, when the stream's cache still fits the entry's text; the
+    /// finished message is then not rendered again whole (code fences
+    /// highlighted anew) in one frame. The cache is used up either way.
+    fn finish_stream(
+        &mut self,
+        index: usize,
+        width: u16,
+        markdown: impl Fn(&str) -> Vec<Line<'static>>,
+    ) {
+        let Some(cache) = self.stream.take() else {
+            return;
+        };
+        let (Some(Entry::Assistant(text)), Some(slot)) =
+            (self.entries.get(index), self.rendered.get_mut(index))
+        else {
+            return;
+        };
+        if cache.index != index
+            || cache.width != width
+            || slot.is_some()
+            || !text.starts_with(&cache.prefix)
+        {
+            return;
+        }
+        let mut lines = cache.lines;
+        let rest = markdown(&text[cache.prefix.len()..]);
+        if !lines.is_empty() && !rest.is_empty() {
+            lines.push(Line::default());
+        }
+        lines.extend(rest);
+        *slot = Some(Rendered { width, lines });
+    }
+
+    /// Entry `index`'s lines: `streamed` for the last entry while it
+    /// streams, else the kept rendering.
+    fn rows<'a>(
+        &'a mut self,
+        index: usize,
+        width: u16,
+        streamed: Option<&'a [Line<'static>]>,
+        render: impl Fn(&Entry) -> Vec<Line<'static>>,
+    ) -> &'a [Line<'static>] {
+        match streamed {
+            Some(lines) if index + 1 == self.entries.len() => lines,
+            _ => self.lines(index, width, render),
+        }
+    }
+
     /// The last `needed` rows (about) of assistant entry `index` while it
     /// streams, `render` turning markdown into lines wrapped to `width`. The
     /// settled prefix is rendered once and grows by whole paragraphs; only the
@@ -250,25 +367,29 @@ impl Transcript {
         needed: usize,
         render: impl Fn(&str) -> Vec<Line<'static>>,
     ) -> Vec<Line<'static>> {
+        // The message streamed before this one (a turn's answer before its
+        // tool call) keeps what it rendered.
+        if let Some(earlier) = self.stream.as_ref().map(|c| c.index)
+            && earlier != index
+        {
+            self.finish_stream(earlier, width, &render);
+        }
         let Some(Entry::Assistant(text)) = self.entries.get(index) else {
             return Vec::new();
         };
-        let split = settled_len(text);
         let mut cache = self
             .stream
             .take()
-            .filter(|c| {
-                c.index == index
-                    && c.width == width
-                    && c.prefix.len() <= split
-                    && text.starts_with(&c.prefix)
-            })
+            .filter(|c| c.index == index && c.width == width && text.starts_with(&c.prefix))
             .unwrap_or(StreamCache {
                 index,
                 width,
                 prefix: String::new(),
                 lines: Vec::new(),
             });
+        // The prefix ends at a blank line outside a fence, so the text after
+        // it is scanned alone: a frame's scan is the tail, not the message.
+        let split = cache.prefix.len() + settled_len(&text[cache.prefix.len()..]);
         if cache.prefix.len() < split {
             let more = render(&text[cache.prefix.len()..split]);
             if !cache.lines.is_empty() && !more.is_empty() {
@@ -356,6 +477,69 @@ mod tests {
         assert_eq!(draw(&mut t, 0, 11, &mut calls), [r#"Info("d")"#]);
         assert_eq!(calls, 5, "removal keeps the others' renderings in place");
         assert!(!t.update_last(Entry::is_assistant, |_| {}));
+    }
+
+    #[test]
+    fn a_window_renders_only_the_entries_that_show() {
+        let mut t = Transcript::default();
+        for i in 0..10_000 {
+            t.push(info(&i.to_string()));
+        }
+        let calls = std::cell::Cell::new(0);
+        let render = |e: &Entry| {
+            calls.set(calls.get() + 1);
+            vec![Line::raw(format!("{e:?}"))]
+        };
+        let shown = |rows: Vec<Line<'static>>| -> Vec<String> {
+            rows.iter().map(ToString::to_string).collect()
+        };
+        // Each entry is a row and the blank row after it.
+        let rows = t.window(10, 6, None, render, |_| Vec::new());
+        assert_eq!(
+            shown(rows),
+            [
+                r#"Info("9997")"#,
+                "",
+                r#"Info("9998")"#,
+                "",
+                r#"Info("9999")"#,
+                ""
+            ]
+        );
+        assert_eq!(calls.get(), 3, "only the entries on screen");
+
+        t.scroll_up(21);
+        let rows = t.window(10, 6, None, render, |_| Vec::new());
+        assert_eq!(
+            shown(rows),
+            [
+                "",
+                r#"Info("9987")"#,
+                "",
+                r#"Info("9988")"#,
+                "",
+                r#"Info("9989")"#
+            ]
+        );
+        assert_eq!(calls.get(), 14, "the ones scrolled past once, and no more");
+        t.window(10, 6, None, render, |_| Vec::new());
+        assert_eq!(calls.get(), 14);
+
+        // Code coloured from now on: what was rendered is rendered again.
+        t.set_highlighted(false);
+        t.set_highlighted(true);
+        t.window(10, 6, None, render, |_| Vec::new());
+        assert_eq!(calls.get(), 28);
+        t.scroll_up(usize::MAX / 2);
+        let rows = t.window(
+            10,
+            6,
+            None,
+            |e: &Entry| vec![Line::raw(format!("{e:?}"))],
+            |_| Vec::new(),
+        );
+        assert_eq!(shown(rows)[0], r#"Info("0")"#, "clamped to the top");
+        assert_eq!(t.scroll(), 20_000 - 6);
     }
 
     #[test]

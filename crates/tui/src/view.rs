@@ -160,6 +160,7 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let width = area.width;
     let busy = app.is_busy();
     let transcript = app.transcript_mut();
+    transcript.set_highlighted(markdown::highlighting_ready());
     let count = transcript.entries().len();
     let streaming = busy && matches!(transcript.last(), Some(Entry::Assistant(_)));
     let columns = usize::from(width);
@@ -181,31 +182,19 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
         transcript.scroll_down(usize::MAX);
         transcript.scroll_up(below.saturating_sub(area.height as usize));
     }
-    let needed = area.height as usize + transcript.scroll();
-    let mut rows: Vec<Line<'static>> = Vec::new();
-    for index in (0..count).rev() {
-        let mut block = if streaming && index + 1 == count {
-            transcript.streamed(index, width, needed, |text| {
-                wrapped(markdown::render(text, theme, columns))
-            })
-        } else {
-            transcript
-                .lines(index, width, |entry| {
-                    wrapped(entry_lines(entry, theme, columns))
-                })
-                .to_vec()
-        };
-        block.push(Line::default());
-        block.extend(rows);
-        rows = block;
-        if rows.len() >= needed {
-            break;
-        }
-    }
-    transcript.clamp_scroll(rows.len().saturating_sub(area.height as usize));
-    let end = rows.len().saturating_sub(transcript.scroll());
-    let start = end.saturating_sub(area.height as usize);
-    let visible: Vec<Line<'static>> = rows[start..end].to_vec();
+    let height = usize::from(area.height);
+    let streamed = streaming.then(|| {
+        transcript.streamed(count - 1, width, height + transcript.scroll(), |text| {
+            wrapped(markdown::render(text, theme, columns))
+        })
+    });
+    let visible = transcript.window(
+        width,
+        height,
+        streamed.as_deref(),
+        |entry| wrapped(entry_lines(entry, theme, columns)),
+        |text| wrapped(markdown::render(text, theme, columns)),
+    );
     frame.render_widget(Paragraph::new(visible), area);
     hyperlinks(frame.buffer_mut(), area);
 }

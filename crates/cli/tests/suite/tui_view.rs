@@ -413,3 +413,77 @@ async fn a_side_question_is_answered_apart_and_leaves_the_conversation_as_it_was
     assert_eq!(usage_lines, 3, "{recorded}");
     exit(&tmux);
 }
+
+/// The numbers of the "question N" and "answer N" rows of a screen, top to bottom.
+fn numbered_rows(screen: &str) -> Vec<usize> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start_matches("› ");
+            let n = l.strip_prefix("question ").or(l.strip_prefix("answer "))?;
+            n.trim().parse().ok()
+        })
+        .collect()
+}
+
+/// Waits until the last numbered row of the screen is `last`.
+fn wait_for_last_row(tmux: &Tmux, last: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let screen = tmux.screen();
+        if numbered_rows(&screen).last() == Some(&last) {
+            return screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waited for row {last}:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A resumed session of 3,000 messages (a session file the test writes),
+/// paged up and down: each message is a row and a blank row, so 50 pages of
+/// 10 rows bring the 250th message from the end to the bottom, with the
+/// messages before it above in order, and PageDown comes back to the end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_resumed_session_pages_up_and_down() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    let dir = w.home.join("sessions").join("0123456789abcdef");
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = "20261101-100000-abcdef01";
+    let meta = serde_json::json!({"type": "meta", "meta": {
+        "id": id, "cwd": w.project.display().to_string(), "provider": "anthropic",
+        "model": "claude-sonnet-4-5", "started": "2026-11-01T10:00:00Z", "version": "0.1.0"}});
+    let mut file = format!("{meta}\n");
+    for i in 0..3_000 {
+        let (role, text) = match i % 2 {
+            0 => ("user", format!("question {i}")),
+            _ => ("assistant", format!("answer {i}")),
+        };
+        let line = serde_json::json!({"type": "message", "message": {"role": role,
+            "content": [{"type": "text", "text": text}]}});
+        file.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dir.join(format!("{id}.jsonl")), file).unwrap();
+
+    let tmux = Tmux::keeping_session(&w, "long-resume", &model, &["--resume=20261101-1000"], &[]);
+    let screen = wait_for_last_row(&tmux, 2_999);
+    let height = numbered_rows(&screen).len();
+    assert!(height >= 10, "{screen}");
+    for _ in 0..50 {
+        tmux.keys(&["PageUp"]);
+    }
+    let screen = wait_for_last_row(&tmux, 2_749);
+    let rows = numbered_rows(&screen);
+    let expected: Vec<usize> = (2_750 - rows.len()..2_750).collect();
+    assert_eq!(rows, expected, "{screen}");
+    assert!(screen.contains("› question 2748"), "{screen}");
+    for _ in 0..50 {
+        tmux.keys(&["PageDown"]);
+    }
+    let screen = wait_for_last_row(&tmux, 2_999);
+    assert_eq!(numbered_rows(&screen).len(), height, "{screen}");
+    exit(&tmux);
+}

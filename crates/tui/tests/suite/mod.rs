@@ -1,4 +1,5 @@
 mod behaviour;
+mod long_chat;
 mod models;
 mod settings;
 mod snapshots;
