@@ -137,10 +137,9 @@ impl ExtensionHost {
     ) -> Result<ToolReply, DispatchError> {
         let found = {
             let state = self.inner.state();
-            let tools = self.inner.live(&state).active_tools(&state.activated);
-            tools.into_iter().find(|(_, t)| t.name == name)
+            self.inner.live(&state).active_tool(name, &state.activated)
         };
-        let Some((ext, tool)) = found else {
+        let Some(ext) = found else {
             return Err(DispatchError::UnknownTool(name.to_owned()));
         };
         let args = if args.is_null() {
@@ -150,11 +149,11 @@ impl ExtensionHost {
         };
         let answer = ext
             .adapter
-            .call_tool(&ext.peer, &tool.name, args, progress)
+            .call_tool(&ext.peer, name, args, progress)
             .await
             .map_err(|source| DispatchError::Request {
                 extension: ext.name().to_owned(),
-                name: tool.name.clone(),
+                name: name.to_owned(),
                 source,
             })?;
         let activated = self.inner.activate(&answer.activate);

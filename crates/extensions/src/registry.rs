@@ -107,6 +107,25 @@ impl Live<'_> {
         tools
     }
 
+    /// The extension whose tool the model calls by `name`: the winner of the
+    /// name, if the model may see it (a deferred tool only once activated).
+    /// What [`active_tools`](Self::active_tools) would find, without copying
+    /// every tool's schema on each call.
+    pub(crate) fn active_tool(
+        &self,
+        name: &str,
+        activated: &HashSet<String>,
+    ) -> Option<Arc<Extension>> {
+        if self.is_builtin_tool(name) {
+            return None;
+        }
+        self.alive().find_map(|ext| {
+            let regs = ext.registrations();
+            let tool = regs.tools.iter().find(|t| t.name == name)?;
+            (!tool.deferred || activated.contains(name)).then(|| Arc::clone(ext))
+        })
+    }
+
     /// Conflicts a new registration by `ext` creates, with the loser of each.
     pub(crate) fn conflicts_of(
         &self,

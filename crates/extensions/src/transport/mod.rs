@@ -6,8 +6,10 @@
 //! transport is a module of its own: `stdio` (a child process), `remote`
 //! (a network session its adapter owns, like an ecosystem's server over HTTP), `ws`
 //! (WebSocket) and `http` (an event stream and POSTs) for zot and nimlet
-//! extensions served remotely; `wire` is the endpoint those two share.
+//! extensions served remotely; `wire` is the endpoint those two share;
+//! `direct` lets a child's stdin be written by the task that sends a frame.
 
+pub(crate) mod direct;
 pub(crate) mod http;
 pub mod remote;
 pub(crate) mod stdio;
@@ -32,6 +34,7 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 use zot_protocol::zot::to_line;
 
 use crate::ext_log::ExtLog;
+use direct::{Direct, Sent};
 
 /// What one extension is reached through: its name, its log, and the
 /// connection its adapter sends frames and requests over.
@@ -194,7 +197,7 @@ pub struct Outbox {
 
 /// Queues one-way frames on a connection; cheap to clone.
 #[derive(Clone)]
-pub struct Sender(mpsc::UnboundedSender<Outgoing>);
+pub struct Sender(Out);
 
 impl Sender {
     pub fn send<T: Serialize>(&self, frame: &T) {
@@ -206,18 +209,55 @@ impl Sender {
         let Ok(line) = to_line(frame) else {
             return false;
         };
-        self.0
-            .send(Outgoing::Frame {
-                line,
-                written: None,
-            })
-            .is_ok()
+        self.0.push(line, None)
+    }
+}
+
+/// The way out of a connection: the writer task's queue, and for a child's
+/// stdin the shared pipe a frame may be written to at once.
+#[derive(Clone)]
+struct Out {
+    queue: mpsc::UnboundedSender<Outgoing>,
+    direct: Option<Arc<Direct>>,
+}
+
+impl Out {
+    /// Writes or queues one frame; `written` hears when it is written.
+    /// `false` when the way out is closed.
+    fn push(&self, line: Vec<u8>, written: Option<oneshot::Sender<()>>) -> bool {
+        let Some(direct) = &self.direct else {
+            return self.queue.send(Outgoing::Frame { line, written }).is_ok();
+        };
+        let mut written = written;
+        let sent = direct.send(line, |line| {
+            let written = written.take();
+            self.queue.send(Outgoing::Frame { line, written }).is_ok()
+        });
+        match sent {
+            Sent::Written => {
+                if let Some(written) = written {
+                    let _ = written.send(());
+                }
+                true
+            }
+            Sent::Queued => true,
+            Sent::Closed => false,
+        }
+    }
+
+    /// Queues the close behind every frame sent before it.
+    fn close(&self) {
+        let close = || self.queue.send(Outgoing::Close).is_ok();
+        let _ = match &self.direct {
+            Some(direct) => direct.hold(close),
+            None => close(),
+        };
     }
 }
 
 /// The host's side of one extension's connection, whatever the transport.
 pub struct Connection {
-    queue: mpsc::UnboundedSender<Outgoing>,
+    queue: Out,
     pending: Mutex<Pending>,
     /// Set to close stdin now, even in the middle of a blocked write.
     abort_input: watch::Sender<bool>,
@@ -246,10 +286,16 @@ struct Pending {
 impl Connection {
     /// A connection and the outbox its transport's writer task drains.
     pub fn new() -> (Self, Outbox) {
+        Self::with_direct(None)
+    }
+
+    /// [`new`](Self::new), with frames written straight into `direct`
+    /// whenever nothing waits in the outbox before them.
+    pub(crate) fn with_direct(direct: Option<Arc<Direct>>) -> (Self, Outbox) {
         let (queue, rx) = mpsc::unbounded_channel();
         let (abort_input, abort_rx) = watch::channel(false);
         let conn = Self {
-            queue,
+            queue: Out { queue, direct },
             pending: Mutex::new(Pending::default()),
             abort_input,
             shutdown: watch::channel(Shutdown::NotAwaited).0,
@@ -276,7 +322,7 @@ impl Connection {
 
     /// Closes the way out (stdin) after everything queued so far has been written.
     pub fn close_input(&self) {
-        let _ = self.queue.send(Outgoing::Close);
+        self.queue.close();
     }
 
     /// The protocol asked for a shutdown that the extension acknowledges.
@@ -318,11 +364,7 @@ impl Connection {
             self.lock().waiting.remove(id);
         });
         let (written_tx, mut written_rx) = oneshot::channel();
-        let queued = Outgoing::Frame {
-            line,
-            written: Some(written_tx),
-        };
-        if self.queue.send(queued).is_err() {
+        if !self.queue.push(line, Some(written_tx)) {
             return Err(RequestError::Disconnected("input closed".to_owned()));
         }
         let Some(deadline) = deadline else {

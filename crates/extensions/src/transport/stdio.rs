@@ -16,11 +16,12 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::direct::Direct;
 use super::{Connection, Endpoint, FrameReader, Outbox, Outgoing, preview};
 use crate::ext_log::ExtLog;
 use crate::reaper;
@@ -71,8 +72,16 @@ pub(crate) fn spawn(
     let (process, stdin, stdout, stderr) = Process::spawn(program, args, cwd, confinement)?;
     tracing::info!(extension = %name, pid = process.pgid.as_raw(), program = %program.display(), "extension started");
     tokio::spawn(copy_stderr(stderr, Arc::clone(log)));
-    let (conn, outbox) = Connection::new();
-    tokio::spawn(write_loop(stdin, outbox, Arc::clone(log), name.to_owned()));
+    let stdin = pipe::Sender::from_owned_fd(stdin.into_owned_fd()?)?;
+    let (direct, stdin) = Direct::new(name, stdin);
+    let (conn, outbox) = Connection::with_direct(Some(Arc::clone(&direct)));
+    tokio::spawn(write_loop(
+        stdin,
+        direct,
+        outbox,
+        Arc::clone(log),
+        name.to_owned(),
+    ));
     Ok(Spawned {
         process,
         conn,
@@ -97,9 +106,16 @@ async fn copy_stderr(mut stderr: tokio::process::ChildStderr, log: Arc<ExtLog>) 
 /// Bytes of an extension's stderr read at a time.
 const STDERR_CHUNK: usize = 16 * 1024;
 
-/// Writes queued frames to stdin in order; dropping stdin at the end closes
-/// the pipe, so the extension reads EOF.
-async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, name: String) {
+/// Writes the frames queued for stdin in order (those `direct` could not
+/// write at once); closing the way in at the end (both handles on the pipe
+/// dropped) lets the extension read EOF.
+async fn write_loop(
+    stdin: Arc<pipe::Sender>,
+    direct: Arc<Direct>,
+    outbox: Outbox,
+    log: Arc<ExtLog>,
+    name: String,
+) {
     let Outbox {
         queue: mut rx,
         mut abort,
@@ -120,7 +136,7 @@ async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, nam
                 log.line("a request write blocked past its deadline; closing the extension's stdin");
                 break;
             }
-            result = stdin.write_all(&line) => result,
+            result = write_all(&stdin, &line) => result,
         };
         if let Err(e) = result {
             log.line(format_args!("write to extension failed: {e}"));
@@ -129,8 +145,24 @@ async fn write_loop(mut stdin: ChildStdin, outbox: Outbox, log: Arc<ExtLog>, nam
         if let Some(written) = written {
             let _ = written.send(());
         }
+        direct.caught_up(|| !rx.is_empty());
     }
-    drop(stdin);
+    direct.close();
+}
+
+/// Writes all of `line` to the pipe, waiting while it is full. Dropped
+/// mid-frame (an abort), it leaves the frame cut short; the writer task then
+/// closes the pipe, so the extension never reads the rest as a frame.
+async fn write_all(pipe: &pipe::Sender, mut line: &[u8]) -> io::Result<()> {
+    while !line.is_empty() {
+        pipe.writable().await?;
+        match pipe.try_write(line) {
+            Ok(n) => line = &line[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl Process {

@@ -59,6 +59,61 @@ async fn events_arrive_in_order_and_none_is_lost_before_shutdown() {
     );
 }
 
+/// Frames several times the pipe's buffer, sent among small ones to an
+/// extension that has not started reading: what does not fit waits in the
+/// writer task, the small frames behind it wait too, and the extension
+/// gets every frame whole and in order (the host writes a frame itself only
+/// when nothing waits before it).
+#[tokio::test]
+async fn frames_larger_than_the_pipe_keep_their_order_among_small_ones() {
+    let env = Env::new();
+    let dir = env.ext(
+        "slow_reader",
+        r#"
+handshake(NAME)
+emit({"type": "subscribe", "events": ["turn_start", "tool_call"]})
+emit({"type": "ready"})
+time.sleep(0.5)
+for msg in frames():
+    if msg["type"] == "shutdown":
+        emit({"type": "shutdown_ack"})
+        break
+"#,
+    );
+    let (host, _rx) = env.start(&[&dir]).await;
+    let big = "x".repeat(200 * 1024);
+    for step in 1..=40 {
+        host.observe(&Hook::TurnStart { step }).await;
+        if step % 10 == 0 {
+            host.observe(&Hook::ToolCall {
+                id: format!("t{step}"),
+                name: "write".into(),
+                args: json!({"content": big}),
+                parent_tool_call_id: None,
+            })
+            .await;
+        }
+    }
+    host.shutdown().await;
+
+    let events = received_of(&dir, "event");
+    assert_eq!(events.len(), 44, "lost frames");
+    let mut step = 0;
+    for event in &events {
+        if event["event"] == "turn_start" {
+            step += 1;
+            assert_eq!(event["step"], step);
+        } else {
+            assert_eq!(event["tool_id"], format!("t{step}"), "out of order");
+            assert_eq!(
+                event["tool_args"]["content"].as_str().map(str::len),
+                Some(big.len())
+            );
+        }
+    }
+    assert_eq!(step, 40);
+}
+
 #[tokio::test]
 async fn one_way_frames_become_attributed_host_events() {
     let env = Env::new();
