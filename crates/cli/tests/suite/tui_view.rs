@@ -286,7 +286,9 @@ async fn copy_puts_the_last_answer_on_the_clipboard_through_osc_52() {
     tmux.wait_for("no answer to copy yet");
     tmux.type_text("say it");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("to copy");
+    // The answer as rendered: "to copy" alone is also in the status line
+    // the first /copy left (for 5 s), which would not wait for the answer.
+    tmux.wait_for("the answer to copy");
     tmux.wait_idle();
     tmux.type_text("/copy");
     tmux.keys(&["Enter"]);
