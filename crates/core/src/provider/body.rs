@@ -19,7 +19,7 @@ use super::config::Wire;
 /// Serialised through a writer type of zot-core's own, so serde_json's
 /// serializer for it (string escaping is most of a turn's CPU once the
 /// transcript grows) is an instance only zot-core makes, compiled at zot-core's
-/// `opt-level = 3`. Through `serde_json::to_vec`, the `Vec<u8>` instance is
+/// own opt-level (`"s"`, `Cargo.toml`), not the profile's `"z"`. Through `serde_json::to_vec`, the `Vec<u8>` instance is
 /// shared with every crate that writes JSON, and fat LTO kept one copy, built
 /// for size (the release profile's `"z"`), which cost the 200-read benchmark
 /// (`scripts/bench read200`) about a tenth more CPU.
