@@ -101,3 +101,42 @@ fn take_text(blocks: &mut [Block], keep: impl Fn(&str) -> bool) -> String {
     }
     joined
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(t: &str) -> Block {
+        Block::Text { text: t.to_owned() }
+    }
+
+    #[test]
+    fn taken_text_is_the_kept_blocks_joined() {
+        let attachment = "<directory path=\"src\">\nmain.rs\n</directory>";
+        let mut blocks = vec![
+            text(attachment),
+            text("first"),
+            Block::ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                args: serde_json::json!({}),
+            },
+            text("second"),
+        ];
+        let typed = |t: &str| !zot_core::prompt_files::is_attachment(t);
+        assert_eq!(take_text(&mut blocks.clone(), typed), "first\nsecond");
+        assert_eq!(
+            take_text(&mut blocks.clone(), typed),
+            zot_core::prompt_files::typed_text(&blocks),
+        );
+        assert_eq!(
+            take_text(&mut blocks.clone(), |_| true),
+            zot_core::message::text_of(&blocks),
+        );
+        assert_eq!(take_text(&mut blocks[2..3], |_| true), "");
+        // The first kept block's text was moved out, not copied.
+        take_text(&mut blocks, typed);
+        assert_eq!(blocks[1], text(""));
+        assert_eq!(blocks[0], text(attachment));
+    }
+}
