@@ -34,6 +34,7 @@ use crate::transcript::{Entry, Note, Transcript};
 use crate::worker::{Work, WorkerEvent, WorkerHandle};
 
 mod file_picker;
+mod history;
 mod images;
 mod model_picker;
 mod rewind;
@@ -1264,7 +1265,7 @@ impl App {
             WorkerEvent::Status(text) => self.set_status(text, StatusKind::Info),
             WorkerEvent::Error(text) => self.push_error_once(text),
             WorkerEvent::Retryable => self.offer_retry(),
-            WorkerEvent::Transcript(messages) => self.load_transcript(&messages),
+            WorkerEvent::Transcript(messages) => self.load_transcript(messages),
             WorkerEvent::Confirm(request) => {
                 // Replaces any other dialog: the agent waits on this one.
                 self.modal
@@ -1286,69 +1287,6 @@ impl App {
                 });
             }
         }
-    }
-
-    fn load_transcript(&mut self, messages: &[Message]) {
-        self.transcript.restart(Entry::is_ext_failure);
-        for message in messages {
-            match message.role {
-                Role::User => {
-                    let text = zot_core::prompt_files::typed_text(&message.content);
-                    let heading = format!("{}\n\n", zot_core::agent::SUMMARY_HEADING);
-                    if let Some(summary) = text.strip_prefix(&heading) {
-                        self.transcript.push(Entry::Compaction {
-                            summary: summary.to_owned(),
-                            automatic: false,
-                            expanded: false,
-                        });
-                    } else if !text.is_empty() {
-                        self.transcript.push(Entry::User(text));
-                    }
-                }
-                Role::Assistant => {
-                    let text = message.text();
-                    if !text.is_empty() {
-                        self.transcript.push(Entry::Assistant(text));
-                    }
-                    for (id, name, args) in message.tool_calls() {
-                        let preview = zot_core::agent::preview(args);
-                        self.transcript
-                            .push(Entry::tool(id.to_owned(), name.to_owned(), preview));
-                    }
-                }
-                Role::Tool => {
-                    for block in &message.content {
-                        if let Block::ToolResult {
-                            call_id,
-                            is_error,
-                            content,
-                        } = block
-                        {
-                            self.tool_result(call_id, *is_error, content);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn tool_result(&mut self, id: &str, is_error: bool, content: &[Block]) {
-        let text: Vec<String> = content
-            .iter()
-            .map(|b| match b {
-                Block::Text { text } => text.clone(),
-                Block::Image { mime_type, .. } => format!("[image {mime_type}]"),
-                _ => String::new(),
-            })
-            .collect();
-        self.transcript.update_last(
-            |e| e.is_tool_call(id),
-            |e| {
-                if let Entry::Tool { result, .. } = e {
-                    *result = Some((is_error, text.join("\n")));
-                }
-            },
-        );
     }
 
     fn on_agent(&mut self, event: AgentEvent) {
@@ -1412,7 +1350,7 @@ impl App {
                 id,
                 is_error,
                 content,
-            } => self.tool_result(&id, is_error, &content),
+            } => self.tool_result(&id, is_error, content),
             AgentEvent::Usage { usage, cumulative } => {
                 self.last_input_tokens = usage.input + usage.cache_read + usage.cache_write;
                 self.cost = cumulative.cost_usd;

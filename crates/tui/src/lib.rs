@@ -60,7 +60,7 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         extensions,
         mut host_updates,
     } = tui;
-    markdown::load_highlighting();
+    markdown::defer_highlighting();
     let missing = config.missing_credentials.clone().unwrap_or_default();
     // A continued session (-c, --session) shows its conversation from the start.
     let history = agent
@@ -91,6 +91,11 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         }
         if app.should_quit() {
             break Ok(());
+        }
+        if !markdown::highlighting_ready() {
+            // The first frame is on screen; code is coloured from the next.
+            markdown::load_highlighting();
+            continue;
         }
         if let Some(text) = app.take_clipboard() {
             // OSC 52: the terminal (also over ssh, and tmux) sets its clipboard.

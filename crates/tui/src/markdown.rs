@@ -17,6 +17,8 @@ use unicode_width::UnicodeWidthStr;
 use crate::theme::Theme;
 use crate::wrap::wrap;
 
+mod fence;
+
 /// Most distinct link targets a session turns into terminal hyperlinks;
 /// links past it are still shown with their URL, only not clickable. Each
 /// costs its URL's bytes for the life of the process.
@@ -75,15 +77,15 @@ fn clean_url(url: &str) -> String {
 
 /// syntect's syntax definitions and colour themes, which code blocks are
 /// highlighted with. Loading them takes longer than a frame (a resumed
-/// session's first screen waited for it), hence [`load_highlighting`].
+/// session's first screen waited for it), hence [`defer_highlighting`].
 struct Highlighting {
     syntaxes: SyntaxSet,
     themes: ThemeSet,
 }
 
 static HIGHLIGHTING: OnceLock<Highlighting> = OnceLock::new();
-/// Set while [`load_highlighting`]'s thread loads [`HIGHLIGHTING`].
-static LOADING: AtomicBool = AtomicBool::new(false);
+/// Set by [`defer_highlighting`] until [`load_highlighting`] has run.
+static DEFERRED: AtomicBool = AtomicBool::new(false);
 
 fn highlighting() -> &'static Highlighting {
     HIGHLIGHTING.get_or_init(|| Highlighting {
@@ -93,50 +95,49 @@ fn highlighting() -> &'static Highlighting {
 }
 
 /// A line of code in each of the languages agents write most, highlighted
-/// once by [`load_highlighting`]'s thread: syntect compiles a syntax's
-/// patterns when they are first matched, which took the first frame of a
-/// resumed session with Rust code in view 150 ms at the release profile.
-/// Other languages compile where their first block is rendered.
+/// once by [`load_highlighting`]: syntect compiles a syntax's patterns when
+/// they are first matched, which took the first frame of a resumed session
+/// with Rust code in view 150 ms at the release profile. Other languages
+/// compile where their first block is rendered.
 const WARM_UP: [(&str, &str); 1] = [(
     "rust",
     "pub fn main() -> Result<(), E> { let v: Vec<u8> = vec![1]; println!(\"{v:?}\"); Ok(()) } // c\n",
 )];
 
-/// Starts loading the highlighting on a thread of its own (and running
-/// [`WARM_UP`]), so no frame waits for it. Until it is done, code blocks
-/// are rendered in the plain code colour and [`highlighting_ready`] says
-/// false; without this call the first code block loads it where it is
-/// rendered.
-pub fn load_highlighting() {
-    if HIGHLIGHTING.get().is_some() || LOADING.swap(true, Ordering::SeqCst) {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("zot-highlighting".into())
-        .spawn(|| {
-            let loaded = highlighting();
-            if let Some(theme) = loaded.themes.themes.values().next() {
-                for (lang, code) in WARM_UP {
-                    if let Some(syntax) = loaded.syntaxes.find_syntax_by_token(lang) {
-                        let mut lines = HighlightLines::new(syntax, theme);
-                        for line in code.split_inclusive('\n') {
-                            // Only the patterns' compiling is wanted here.
-                            let _ = lines.highlight_line(line, &loaded.syntaxes);
-                        }
-                    }
-                }
-            }
-            LOADING.store(false, Ordering::SeqCst);
-        });
-    if spawned.is_err() {
-        LOADING.store(false, Ordering::SeqCst);
+/// Renders code blocks in the plain code colour until [`load_highlighting`]
+/// runs, so the first frame does not wait for syntect. Without this call
+/// the first code block loads the highlighting where it is rendered.
+pub fn defer_highlighting() {
+    if HIGHLIGHTING.get().is_none() {
+        DEFERRED.store(true, Ordering::SeqCst);
     }
 }
 
-/// Whether code blocks are highlighted when rendered now: false only while
-/// [`load_highlighting`]'s thread is still at work.
+/// Loads the highlighting and runs [`WARM_UP`] on the calling thread, which
+/// `run` does once the first frame is drawn. Not on a thread of its own: a
+/// second thread's allocations go to a glibc malloc arena of its own, which
+/// cannot reuse what the main thread freed, and the TUI's peak memory grew
+/// by 8.5 MiB that way (`BENCHMARKS.md`, issue 37).
+pub fn load_highlighting() {
+    let loaded = highlighting();
+    if let Some(theme) = loaded.themes.themes.values().next() {
+        for (lang, code) in WARM_UP {
+            if let Some(syntax) = loaded.syntaxes.find_syntax_by_token(lang) {
+                let mut lines = HighlightLines::new(syntax, theme);
+                for line in code.split_inclusive('\n') {
+                    // Only the patterns' compiling is wanted here.
+                    let _ = lines.highlight_line(line, &loaded.syntaxes);
+                }
+            }
+        }
+    }
+    DEFERRED.store(false, Ordering::SeqCst);
+}
+
+/// Whether code blocks are highlighted when rendered now: false only
+/// between [`defer_highlighting`] and [`load_highlighting`].
 pub fn highlighting_ready() -> bool {
-    !LOADING.load(Ordering::SeqCst)
+    !DEFERRED.load(Ordering::SeqCst)
 }
 
 struct Renderer<'t> {
@@ -536,34 +537,27 @@ impl Renderer<'_> {
                     .add_modifier(Modifier::ITALIC),
             ));
         }
+        let lines: Vec<&str> = code.trim_end_matches('\n').split('\n').collect();
         let loaded = (!lang.is_empty() && highlighting_ready()).then(highlighting);
-        let mut highlighter = loaded.and_then(|h| {
-            let syntax = h.syntaxes.find_syntax_by_token(lang)?;
-            let theme = h.themes.themes.get(self.theme.highlight)?;
-            Some((HighlightLines::new(syntax, theme), &h.syntaxes))
-        });
-        for line in code.trim_end_matches('\n').split('\n') {
+        let mut highlighted = loaded
+            .and_then(|h| {
+                Some(fence::Highlighter {
+                    lang,
+                    theme_name: self.theme.highlight,
+                    syntax: h.syntaxes.find_syntax_by_token(lang)?,
+                    theme: h.themes.themes.get(self.theme.highlight)?,
+                    syntaxes: &h.syntaxes,
+                })
+            })
+            .map(|h| fence::highlight(&h, &lines))
+            .unwrap_or_default()
+            .into_iter();
+        for line in &lines {
             let mut spans = vec![indent.clone()];
-            let with_newline = format!("{line}\n");
-            let highlighted = highlighter
-                .as_mut()
-                .and_then(|(h, set)| h.highlight_line(&with_newline, set).ok());
-            match highlighted {
-                Some(parts) => {
-                    for (style, text) in parts {
-                        let text = text.trim_end_matches('\n');
-                        if text.is_empty() {
-                            continue;
-                        }
-                        let c = style.foreground;
-                        spans.push(Span::styled(
-                            text.to_owned(),
-                            Style::default().fg(Color::Rgb(c.r, c.g, c.b)),
-                        ));
-                    }
-                }
+            match highlighted.next().flatten() {
+                Some(parts) => spans.extend(parts),
                 None => spans.push(Span::styled(
-                    line.to_owned(),
+                    (*line).to_owned(),
                     Style::default().fg(self.theme.code),
                 )),
             }
