@@ -45,7 +45,11 @@ async fn tables_links_and_code_fences_render_and_links_are_hyperlinks() {
     tmux.command(&["pipe-pane", "-o", &format!("cat >> '{}'", raw.display())]);
     tmux.type_text("show me");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("util.py");
+    // The whole answer, not a frame of it streaming in (the table can show
+    // while the link's paragraph is still arriving).
+    tmux.wait_for("util.py");
+    tmux.wait_idle();
+    let screen = tmux.wait_for("── python");
     for row in ["file    │ lines", "main.py │     4", "util.py │     3"] {
         assert!(screen.contains(row), "{row}:\n{screen}");
     }
