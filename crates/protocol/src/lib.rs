@@ -39,6 +39,18 @@ pub fn log_preview(text: &str) -> String {
     format!("{}… [{} more bytes]", &text[..end], text.len() - end)
 }
 
+/// `a boolean`, `an object`…, for messages about a wrong JSON type.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -10,7 +10,7 @@ pub(super) fn args_object(args: &Value) -> Result<&Map<String, Value>, ToolOutpu
     args.as_object().ok_or_else(|| {
         ToolOutput::error(format!(
             "arguments must be a JSON object, got {}",
-            type_name(args)
+            json_kind(args)
         ))
     })
 }
@@ -26,7 +26,7 @@ pub(super) fn required_str<'a>(
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(ToolOutput::error(format!(
             "argument `{key}` must be a string, got {}",
-            type_name(other)
+            json_kind(other)
         ))),
     }
 }
@@ -47,7 +47,7 @@ pub(super) fn optional_positive_int(
         },
         Some(other) => Err(ToolOutput::error(format!(
             "argument `{key}` must be a positive integer, got {}",
-            type_name(other)
+            json_kind(other)
         ))),
     }
 }
@@ -62,7 +62,7 @@ pub(super) fn optional_str<'a>(
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(ToolOutput::error(format!(
             "argument `{key}` must be a string, got {}",
-            type_name(other)
+            json_kind(other)
         ))),
     }
 }
@@ -77,7 +77,7 @@ pub(super) fn optional_bool(
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(ToolOutput::error(format!(
             "argument `{key}` must be a boolean, got {}",
-            type_name(other)
+            json_kind(other)
         ))),
     }
 }
@@ -100,18 +100,8 @@ pub(super) fn optional_count(
             Some(v) if (min..=max).contains(&v) => Ok(Some(v)),
             _ => Err(out_of_range(n)),
         },
-        Some(other) => Err(out_of_range(&type_name(other))),
+        Some(other) => Err(out_of_range(&json_kind(other))),
     }
 }
 
-/// `a boolean`, `an object`…, for messages about a wrong JSON type.
-pub(super) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(super) use zot_protocol::json_kind;

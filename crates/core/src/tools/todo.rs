@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 use zot_protocol::events::{TodoItem, TodoStatus};
 
-use super::args::{args_object, type_name};
+use super::args::{args_object, json_kind};
 use crate::event::AgentEvent;
 use crate::message::{Block, Message};
 use crate::tool::{BoxFuture, Tool, ToolContext, ToolOutput, ToolSpec};
@@ -101,7 +101,7 @@ pub fn parse(args: &Value) -> Result<Vec<TodoItem>, ToolOutput> {
         Some(other) => {
             return Err(ToolOutput::error(format!(
                 "argument `items` must be an array, got {}",
-                type_name(other)
+                json_kind(other)
             )));
         }
     };
@@ -122,7 +122,7 @@ pub fn parse(args: &Value) -> Result<Vec<TodoItem>, ToolOutput> {
                 Some(other) => {
                     return Err(bad(format!(
                         "`text` must be a string, got {}",
-                        type_name(other)
+                        json_kind(other)
                     )));
                 }
                 None => return Err(bad("missing `text`".into())),

@@ -278,17 +278,7 @@ pub fn own_reply<T: 'static>(reply: crate::transport::Reply) -> Result<T, Reques
         .map_err(|_| RequestError::Malformed("reply of another protocol".into()))
 }
 
-/// `a boolean`, `an object`…, for messages about a wrong JSON type.
-pub fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use zot_protocol::json_kind;
 
 /// What adapter unit tests share: a peer whose frames land in an outbox the
 /// test reads, and a link that records what the adapter reported.
