@@ -261,8 +261,11 @@ impl App {
         &self.config.theme
     }
 
-    /// The transcript's entries, oldest first.
-    pub fn entries(&self) -> &[Entry] {
+    /// The transcript's entries, oldest first: a shown conversation's
+    /// messages are all made into entries first (the chat makes them only
+    /// as it reaches them).
+    pub fn entries(&mut self) -> &[Entry] {
+        self.transcript.load_all();
         self.transcript.entries()
     }
 
@@ -271,7 +274,8 @@ impl App {
         &mut self.transcript
     }
 
-    /// The extensions' notes in the transcript, oldest first.
+    /// The extensions' notes in the transcript, oldest first (a shown
+    /// conversation's messages make none).
     pub fn notes(&self) -> Vec<&Note> {
         self.transcript
             .entries()
@@ -381,15 +385,11 @@ impl App {
 
     /// `/copy`: the last answer, for the clipboard.
     fn copy_last_answer(&mut self) {
-        let last = self
-            .transcript
-            .entries()
-            .iter()
-            .rev()
-            .find_map(|e| match e {
-                Entry::Assistant(text) if !text.trim().is_empty() => Some(text.clone()),
-                _ => None,
-            });
+        let answer = |e: &Entry| matches!(e, Entry::Assistant(text) if !text.trim().is_empty());
+        let last = match self.transcript.find_last(answer) {
+            Some(Entry::Assistant(text)) => Some(text.clone()),
+            _ => None,
+        };
         match last {
             None => self.set_status("/copy: no answer to copy yet", StatusKind::Error),
             Some(text) if text.len() > MAX_COPY_BYTES => self.set_status(

@@ -1,87 +1,12 @@
 //! The chat transcript: its entries with the lines each was last rendered to,
-//! the streaming message's settled part, and the scroll. Every change goes
-//! through [`Transcript`], so entries and renderings cannot drift apart.
+//! the streaming message's settled part, the scroll, and the messages of a
+//! shown conversation not made into entries yet. Every change goes through
+//! [`Transcript`], so entries and renderings cannot drift apart.
 
 use ratatui::text::Line;
-use zot_protocol::zot::NotifyLevel;
 
-/// An extension's note and who sent it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Note {
-    pub extension: String,
-    pub level: NotifyLevel,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
-    User(String),
-    Assistant(String),
-    Tool {
-        id: String,
-        name: String,
-        preview: String,
-        result: Option<(bool, String)>,
-        expanded: bool,
-        /// Output so far while the tool runs (bash), last lines only; a
-        /// task's subagent steps.
-        live: String,
-        /// The spinner's frame while a task's subagent runs.
-        frame: usize,
-    },
-    Error(String),
-    Info(String),
-    /// An extension's note (`notify`, a command's display), where it happened.
-    Note(Note),
-    /// Older messages replaced by this summary: one line until expanded.
-    Compaction {
-        summary: String,
-        automatic: bool,
-        expanded: bool,
-    },
-    /// An extension that failed to load: stays until a clean reload or /clear.
-    ExtFailure(String),
-}
-
-impl Entry {
-    /// A tool call that has not finished yet.
-    pub fn tool(id: String, name: String, preview: String) -> Self {
-        Self::Tool {
-            id,
-            name,
-            preview,
-            result: None,
-            expanded: false,
-            live: String::new(),
-            frame: 0,
-        }
-    }
-
-    pub fn is_assistant(&self) -> bool {
-        matches!(self, Self::Assistant(_))
-    }
-
-    /// The call `id` of a tool (ids are unique within a conversation).
-    pub fn is_tool_call(&self, id: &str) -> bool {
-        matches!(self, Self::Tool { id: tid, .. } if tid == id)
-    }
-
-    pub fn is_ext_failure(&self) -> bool {
-        matches!(self, Self::ExtFailure(_))
-    }
-
-    /// A tool call or compaction: Ctrl+O shows it whole.
-    pub fn is_expandable(&self) -> bool {
-        matches!(self, Self::Tool { .. } | Self::Compaction { .. })
-    }
-
-    /// Shows the entry whole, or folded again.
-    pub(crate) fn toggle_expanded(&mut self) {
-        if let Self::Tool { expanded, .. } | Self::Compaction { expanded, .. } = self {
-            *expanded = !*expanded;
-        }
-    }
-}
+pub use crate::entry::{Entry, Note};
+use crate::history::History;
 
 /// Lines an entry was rendered to, and the width they were wrapped for.
 struct Rendered {
@@ -113,19 +38,30 @@ pub struct Transcript {
     jump: Option<usize>,
     /// Whether code blocks were highlighted when the kept renderings were made.
     highlighted: bool,
+    /// The shown conversation's older messages, made into entries newest
+    /// first as the chat reaches them (see [`Self::show_history`]).
+    history: History,
+    /// Where the history's entries go: the entries before it were there
+    /// before the conversation was shown (extensions that failed to load).
+    base: usize,
 }
 
 impl Transcript {
+    /// The entries made so far, oldest first: while the shown
+    /// conversation's older messages wait in the history, they are not
+    /// among them (see [`Self::load_all`]).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
+    /// The last entry. The history never holds the last one (see
+    /// [`Self::show_history`]), so this is the transcript's.
     pub fn last(&self) -> Option<&Entry> {
         self.entries.last()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.history.is_empty()
     }
 
     pub fn scroll(&self) -> usize {
@@ -140,25 +76,117 @@ impl Transcript {
     }
 
     pub(crate) fn clear(&mut self) {
+        self.history = History::default();
         self.retain(|_| false);
     }
 
     /// Keeps the entries `keep` accepts, in order, with their renderings.
+    /// The history's messages stay: they make only a conversation's entries
+    /// (prompts, answers, tool calls, summaries), which every caller keeps
+    /// (it drops extension failures or notes).
     pub(crate) fn retain(&mut self, keep: impl Fn(&Entry) -> bool) {
         let mut kept = Vec::with_capacity(self.entries.len());
-        for (entry, rendered) in self.entries.drain(..).zip(self.rendered.drain(..)) {
+        let mut base = 0;
+        for (index, (entry, rendered)) in self
+            .entries
+            .drain(..)
+            .zip(self.rendered.drain(..))
+            .enumerate()
+        {
             if keep(&entry) {
+                base += usize::from(index < self.base);
                 kept.push((entry, rendered));
             }
         }
         (self.entries, self.rendered) = kept.into_iter().unzip();
+        self.base = base;
     }
 
-    /// Starts over from what `keep` accepts (the conversation was replaced),
-    /// showing the bottom.
+    /// Starts over from what `keep` accepts (the conversation was replaced,
+    /// its history with it), showing the bottom.
     pub(crate) fn restart(&mut self, keep: impl Fn(&Entry) -> bool) {
+        self.history = History::default();
         self.retain(keep);
         self.scroll = 0;
+    }
+
+    /// Shows a conversation below the entries there are. Only its newest
+    /// slice is made into entries now (at least one entry, when it has
+    /// any, so [`Self::last`] is its last); the rest as the chat reaches
+    /// them, or when something needs them all.
+    pub(crate) fn show_history(&mut self, history: History) {
+        self.base = self.entries.len();
+        self.history = history;
+        while self.entries.len() == self.base && self.load_older().is_some() {}
+        self.scroll = 0;
+    }
+
+    /// Makes the history's newest slice into entries, above those made
+    /// before; how many it made, `None` once the history is all made.
+    fn load_older(&mut self) -> Option<usize> {
+        if self.history.is_empty() {
+            return None;
+        }
+        let older = self.history.older();
+        Some(self.insert_older(older))
+    }
+
+    /// Makes every message of the history into entries, for what needs the
+    /// whole transcript (`/jump`, [`Self::update_last`] finding nothing
+    /// among the newer entries).
+    pub(crate) fn load_all(&mut self) {
+        let mut slices = Vec::new();
+        while !self.history.is_empty() {
+            slices.push(self.history.older());
+        }
+        // Newest first: one insertion, not one per slice.
+        let all: Vec<Entry> = slices.into_iter().rev().flatten().collect();
+        self.insert_older(all);
+    }
+
+    /// Puts `older` above the history's entries made before; the indices
+    /// kept of those below move down with them.
+    fn insert_older(&mut self, older: Vec<Entry>) -> usize {
+        let count = older.len();
+        if count == 0 {
+            return 0;
+        }
+        let at = self.base;
+        self.entries.splice(at..at, older);
+        self.rendered
+            .splice(at..at, std::iter::repeat_with(|| None).take(count));
+        let shift = |index: &mut usize| {
+            if *index >= at {
+                *index += count;
+            }
+        };
+        if let Some(jump) = self.jump.as_mut() {
+            shift(jump);
+        }
+        if let Some(stream) = self.stream.as_mut() {
+            shift(&mut stream.index);
+        }
+        count
+    }
+
+    /// The last entry `matches` accepts: among those made, unless it is
+    /// none of the entries made from or after the history, whose older
+    /// messages are then made and searched too.
+    fn last_index(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<usize> {
+        match self.entries.iter().rposition(&matches) {
+            Some(index) if index >= self.base || self.history.is_empty() => Some(index),
+            _ if self.history.is_empty() => None,
+            _ => {
+                self.load_all();
+                self.entries.iter().rposition(matches)
+            }
+        }
+    }
+
+    /// The last entry `matches` accepts (see [`Self::update_last`]).
+    pub(crate) fn find_last(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<&Entry> {
+        let index = self.last_index(matches)?;
+        self.entries.get(index)
     }
 
     /// Changes the last entry `matches` accepts; its rendering is redone.
@@ -168,7 +196,7 @@ impl Transcript {
         matches: impl Fn(&Entry) -> bool,
         change: impl FnOnce(&mut Entry),
     ) -> bool {
-        let Some(index) = self.entries.iter().rposition(matches) else {
+        let Some(index) = self.last_index(matches) else {
             return false;
         };
         change(&mut self.entries[index]);
@@ -176,7 +204,9 @@ impl Transcript {
         true
     }
 
-    /// Changes every entry `matches` accepts.
+    /// Changes every entry made that `matches` accepts. Its caller is the
+    /// tick of a running task's spinner: an entry the history makes later
+    /// takes the next tick's frame.
     pub(crate) fn update_each(
         &mut self,
         matches: impl Fn(&Entry) -> bool,
@@ -192,8 +222,11 @@ impl Transcript {
 
     /// Removes the last entry `matches` accepts.
     pub(crate) fn remove_last(&mut self, matches: impl Fn(&Entry) -> bool) -> Option<Entry> {
-        let index = self.entries.iter().rposition(matches)?;
+        let index = self.last_index(matches)?;
         self.rendered.remove(index);
+        if index < self.base {
+            self.base -= 1;
+        }
         Some(self.entries.remove(index))
     }
 
@@ -259,6 +292,8 @@ impl Transcript {
     /// `streamed` stands in for the last entry's lines while it streams, and
     /// a message that has just finished streaming is rendered from its
     /// settled part (see [`Self::finish_stream`]) with `markdown`.
+    /// The history's older messages are made into entries a slice at a
+    /// time as the rows reach them.
     /// Only the rows that show are copied, so a frame costs the screen, not
     /// the history below it; scrolled up, finding the top row sums the kept
     /// row counts of the entries below.
@@ -276,10 +311,20 @@ impl Transcript {
             self.finish_stream(index, width, markdown);
         }
         let needed = height + self.scroll;
-        // From the bottom up, the entries that reach the top row.
+        // From the bottom up, the entries that reach the top row; reaching
+        // the oldest made from the history, its next older slice is made.
         let mut first = self.entries.len();
         let mut total = 0;
-        while first > 0 && total < needed {
+        while total < needed {
+            if first == self.base
+                && let Some(made) = self.load_older()
+            {
+                first += made;
+                continue;
+            }
+            if first == 0 {
+                break;
+            }
             first -= 1;
             total += self.rows(first, width, streamed, &render).len() + 1;
         }
@@ -540,6 +585,95 @@ mod tests {
         );
         assert_eq!(shown(rows)[0], r#"Info("0")"#, "clamped to the top");
         assert_eq!(t.scroll(), 20_000 - 6);
+    }
+
+    /// `count` one-line prompts, each a row and the blank row after it.
+    fn prompts(count: usize) -> History {
+        History::new(
+            (0..count)
+                .map(|i| zot_core::message::Message {
+                    role: zot_core::message::Role::User,
+                    content: vec![zot_core::message::Block::Text {
+                        text: format!("q{i}"),
+                    }],
+                    time: None,
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_shown_history_is_made_as_the_window_reaches_it() {
+        use crate::history::SLICE_MESSAGES;
+        let render = |e: &Entry| vec![Line::raw(format!("{e:?}"))];
+        let mut t = Transcript::default();
+        t.push(Entry::ExtFailure("bad".into()));
+        t.show_history(prompts(10 * SLICE_MESSAGES));
+        assert_eq!(t.entries().len(), 1 + SLICE_MESSAGES, "one slice");
+        assert_eq!(
+            t.last(),
+            Some(&Entry::User(format!("q{}", 10 * SLICE_MESSAGES - 1)))
+        );
+        t.window(10, 6, None, render, |_| Vec::new());
+        assert_eq!(
+            t.entries().len(),
+            1 + SLICE_MESSAGES,
+            "the screen needs no more"
+        );
+
+        // Streaming below while scrolled up past the slice: the stream's
+        // entry moves down with the slices made above it.
+        t.push(Entry::Assistant("one\n\ntwo".into()));
+        let last = t.entries().len() - 1;
+        let streamed = t.streamed(last, 10, 6, |text| vec![Line::raw(text.trim().to_owned())]);
+        t.scroll_up(2 * SLICE_MESSAGES + 10);
+        let rows = t.window(10, 6, Some(&streamed), render, |_| Vec::new());
+        assert_eq!(t.entries().len(), 2 + 2 * SLICE_MESSAGES, "one more slice");
+        assert_eq!(
+            t.stream.as_ref().map(|c| c.index),
+            Some(t.entries().len() - 1)
+        );
+        let shown: Vec<String> = rows.iter().map(ToString::to_string).collect();
+        let q = |i: usize| format!(r#"User("q{}")"#, 10 * SLICE_MESSAGES - i);
+        assert_eq!(
+            shown,
+            [q(134), "".into(), q(133), "".into(), q(132), "".into()]
+        );
+
+        // The top is the extension's failure above the first prompt.
+        t.jump_to(2);
+        t.scroll_up(usize::MAX / 2);
+        let rows = t.window(10, 4, None, render, |_| Vec::new());
+        let shown: Vec<String> = rows.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, [r#"ExtFailure("bad")"#, "", r#"User("q0")"#, ""]);
+        assert_eq!(t.entries().len(), 2 + 10 * SLICE_MESSAGES);
+        assert_eq!(
+            t.take_jump(),
+            Some(2 + 8 * SLICE_MESSAGES),
+            "moved with its entry"
+        );
+    }
+
+    #[test]
+    fn what_finds_the_last_entry_makes_the_history_when_it_must() {
+        let mut t = Transcript::default();
+        t.show_history(prompts(1000));
+        t.push(Entry::Info("newer".into()));
+        assert!(t.update_last(|e| matches!(e, Entry::Info(_)), |_| {}));
+        assert!(t.entries().len() < 1000, "found among the made ones");
+        let first = |e: &Entry| *e == Entry::User("q0".into());
+        assert_eq!(t.find_last(first), Some(&Entry::User("q0".into())));
+        assert_eq!(t.entries().len(), 1001);
+        assert_eq!(t.remove_last(first), Some(Entry::User("q0".into())));
+
+        t.show_history(prompts(1000));
+        assert!(t.remove_last(|e| matches!(e, Entry::Note(_))).is_none());
+        assert_eq!(t.entries().len(), 2000, "all made, none matched");
+        t.show_history(prompts(1000));
+        t.clear();
+        assert!(t.is_empty());
+        t.window(10, 6, None, |_| Vec::new(), |_| Vec::new());
+        assert!(t.entries().is_empty(), "the history went with it");
     }
 
     #[test]

@@ -79,6 +79,8 @@ impl App {
 
     /// Scrolls the transcript to the prompt `back` prompts before the last.
     fn jump(&mut self, back: usize) {
+        // The prompt may be older than what the chat has made so far.
+        self.transcript.load_all();
         let target = self
             .transcript
             .entries()

@@ -268,3 +268,97 @@ async fn a_finished_streamed_message_shows_as_if_loaded_whole() {
         fresh.on_key(key(KeyCode::PageUp));
     }
 }
+
+/// Turns of a prompt, an answer with thinking and a `read` call, the
+/// call's result and a closing answer, `turns` times.
+fn turns_with_tools(turns: usize) -> Vec<Message> {
+    let message = |role, content| Message {
+        role,
+        content,
+        time: None,
+    };
+    (0..turns)
+        .flat_map(|i| {
+            let id = format!("call_{i}");
+            [
+                text(Role::User, format!("question {i}")),
+                message(
+                    Role::Assistant,
+                    vec![
+                        Block::Thinking {
+                            thinking: format!("turn {i}"),
+                            signature: None,
+                        },
+                        Block::Text {
+                            text: format!("answer {i}\n\n```rust\nlet x = {i};\n```"),
+                        },
+                        Block::ToolCall {
+                            id: id.clone(),
+                            name: "read".into(),
+                            args: json!({ "path": format!("src/file_{i}.rs") }),
+                        },
+                    ],
+                ),
+                message(
+                    Role::Tool,
+                    vec![Block::ToolResult {
+                        call_id: id,
+                        is_error: false,
+                        content: vec![Block::Text {
+                            text: format!("contents of file {i}"),
+                        }],
+                    }],
+                ),
+                text(Role::Assistant, format!("done with {i}")),
+            ]
+        })
+        .collect()
+}
+
+/// A resumed chat makes its older entries only as paging reaches them; every
+/// page up to the first message shows what the same chat made whole at once
+/// shows.
+#[tokio::test]
+async fn a_chat_made_as_it_pages_shows_what_it_shows_made_whole() {
+    let messages = turns_with_tools(500);
+    let mut lazy = resumed(messages.clone());
+    let mut whole = resumed(messages);
+    assert_eq!(whole.entries().len(), 2_000, "made whole");
+    let mut pages = 0;
+    loop {
+        let screen = render(&mut lazy, 80, 24);
+        assert_eq!(screen, render(&mut whole, 80, 24), "{pages} pages up");
+        if screen.contains("› question 0") {
+            break;
+        }
+        assert!(pages < 2_000, "never reached the first message:\n{screen}");
+        lazy.on_key(key(KeyCode::PageUp));
+        whole.on_key(key(KeyCode::PageUp));
+        pages += 1;
+    }
+    let screen = render(&mut lazy, 80, 24);
+    for text in ["answer 0", "read src/file_0.rs", "contents of file 0"] {
+        assert!(screen.contains(text), "{text}:\n{screen}");
+    }
+    assert!(pages > 100, "{pages} pages");
+}
+
+/// `/copy` and Ctrl+O find the last answer and the last tool call even when
+/// the chat has not made them into entries yet.
+#[tokio::test]
+async fn copy_and_ctrl_o_reach_messages_not_yet_shown() {
+    let mut messages = turns_with_tools(1);
+    messages.extend((0..1_000).map(|i| text(Role::User, format!("later question {i}"))));
+    let mut app = resumed(messages);
+    let screen = render(&mut app, 80, 24);
+    assert!(screen.contains("later question 999"), "{screen}");
+    app.submit("/copy");
+    assert_eq!(app.take_clipboard().as_deref(), Some("done with 0"));
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let expanded: Vec<&zot_tui::transcript::Entry> = app
+        .entries()
+        .iter()
+        .filter(|e| matches!(e, zot_tui::transcript::Entry::Tool { expanded: true, .. }))
+        .collect();
+    assert_eq!(expanded.len(), 1, "{expanded:?}");
+}

@@ -44,7 +44,7 @@ async fn the_status_line_names_what_overrides_a_saved_model() {
 async fn config_warnings_are_on_the_first_screen() {
     let mut cfg = config();
     cfg.warnings = vec!["/p/.zot/config.json: \"base_url\" is ignored".into()];
-    let (app, _, _) = app_with(cfg);
+    let (mut app, _, _) = app_with(cfg);
     assert!(
         matches!(&app.entries()[0], Entry::Info(t) if t.contains("base_url") && t.starts_with("warning:"))
     );
