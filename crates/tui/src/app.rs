@@ -269,6 +269,21 @@ impl App {
         self.transcript.entries()
     }
 
+    /// Makes the newest `messages` of a shown conversation's messages that
+    /// the chat has not reached into entries; whether some are left. `run`
+    /// calls it between frames, so a resumed session's first frame makes
+    /// only its last screen.
+    pub fn make_history(&mut self, messages: usize) -> bool {
+        self.transcript.make_older(messages);
+        self.transcript.has_history()
+    }
+
+    /// Whether some of a shown conversation's messages wait to be made into
+    /// entries (see [`Self::make_history`]).
+    pub fn has_history(&self) -> bool {
+        self.transcript.has_history()
+    }
+
     /// The view renders the transcript through its cache and clamps its scroll.
     pub(crate) fn transcript_mut(&mut self) -> &mut Transcript {
         &mut self.transcript

@@ -6,10 +6,10 @@
 use crate::entry::Entry;
 use zot_core::message::{Block, Message, Role};
 
-/// Messages made into entries at a time. A screen of 40 rows is a few
-/// dozen messages at most, so the first frame makes one slice; paging up
-/// makes the next slice when it reaches the top of the last (about 50 µs a
-/// slice at the release profile, BENCHMARKS.md, issue 37).
+/// Messages made into entries at a time as the chat reaches them. A screen
+/// of 40 rows is a few dozen messages at most, so the first frame makes one
+/// slice; paging up makes the next slice when it reaches the top of the
+/// last (about 60 µs a slice at the release profile, BENCHMARKS.md, issue 37).
 pub const SLICE_MESSAGES: usize = 128;
 
 /// A tool result whose call was not in its slice: the call id, whether it
@@ -42,17 +42,26 @@ impl History {
         self.messages.is_empty()
     }
 
-    /// The entries of the newest [`SLICE_MESSAGES`] messages or so, oldest
-    /// first (none once every message was made). A slice never starts at a
-    /// tool result, so results are made with their calls. The messages are
-    /// moved into the entries, not copied.
-    pub(crate) fn older(&mut self) -> Vec<Entry> {
-        let mut start = self.messages.len().saturating_sub(SLICE_MESSAGES);
+    /// The entries of the newest `count` messages or so, oldest first,
+    /// with room for `room` more (none once every message was made). A
+    /// slice never starts at a tool result, so results are made with their
+    /// calls. The messages are moved into the entries, not copied.
+    pub(crate) fn older(&mut self, count: usize, room: usize) -> Vec<Entry> {
+        if self.messages.is_empty() {
+            return Vec::new();
+        }
+        let mut start = self.messages.len().saturating_sub(count);
         while start > 0 && self.messages[start].role == Role::Tool {
             start -= 1;
         }
-        let slice = self.messages.split_off(start);
-        let mut entries = Vec::with_capacity(slice.len() * 2);
+        let slice = if start == 0 {
+            std::mem::take(&mut self.messages)
+        } else {
+            self.messages.split_off(start)
+        };
+        // About an entry a message (a prompt, an answer, a call; results
+        // join their calls).
+        let mut entries = Vec::with_capacity(slice.len() + room);
         let mut orphans = Vec::new();
         for message in slice {
             self.make(message, &mut entries, &mut orphans);
@@ -208,7 +217,7 @@ mod tests {
     fn all(mut history: History) -> (Vec<Entry>, usize) {
         let mut slices = Vec::new();
         while !history.is_empty() {
-            slices.push(history.older());
+            slices.push(history.older(SLICE_MESSAGES, 0));
         }
         let count = slices.len();
         (slices.into_iter().rev().flatten().collect(), count)

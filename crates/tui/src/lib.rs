@@ -41,6 +41,10 @@ use crate::bridge::Extensions;
 pub const TICK: Duration = Duration::from_millis(100);
 /// Events handled between two frames at most, so a fast stream cannot starve drawing.
 pub const EVENTS_PER_FRAME: usize = 256;
+/// A resumed session's older messages made into entries at once between
+/// frames: about 1 ms at the release profile (10,000 took 4.5 ms,
+/// BENCHMARKS.md, issue 37), which a key typed meanwhile waits.
+pub const HISTORY_STEP: usize = 2_048;
 
 pub struct Tui {
     pub config: AppConfig,
@@ -94,8 +98,10 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
         if app.should_quit() {
             break Ok(());
         }
-        if !markdown::highlighting_ready() {
-            // The first frame is on screen; code is coloured from the next.
+        if !markdown::highlighting_ready() && !app.has_history() {
+            // The first frame is on screen and the history's messages are
+            // made into entries and freed, so the highlighting can reuse
+            // their memory; code is coloured from the next frame.
             markdown::load_highlighting();
             continue;
         }
@@ -128,6 +134,11 @@ pub async fn run(tui: Tui) -> std::io::Result<()> {
             Some(update) = host_updates.recv() => app.on_host(update),
             Some(msg) = app_msgs.recv() => app.on_app(msg),
             _ = tick.tick() => app.tick(),
+            // Between frames, when nothing else is ready, a step of the
+            // history (a resumed session's messages the chat has not reached).
+            () = std::future::ready(()), if app.has_history() => {
+                app.make_history(HISTORY_STEP);
+            }
         }
     };
     worker.abort();

@@ -6,7 +6,7 @@
 use ratatui::text::Line;
 
 pub use crate::entry::{Entry, Note};
-use crate::history::History;
+use crate::history::{History, SLICE_MESSAGES};
 
 /// Lines an entry was rendered to, and the width they were wrapped for.
 struct Rendered {
@@ -113,7 +113,7 @@ impl Transcript {
     /// Shows a conversation below the entries there are. Only its newest
     /// slice is made into entries now (at least one entry, when it has
     /// any, so [`Self::last`] is its last); the rest as the chat reaches
-    /// them, or when something needs them all.
+    /// them, between frames, or when something needs them all.
     pub(crate) fn show_history(&mut self, history: History) {
         self.base = self.entries.len();
         self.history = history;
@@ -127,32 +127,42 @@ impl Transcript {
         if self.history.is_empty() {
             return None;
         }
-        let older = self.history.older();
-        Some(self.insert_older(older))
+        Some(self.make_older(SLICE_MESSAGES))
     }
 
     /// Makes every message of the history into entries, for what needs the
     /// whole transcript (`/jump`, [`Self::update_last`] finding nothing
     /// among the newer entries).
     pub(crate) fn load_all(&mut self) {
-        let mut slices = Vec::new();
-        while !self.history.is_empty() {
-            slices.push(self.history.older());
-        }
-        // Newest first: one insertion, not one per slice.
-        let all: Vec<Entry> = slices.into_iter().rev().flatten().collect();
-        self.insert_older(all);
+        self.make_older(usize::MAX);
     }
 
-    /// Puts `older` above the history's entries made before; the indices
-    /// kept of those below move down with them.
-    fn insert_older(&mut self, older: Vec<Entry>) -> usize {
+    /// Whether some of the shown conversation's messages are not made into
+    /// entries yet.
+    pub(crate) fn has_history(&self) -> bool {
+        !self.history.is_empty()
+    }
+
+    /// Makes the history's newest `messages` messages into entries, put
+    /// above the history's entries made before (the indices kept of those
+    /// move down with them); how many entries it made.
+    pub(crate) fn make_older(&mut self, messages: usize) -> usize {
+        let at = self.base;
+        // Room for the entries that follow, so moving them below the older
+        // ones does not grow the vector again.
+        let older = self.history.older(messages, self.entries.len() - at);
         let count = older.len();
         if count == 0 {
             return 0;
         }
-        let at = self.base;
-        self.entries.splice(at..at, older);
+        let newer = self.entries.split_off(at);
+        if self.entries.is_empty() {
+            // Nothing above them: the made entries become the vector.
+            self.entries = older;
+        } else {
+            self.entries.extend(older);
+        }
+        self.entries.extend(newer);
         self.rendered
             .splice(at..at, std::iter::repeat_with(|| None).take(count));
         let shift = |index: &mut usize| {
@@ -604,7 +614,6 @@ mod tests {
 
     #[test]
     fn a_shown_history_is_made_as_the_window_reaches_it() {
-        use crate::history::SLICE_MESSAGES;
         let render = |e: &Entry| vec![Line::raw(format!("{e:?}"))];
         let mut t = Transcript::default();
         t.push(Entry::ExtFailure("bad".into()));
@@ -652,6 +661,21 @@ mod tests {
             Some(2 + 8 * SLICE_MESSAGES),
             "moved with its entry"
         );
+    }
+
+    #[test]
+    fn the_history_is_made_in_steps_between_frames() {
+        let mut t = Transcript::default();
+        t.show_history(prompts(3 * SLICE_MESSAGES + 1));
+        assert_eq!(t.entries().len(), SLICE_MESSAGES);
+        assert_eq!(t.make_older(SLICE_MESSAGES + 1), SLICE_MESSAGES + 1);
+        assert!(t.has_history());
+        assert_eq!(t.make_older(usize::MAX), SLICE_MESSAGES, "the rest");
+        assert!(!t.has_history());
+        let made: Vec<Entry> = (0..=3 * SLICE_MESSAGES)
+            .map(|i| Entry::User(format!("q{i}")))
+            .collect();
+        assert_eq!(t.entries(), made);
     }
 
     #[test]

@@ -448,6 +448,24 @@ fn wait_for_last_row(tmux: &Tmux, last: usize) -> String {
     }
 }
 
+/// Writes session `id` (its start time, `HHMMSS` of 2026-11-01, is the id's
+/// middle part) of the project of `w` with `messages`, for `--resume`.
+fn write_session(w: &World, id: &str, messages: impl IntoIterator<Item = serde_json::Value>) {
+    let dir = w.home.join("sessions").join("0123456789abcdef");
+    std::fs::create_dir_all(&dir).unwrap();
+    let time = &id[9..15];
+    let started = format!("2026-11-01T{}:{}:{}Z", &time[..2], &time[2..4], &time[4..]);
+    let meta = serde_json::json!({"type": "meta", "meta": {
+        "id": id, "cwd": w.project.display().to_string(), "provider": "anthropic",
+        "model": "claude-sonnet-4-5", "started": started, "version": "0.1.0"}});
+    let mut file = format!("{meta}\n");
+    for message in messages {
+        let line = serde_json::json!({"type": "message", "message": message});
+        file.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(dir.join(format!("{id}.jsonl")), file).unwrap();
+}
+
 /// A resumed session of 3,000 messages (a session file the test writes),
 /// paged up and down: each message is a row and a blank row, so 50 pages of
 /// 10 rows bring the 250th message from the end to the bottom, with the
@@ -456,23 +474,14 @@ fn wait_for_last_row(tmux: &Tmux, last: usize) -> String {
 async fn a_long_resumed_session_pages_up_and_down() {
     let w = World::new();
     let model = MockModel::start([]).await;
-    let dir = w.home.join("sessions").join("0123456789abcdef");
-    std::fs::create_dir_all(&dir).unwrap();
-    let id = "20261101-100000-abcdef01";
-    let meta = serde_json::json!({"type": "meta", "meta": {
-        "id": id, "cwd": w.project.display().to_string(), "provider": "anthropic",
-        "model": "claude-sonnet-4-5", "started": "2026-11-01T10:00:00Z", "version": "0.1.0"}});
-    let mut file = format!("{meta}\n");
-    for i in 0..3_000 {
+    let messages = (0..3_000).map(|i| {
         let (role, text) = match i % 2 {
             0 => ("user", format!("question {i}")),
             _ => ("assistant", format!("answer {i}")),
         };
-        let line = serde_json::json!({"type": "message", "message": {"role": role,
-            "content": [{"type": "text", "text": text}]}});
-        file.push_str(&format!("{line}\n"));
-    }
-    std::fs::write(dir.join(format!("{id}.jsonl")), file).unwrap();
+        serde_json::json!({"role": role, "content": [{"type": "text", "text": text}]})
+    });
+    write_session(&w, "20261101-100000-abcdef01", messages);
 
     let tmux = Tmux::keeping_session(&w, "long-resume", &model, &["--resume=20261101-1000"], &[]);
     let screen = wait_for_last_row(&tmux, 2_999);
@@ -491,5 +500,49 @@ async fn a_long_resumed_session_pages_up_and_down() {
     }
     let screen = wait_for_last_row(&tmux, 2_999);
     assert_eq!(numbered_rows(&screen).len(), height, "{screen}");
+    exit(&tmux);
+}
+
+/// A resumed session of 4,000 messages in turns with a `read` call and its
+/// result: the chat makes the older messages into entries only as paging
+/// reaches them, and paging all the way up shows the first turn whole (its
+/// prompt, answer, call and the call's result, found in a slice made last).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_resumed_session_pages_up_to_its_first_turn() {
+    let w = World::new();
+    let model = MockModel::start([]).await;
+    let turns = (0..1_000).flat_map(|turn| {
+        let call = format!("call_{turn}");
+        [
+            serde_json::json!({"role": "user",
+                "content": [{"type": "text", "text": format!("question {turn}")}]}),
+            serde_json::json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("answer {turn}")},
+                {"type": "tool_call", "id": call, "name": "read",
+                    "args": {"path": format!("src/file_{turn}.rs")}}]}),
+            serde_json::json!({"role": "tool", "content": [{"type": "tool_result",
+                "call_id": call, "content": [{"type": "text",
+                    "text": format!("contents of file {turn}")}]}]}),
+            serde_json::json!({"role": "assistant",
+                "content": [{"type": "text", "text": format!("done with {turn}")}]}),
+        ]
+    });
+    write_session(&w, "20261101-110000-abcdef02", turns);
+
+    let tmux = Tmux::keeping_session(&w, "long-turns", &model, &["--resume=20261101-1100"], &[]);
+    tmux.wait_for("done with 999");
+    // More pages than the chat has rows; the top stays on screen.
+    tmux.keys(&["-N", "3000", "PageUp"]);
+    let screen = tmux.wait_for("› question 0");
+    for text in [
+        "answer 0",
+        "read src/file_0.rs",
+        "contents of file 0",
+        "done with 0",
+        "question 1",
+    ] {
+        assert!(screen.contains(text), "{text}:\n{screen}");
+    }
+    assert!(!screen.contains("done with 999"), "{screen}");
     exit(&tmux);
 }
