@@ -134,6 +134,20 @@ pub fn load_highlighting() {
     DEFERRED.store(false, Ordering::SeqCst);
 }
 
+/// Limits the code lines that renderings from now on highlight to `lines`
+/// in all, `None` lifting the limit: a streaming frame whose text brings a
+/// whole code block highlights part of it, the rest showing in the plain
+/// code colour, and later renderings of the block go on from there.
+pub fn limit_highlighting(lines: Option<usize>) {
+    fence::limit(lines);
+}
+
+/// Whether the renderings since the last call highlighted every code line
+/// that [`limit_highlighting`] left them.
+pub fn highlighted_whole() -> bool {
+    fence::took_whole()
+}
+
 /// Whether code blocks are highlighted when rendered now: false only
 /// between [`defer_highlighting`] and [`load_highlighting`].
 pub fn highlighting_ready() -> bool {

@@ -8,6 +8,11 @@ use ratatui::text::Line;
 pub use crate::entry::{Entry, Note};
 use crate::history::{History, SLICE_MESSAGES};
 
+/// Lines rendered from markdown, and whether every code line in them was
+/// highlighted (false when a streaming frame's highlighting limit left some
+/// in the plain colour, see [`crate::markdown::limit_highlighting`]).
+pub(crate) type Rendering = (Vec<Line<'static>>, bool);
+
 /// Lines an entry was rendered to, and the width they were wrapped for.
 struct Rendered {
     width: u16,
@@ -318,7 +323,7 @@ impl Transcript {
         if streamed.is_none()
             && let Some(index) = self.stream.as_ref().map(|c| c.index)
         {
-            self.finish_stream(index, width, markdown);
+            self.finish_stream(index, width, |text| (markdown(text), true));
         }
         let needed = height + self.scroll;
         // From the bottom up, the entries that reach the top row; reaching
@@ -364,13 +369,9 @@ impl Transcript {
     /// was rendered while it streamed and the rest rendered now by
     /// `markdown`, when the stream's cache still fits the entry's text; the
     /// finished message is then not rendered again whole (code fences
-    /// highlighted anew) in one frame. The cache is used up either way.
-    fn finish_stream(
-        &mut self,
-        index: usize,
-        width: u16,
-        markdown: impl Fn(&str) -> Vec<Line<'static>>,
-    ) {
+    /// highlighted anew) in one frame. The cache is used up either way; a
+    /// rest whose code was not all highlighted is not kept.
+    fn finish_stream(&mut self, index: usize, width: u16, markdown: impl Fn(&str) -> Rendering) {
         let Some(cache) = self.stream.take() else {
             return;
         };
@@ -387,7 +388,10 @@ impl Transcript {
             return;
         }
         let mut lines = cache.lines;
-        let rest = markdown(&text[cache.prefix.len()..]);
+        let (rest, whole) = markdown(&text[cache.prefix.len()..]);
+        if !whole {
+            return;
+        }
         if !lines.is_empty() && !rest.is_empty() {
             lines.push(Line::default());
         }
@@ -414,13 +418,15 @@ impl Transcript {
     /// streams, `render` turning markdown into lines wrapped to `width`. The
     /// settled prefix is rendered once and grows by whole paragraphs; only the
     /// unsettled tail is rendered each frame, so a frame costs the tail, not
-    /// the whole message.
+    /// the whole message. A paragraph whose code `render` did not highlight
+    /// whole (the frame's limit) is not settled yet: it shows as rendered
+    /// and is rendered again next frame, its highlighting going on.
     pub(crate) fn streamed(
         &mut self,
         index: usize,
         width: u16,
         needed: usize,
-        render: impl Fn(&str) -> Vec<Line<'static>>,
+        render: impl Fn(&str) -> Rendering,
     ) -> Vec<Line<'static>> {
         // The message streamed before this one (a turn's answer before its
         // tool call) keeps what it rendered.
@@ -444,16 +450,38 @@ impl Transcript {
             });
         // The prefix ends at a blank line outside a fence, so the text after
         // it is scanned alone: a frame's scan is the tail, not the message.
-        let split = cache.prefix.len() + settled_len(&text[cache.prefix.len()..]);
-        if cache.prefix.len() < split {
-            let more = render(&text[cache.prefix.len()..split]);
+        // What settled since is kept a paragraph at a time, while each
+        // comes out highlighted whole.
+        let start = cache.prefix.len();
+        let mut split = start;
+        let mut unsettled = None;
+        for end in paragraph_ends(&text[start..]).map(|end| start + end) {
+            let (more, whole) = render(&text[split..end]);
+            if !whole {
+                unsettled = Some((more, end));
+                break;
+            }
             if !cache.lines.is_empty() && !more.is_empty() {
                 cache.lines.push(Line::default());
             }
             cache.lines.extend(more);
+            split = end;
+        }
+        if start < split {
             cache.prefix = text[..split].to_owned();
         }
-        let tail = render(&text[split..]);
+        let tail = match unsettled {
+            None => render(&text[split..]).0,
+            // Shown as far as it was highlighted; the next frame goes on.
+            Some((mut lines, end)) => {
+                let (after, _) = render(&text[end..]);
+                if !lines.is_empty() && !after.is_empty() {
+                    lines.push(Line::default());
+                }
+                lines.extend(after);
+                lines
+            }
+        };
         // Only the rows that can show are copied out of the settled part.
         let keep = needed.saturating_sub(tail.len() + 1);
         let mut lines: Vec<Line<'static>> =
@@ -468,20 +496,26 @@ impl Transcript {
 }
 
 /// The byte length of `text` up to its last blank line outside a code fence.
+#[cfg(test)]
 fn settled_len(text: &str) -> usize {
+    paragraph_ends(text).last().unwrap_or(0)
+}
+
+/// The byte offsets of `text` just after each blank line outside a code
+/// fence: where a paragraph (or block) ends that later text cannot change.
+fn paragraph_ends(text: &str) -> impl Iterator<Item = usize> {
     let mut in_fence = false;
-    let mut settled = 0;
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
+    text.split_inclusive('\n').filter_map(move |line| {
         offset += line.len();
         let trimmed = line.trim();
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             in_fence = !in_fence;
-        } else if trimmed.is_empty() && line.ends_with('\n') && !in_fence {
-            settled = offset;
+            None
+        } else {
+            (trimmed.is_empty() && line.ends_with('\n') && !in_fence).then_some(offset)
         }
-    }
-    settled
+    })
 }
 
 #[cfg(test)]
@@ -634,7 +668,9 @@ mod tests {
         // entry moves down with the slices made above it.
         t.push(Entry::Assistant("one\n\ntwo".into()));
         let last = t.entries().len() - 1;
-        let streamed = t.streamed(last, 10, 6, |text| vec![Line::raw(text.trim().to_owned())]);
+        let streamed = t.streamed(last, 10, 6, |text| {
+            (vec![Line::raw(text.trim().to_owned())], true)
+        });
         t.scroll_up(2 * SLICE_MESSAGES + 10);
         let rows = t.window(10, 6, Some(&streamed), render, |_| Vec::new());
         assert_eq!(t.entries().len(), 2 + 2 * SLICE_MESSAGES, "one more slice");
@@ -713,6 +749,45 @@ mod tests {
         t.scroll_up(4);
         t.restart(|_| true);
         assert_eq!(t.scroll(), 0);
+    }
+
+    #[test]
+    fn a_paragraph_not_highlighted_whole_settles_a_frame_later() {
+        let mut t = Transcript::default();
+        t.push(Entry::Assistant("one\n\n```\ncode\n```\n\nthree".into()));
+        // Renders each line of its text; "code" is whole only from the
+        // second time it is asked for.
+        let asked = std::cell::Cell::new(0);
+        let render = |text: &str| {
+            let lines: Vec<Line<'static>> = text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| Line::raw(l.to_owned()))
+                .collect();
+            let code = text.contains("code");
+            if code {
+                asked.set(asked.get() + 1);
+            }
+            (lines, !code || asked.get() > 1)
+        };
+        let shown = |lines: Vec<Line<'static>>| -> Vec<String> {
+            lines.iter().map(ToString::to_string).collect()
+        };
+        let all = ["one", "", "```", "code", "```", "", "three"];
+        assert_eq!(shown(t.streamed(0, 10, 20, render)), all);
+        assert_eq!(
+            t.stream.as_ref().map(|c| c.prefix.as_str()),
+            Some("one\n\n")
+        );
+        assert_eq!(shown(t.streamed(0, 10, 20, render)), all);
+        assert_eq!(
+            t.stream.as_ref().map(|c| c.prefix.len()),
+            Some("one\n\n```\ncode\n```\n\n".len()),
+            "settled once whole"
+        );
+        assert_eq!(asked.get(), 2);
+        t.streamed(0, 10, 20, render);
+        assert_eq!(asked.get(), 2, "kept, not rendered again");
     }
 
     #[test]

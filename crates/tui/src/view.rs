@@ -155,6 +155,13 @@ fn todo_lines(app: &App, theme: &Theme, max_rows: usize) -> Vec<Line<'static>> {
 
 // ------------------------------------------------------------------- chat
 
+/// Code lines a streaming frame highlights at most: a line of Rust costs
+/// about 0.35 ms at the release profile (syntect's regexes at opt-level
+/// `z`), and a whole 12-line block arriving in one frame took it past 4 ms;
+/// the lines past the limit show in the plain code colour for a frame or
+/// two (issue 37, BENCHMARKS.md).
+pub const STREAM_HIGHLIGHT_LINES: usize = 6;
+
 /// The chat, bottom-anchored: only the entries that can be seen are wrapped.
 fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     let width = area.width;
@@ -184,9 +191,13 @@ fn draw_chat(frame: &mut Frame, app: &mut App, area: Rect, theme: &Theme) {
     }
     let height = usize::from(area.height);
     let streamed = streaming.then(|| {
-        transcript.streamed(count - 1, width, height + transcript.scroll(), |text| {
-            wrapped(markdown::render(text, theme, columns))
-        })
+        markdown::limit_highlighting(Some(STREAM_HIGHLIGHT_LINES));
+        let lines = transcript.streamed(count - 1, width, height + transcript.scroll(), |text| {
+            let lines = wrapped(markdown::render(text, theme, columns));
+            (lines, markdown::highlighted_whole())
+        });
+        markdown::limit_highlighting(None);
+        lines
     });
     let visible = transcript.window(
         width,

@@ -2,7 +2,7 @@
 //! streamed tail's open code fence is rendered every frame, and without this
 //! each frame highlighted the whole fence again for one new line.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use ratatui::style::{Color, Style};
 use ratatui::text::Span;
@@ -25,6 +25,39 @@ thread_local! {
     /// One block's lines: rendering happens on the UI thread, one block at
     /// a time, and only the growing block at the bottom gains from it.
     static SETTLED: RefCell<Option<Settled>> = const { RefCell::new(None) };
+    /// Lines that may still be highlighted (not taken from [`SETTLED`])
+    /// until the limit is lifted; `None`: no limit.
+    static BUDGET: Cell<Option<usize>> = const { Cell::new(None) };
+    /// Set when a line was left uncoloured for want of budget.
+    static SHORT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Limits the lines highlighted from now on to `lines` (`None`: no limit).
+/// The lines a limited call could not highlight come back `None` (shown in
+/// the plain code colour); the kept lines and state stop where it stopped,
+/// so the next call goes on from there.
+pub(super) fn limit(lines: Option<usize>) {
+    BUDGET.with(|b| b.set(lines));
+}
+
+/// Whether every line asked for since the last call was highlighted.
+pub(super) fn took_whole() -> bool {
+    !SHORT.with(|s| s.replace(false))
+}
+
+/// Takes a line from the budget; false (and noted) when there is none.
+fn spend() -> bool {
+    BUDGET.with(|b| match b.get() {
+        None => true,
+        Some(0) => {
+            SHORT.with(|s| s.set(true));
+            false
+        }
+        Some(n) => {
+            b.set(Some(n - 1));
+            true
+        }
+    })
 }
 
 /// What a code block is highlighted with: the language token as written
@@ -45,6 +78,11 @@ pub(super) fn highlight(h: &Highlighter<'_>, lines: &[&str]) -> Vec<Option<Vec<S
     let Some((last, settled)) = lines.split_last() else {
         return Vec::new();
     };
+    if BUDGET.with(Cell::get) == Some(0) {
+        // Spent: the kept lines stay for the call that has budget again.
+        SHORT.with(|s| s.set(true));
+        return vec![None; lines.len()];
+    }
     let kept = SETTLED.with(|s| s.borrow_mut().take()).filter(|s| {
         s.lang == h.lang && s.theme == h.theme_name && starts_with_lines(settled, &s.code)
     });
@@ -61,13 +99,20 @@ pub(super) fn highlight(h: &Highlighter<'_>, lines: &[&str]) -> Vec<Option<Vec<S
         ),
     };
     for line in &settled[out.len()..] {
+        if !spend() {
+            break;
+        }
         out.push(spans(&mut highlighter, line, h.syntaxes));
         code.push_str(line);
         code.push('\n');
     }
     let state = highlighter.state();
-    let mut highlighter = HighlightLines::from_state(h.theme, state.0.clone(), state.1.clone());
-    let tail = spans(&mut highlighter, last, h.syntaxes);
+    let tail = if out.len() == settled.len() && spend() {
+        let mut highlighter = HighlightLines::from_state(h.theme, state.0.clone(), state.1.clone());
+        spans(&mut highlighter, last, h.syntaxes)
+    } else {
+        None
+    };
     let keep = Settled {
         lang: h.lang.to_owned(),
         theme: h.theme_name.to_owned(),
@@ -76,6 +121,7 @@ pub(super) fn highlight(h: &Highlighter<'_>, lines: &[&str]) -> Vec<Option<Vec<S
         state,
     };
     SETTLED.with(|s| *s.borrow_mut() = Some(keep));
+    out.resize(settled.len(), None);
     out.push(tail);
     out
 }
@@ -129,17 +175,23 @@ mod tests {
         SETTLED.with(|s| s.borrow().as_ref().map(|s| s.code.clone()))
     }
 
-    #[test]
-    fn a_growing_block_resumes_where_its_settled_lines_end() {
-        let syntaxes = SyntaxSet::load_defaults_newlines();
-        let themes = ThemeSet::load_defaults();
-        let h = Highlighter {
+    fn rust<'h>(syntaxes: &'h SyntaxSet, themes: &'h ThemeSet) -> Highlighter<'h> {
+        Highlighter {
             lang: "rust",
             theme_name: "base16-ocean.dark",
             syntax: syntaxes.find_syntax_by_token("rust").unwrap(),
             theme: &themes.themes["base16-ocean.dark"],
-            syntaxes: &syntaxes,
-        };
+            syntaxes,
+        }
+    }
+
+    #[test]
+    fn a_growing_block_resumes_where_its_settled_lines_end() {
+        let (syntaxes, themes) = (
+            SyntaxSet::load_defaults_newlines(),
+            ThemeSet::load_defaults(),
+        );
+        let h = rust(&syntaxes, &themes);
         let code = [
             "/* a comment",
             "   still the comment */ fn main() {",
@@ -186,6 +238,43 @@ mod tests {
         highlight(&python, &["x", "y", "z"]);
         assert_eq!(highlight(&h, &["x", "y", "z"]), fresh(&["x", "y", "z"]));
         assert!(highlight(&h, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_limited_call_highlights_part_and_the_next_goes_on() {
+        let (syntaxes, themes) = (
+            SyntaxSet::load_defaults_newlines(),
+            ThemeSet::load_defaults(),
+        );
+        let h = rust(&syntaxes, &themes);
+        let code: Vec<String> = (0..10).map(|i| format!("let x{i} = {i};")).collect();
+        let code: Vec<&str> = code.iter().map(String::as_str).collect();
+        SETTLED.with(|s| *s.borrow_mut() = None);
+        let whole = highlight(&h, &code);
+        assert!(took_whole());
+
+        SETTLED.with(|s| *s.borrow_mut() = None);
+        limit(Some(4));
+        let first = highlight(&h, &code);
+        assert!(!took_whole(), "six lines left uncoloured");
+        assert_eq!(first[..4], whole[..4]);
+        assert!(first[4..].iter().all(Option::is_none));
+        assert_eq!(first.len(), 10);
+        // Spent: another block waits, and what was kept stays.
+        assert!(
+            highlight(&h, &["fn other() {}", "x"])
+                .iter()
+                .all(Option::is_none)
+        );
+        assert!(!took_whole());
+        limit(Some(4));
+        assert!(highlight(&h, &code)[8..].iter().all(Option::is_none));
+        assert!(!took_whole());
+        limit(Some(4));
+        let third = highlight(&h, &code);
+        limit(None);
+        assert!(took_whole(), "the last two lines");
+        assert_eq!(third, whole);
     }
 
     #[test]
