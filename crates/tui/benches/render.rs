@@ -272,7 +272,7 @@ fn main() {
     let resumed_cpu = on_cpu().saturating_sub(cpu);
     let rest = {
         let cpu = on_cpu();
-        chat.make_history(usize::MAX);
+        while chat.make_history(zot_tui::HISTORY_STEP) {}
         on_cpu().saturating_sub(cpu)
     };
     let highlighting = {

@@ -153,21 +153,20 @@ impl Transcript {
     /// move down with them); how many entries it made.
     pub(crate) fn make_older(&mut self, messages: usize) -> usize {
         let at = self.base;
-        // Room for the entries that follow, so moving them below the older
-        // ones does not grow the vector again.
-        let older = self.history.older(messages, self.entries.len() - at);
+        // With nothing above them, the older entries' vector becomes the
+        // transcript's: room for the entries made before, which follow.
+        let room = if at == 0 { self.entries.len() } else { 0 };
+        let mut older = self.history.older(messages, room);
         let count = older.len();
         if count == 0 {
             return 0;
         }
-        let newer = self.entries.split_off(at);
-        if self.entries.is_empty() {
-            // Nothing above them: the made entries become the vector.
+        if at == 0 {
+            older.append(&mut self.entries);
             self.entries = older;
         } else {
-            self.entries.extend(older);
+            self.entries.splice(at..at, older);
         }
-        self.entries.extend(newer);
         self.rendered
             .splice(at..at, std::iter::repeat_with(|| None).take(count));
         let shift = |index: &mut usize| {
