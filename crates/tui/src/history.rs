@@ -8,8 +8,10 @@ use zot_core::message::{Block, Message, Role};
 
 /// Messages made into entries at a time as the chat reaches them. A screen
 /// of 40 rows is a few dozen messages at most, so the first frame makes one
-/// slice; paging up makes the next slice when it reaches the top of the
-/// last (about 60 µs a slice at the release profile, BENCHMARKS.md, issue 37).
+/// slice (that frame of a resumed 10,000-message session, the slice and the
+/// drawing, took 0.8-1.3 ms of CPU at the release profile, BENCHMARKS.md,
+/// issue 37); paging up makes the next slice when it reaches the top of the
+/// last.
 pub const SLICE_MESSAGES: usize = 128;
 
 /// A tool result whose call was not in its slice: the call id, whether it

@@ -42,8 +42,9 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// Events handled between two frames at most, so a fast stream cannot starve drawing.
 pub const EVENTS_PER_FRAME: usize = 256;
 /// A resumed session's older messages made into entries at once between
-/// frames: about 1 ms at the release profile (10,000 took 4.5 ms,
-/// BENCHMARKS.md, issue 37), which a key typed meanwhile waits.
+/// frames, which a key typed meanwhile waits: the bench's 10,000 took
+/// 6.5-10.4 ms of CPU in five steps at the release profile, about 2 ms a
+/// step (BENCHMARKS.md, issue 37).
 pub const HISTORY_STEP: usize = 2_048;
 
 pub struct Tui {
