@@ -143,7 +143,7 @@ pub fn limit_highlighting(lines: Option<usize>) {
 }
 
 /// Whether the renderings since the last call highlighted every code line
-/// that [`limit_highlighting`] left them.
+/// (false when the limit of [`limit_highlighting`] left some uncoloured).
 pub fn highlighted_whole() -> bool {
     fence::took_whole()
 }
