@@ -113,13 +113,17 @@ fn round_trip(rt: &tokio::runtime::Runtime, root: &Path, script: &Path) {
     let mut raw = Raw::start(script);
     let multi_host = rt.block_on(echo_host(&root.join("rt-multi"), root, script));
     let single_host = single.block_on(echo_host(&root.join("rt-single"), root, script));
+    let mut raw_async = single.block_on(RawAsync::start(script));
     let per_block = ROUND_TRIPS / BLOCKS;
     raw.calls(WARMUP);
+    single.block_on(raw_async.calls(WARMUP));
     rt.block_on(host_calls(&multi_host, WARMUP));
     single.block_on(host_calls(&single_host, WARMUP));
     let (mut raw_times, mut task, mut outside, mut current) = (vec![], vec![], vec![], vec![]);
+    let mut async_times = vec![];
     for _ in 0..BLOCKS {
         raw_times.extend(raw.calls(per_block));
+        async_times.extend(single.block_on(raw_async.calls(per_block)));
         let host = multi_host.clone();
         task.extend(
             rt.block_on(rt.spawn(async move { host_calls(&host, per_block).await }))
@@ -129,6 +133,7 @@ fn round_trip(rt: &tokio::runtime::Runtime, root: &Path, script: &Path) {
         current.extend(single.block_on(host_calls(&single_host, per_block)));
     }
     raw.stop();
+    single.block_on(raw_async.stop());
     rt.block_on(multi_host.shutdown());
     single.block_on(single_host.shutdown());
     let raw = Stats::of(&raw_times);
@@ -136,6 +141,10 @@ fn round_trip(rt: &tokio::runtime::Runtime, root: &Path, script: &Path) {
         "## tool-call round trip ({ROUND_TRIPS} calls, python3 echo extension, {BLOCKS} blocks in turn)"
     );
     println!("raw pipe ping-pong:                 {raw}");
+    println!(
+        "the same on tokio's pipes (current-thread runtime, no host): {}",
+        Stats::of(&async_times)
+    );
     for (way, times) in [
         ("current-thread runtime (-p, --json)", &current),
         ("task on the multi-thread runtime   ", &task),
@@ -268,6 +277,81 @@ fn config(home: &Path, explicit: Vec<PathBuf>) -> HostConfig {
     config.explicit = explicit;
     config.discover = false;
     config
+}
+
+/// [`Raw`] on tokio's pipes in a current-thread runtime: the same calls and
+/// JSON work, woken through the runtime's epoll instead of a blocking read.
+/// Not a baseline of the goal (that is [`Raw`]); it shows how much of the
+/// host's time over the raw pipe any async reader of a pipe pays.
+struct RawAsync {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    line: String,
+    next: usize,
+}
+
+impl RawAsync {
+    async fn start(script: &Path) -> Self {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut child = tokio::process::Command::new(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).await.unwrap(); // hello
+        stdin
+            .write_all(b"{\"type\":\"hello_ack\",\"protocol_version\":1}\n")
+            .await
+            .unwrap();
+        loop {
+            line.clear();
+            stdout.read_line(&mut line).await.unwrap();
+            if line.contains("\"ready\"") {
+                break;
+            }
+        }
+        Self {
+            child,
+            stdin,
+            stdout,
+            line,
+            next: 0,
+        }
+    }
+
+    async fn calls(&mut self, count: usize) -> Vec<Duration> {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count {
+            let i = self.next;
+            self.next += 1;
+            let started = Instant::now();
+            let frame =
+                json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
+            self.stdin
+                .write_all(format!("{frame}\n").as_bytes())
+                .await
+                .unwrap();
+            self.line.clear();
+            self.stdout.read_line(&mut self.line).await.unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&self.line).unwrap();
+            assert_eq!(reply["id"], i.to_string());
+            times.push(started.elapsed());
+        }
+        times
+    }
+
+    async fn stop(self) {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        child.wait().await.unwrap();
+    }
 }
 
 /// A host running one echo extension from its own folder under `dir`.
