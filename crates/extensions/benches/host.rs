@@ -1,11 +1,14 @@
 //! Extension host benchmarks (figures go into BENCHMARKS.md):
 //!
 //! 1. tool-call round trip through the host to a minimal python echo
-//!    extension, against a raw blocking pipe ping-pong to the same program;
+//!    extension, against a raw blocking pipe ping-pong to the same program,
+//!    with the host on each runtime zot runs it on;
 //! 2. start-up of 20 extensions to all-ready, against the slowest one alone;
 //! 3. a `tool_call` intercept chain of 10 extensions.
 //!
-//! Run: `cargo bench -p zot-extensions --bench host`
+//! Run: `cargo bench -p zot-extensions --bench host`, or name sections to
+//! run only those: `cargo bench -p zot-extensions --bench host -- round_trip`
+//! (`round_trip`, `startup`, `intercept`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -19,6 +22,10 @@ use zot_testkit::bench::Stats;
 
 const ROUND_TRIPS: usize = 3000;
 const WARMUP: usize = 300;
+/// The round trips are measured in this many blocks, each way in turn, so a
+/// change in the machine's load (other builds on the shared cores) falls on
+/// every way alike.
+const BLOCKS: usize = 10;
 const STARTUP_RUNS: usize = 7;
 const CHAIN_LEN: usize = 10;
 const CHAIN_CALLS: usize = 500;
@@ -68,6 +75,11 @@ fn executable(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn main() {
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let runs = |section: &str| wanted.is_empty() || wanted.iter().any(|w| w == section);
     let tmp = tempfile::tempdir().unwrap();
     let script = executable(tmp.path(), "echo.py", ECHO);
     let sh_script = executable(tmp.path(), "ext.sh", SH_EXT);
@@ -76,18 +88,79 @@ fn main() {
         .build()
         .unwrap();
 
-    let raw = raw_round_trips(&script);
-    let hosted = rt.block_on(host_round_trips(tmp.path(), &script));
-    println!("## tool-call round trip ({ROUND_TRIPS} calls, python3 echo extension)");
-    println!("raw pipe ping-pong: {}", Stats::of(&raw));
-    println!("through the host:   {}", Stats::of(&hosted));
-    println!(
-        "host/raw (median): {:.2}",
-        Stats::of(&hosted).median.as_secs_f64() / Stats::of(&raw).median.as_secs_f64()
-    );
+    if runs("round_trip") {
+        round_trip(&rt, tmp.path(), &script);
+    }
+    if runs("startup") {
+        startup_section(&rt, tmp.path(), &sh_script);
+    }
+    if runs("intercept") {
+        let chain = rt.block_on(intercept_chain(tmp.path(), &script));
+        println!("\n## tool_call intercept chain of {CHAIN_LEN} extensions ({CHAIN_CALLS} calls)");
+        println!("per call: {}", Stats::of(&chain));
+    }
+}
 
-    let (slowest, all) = rt.block_on(startup(tmp.path(), &sh_script));
-    let (raw_slowest, raw_all) = raw_startup(&sh_script);
+/// The round trip, raw and through the host on the runtimes zot uses: a
+/// current-thread runtime (`-p`, `--json`), a task on the multi-thread runtime
+/// (the TUI and `zot rpc` run the agent in a spawned task), and, as this bench
+/// measured it first, `block_on` from a thread outside the multi-thread runtime.
+fn round_trip(rt: &tokio::runtime::Runtime, root: &Path, script: &Path) {
+    let single = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut raw = Raw::start(script);
+    let multi_host = rt.block_on(echo_host(&root.join("rt-multi"), root, script));
+    let single_host = single.block_on(echo_host(&root.join("rt-single"), root, script));
+    let mut raw_async = single.block_on(RawAsync::start(script));
+    let per_block = ROUND_TRIPS / BLOCKS;
+    raw.calls(WARMUP);
+    single.block_on(raw_async.calls(WARMUP));
+    rt.block_on(host_calls(&multi_host, WARMUP));
+    single.block_on(host_calls(&single_host, WARMUP));
+    let (mut raw_times, mut task, mut outside, mut current) = (vec![], vec![], vec![], vec![]);
+    let mut async_times = vec![];
+    for _ in 0..BLOCKS {
+        raw_times.extend(raw.calls(per_block));
+        async_times.extend(single.block_on(raw_async.calls(per_block)));
+        let host = multi_host.clone();
+        task.extend(
+            rt.block_on(rt.spawn(async move { host_calls(&host, per_block).await }))
+                .unwrap(),
+        );
+        outside.extend(rt.block_on(host_calls(&multi_host, per_block)));
+        current.extend(single.block_on(host_calls(&single_host, per_block)));
+    }
+    raw.stop();
+    single.block_on(raw_async.stop());
+    rt.block_on(multi_host.shutdown());
+    single.block_on(single_host.shutdown());
+    let raw = Stats::of(&raw_times);
+    println!(
+        "## tool-call round trip ({ROUND_TRIPS} calls, python3 echo extension, {BLOCKS} blocks in turn)"
+    );
+    println!("raw pipe ping-pong:                 {raw}");
+    println!(
+        "the same on tokio's pipes (current-thread runtime, no host): {}",
+        Stats::of(&async_times)
+    );
+    for (way, times) in [
+        ("current-thread runtime (-p, --json)", &current),
+        ("task on the multi-thread runtime   ", &task),
+        ("block_on outside the runtime       ", &outside),
+    ] {
+        let stats = Stats::of(times);
+        println!(
+            "through the host, {way}: {stats}; host/raw (median) {:.2}",
+            stats.median.as_secs_f64() / raw.median.as_secs_f64()
+        );
+    }
+}
+
+fn startup_section(rt: &tokio::runtime::Runtime, root: &Path, sh_script: &Path) {
+    let (slowest, all) = rt.block_on(startup(root, sh_script));
+    let (raw_slowest, raw_all) = raw_startup(sh_script);
     println!("\n## start-up to all-ready (sh extensions, median of {STARTUP_RUNS} runs)");
     println!(
         "slowest single extension alone: {} (raw spawn + handshake: {})",
@@ -107,47 +180,74 @@ fn main() {
         "host overhead over raw 20:            {}",
         ms(all.saturating_sub(raw_all))
     );
-
-    let chain = rt.block_on(intercept_chain(tmp.path(), &script));
-    println!("\n## tool_call intercept chain of {CHAIN_LEN} extensions ({CHAIN_CALLS} calls)");
-    println!("per call: {}", Stats::of(&chain));
 }
 
-fn raw_round_trips(script: &Path) -> Vec<Duration> {
-    let mut child = Command::new(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap(); // hello
-    writeln!(stdin, r#"{{"type":"hello_ack","protocol_version":1}}"#).unwrap();
-    loop {
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        if line.contains("\"ready\"") {
-            break;
+/// The echo program spoken to directly: blocking writes and line reads on
+/// its pipes, and the same JSON work a host does for a call (the frame
+/// encoded, the reply parsed and its id checked).
+struct Raw {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    line: String,
+    next: usize,
+}
+
+impl Raw {
+    fn start(script: &Path) -> Self {
+        let mut child = Command::new(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap(); // hello
+        writeln!(stdin, r#"{{"type":"hello_ack","protocol_version":1}}"#).unwrap();
+        loop {
+            line.clear();
+            stdout.read_line(&mut line).unwrap();
+            if line.contains("\"ready\"") {
+                break;
+            }
+        }
+        Self {
+            child,
+            stdin,
+            stdout,
+            line,
+            next: 0,
         }
     }
-    let mut times = Vec::with_capacity(ROUND_TRIPS);
-    for i in 0..WARMUP + ROUND_TRIPS {
-        let started = Instant::now();
-        let frame =
-            json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
-        stdin.write_all(format!("{frame}\n").as_bytes()).unwrap();
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(reply["id"], i.to_string());
-        if i >= WARMUP {
+
+    fn calls(&mut self, count: usize) -> Vec<Duration> {
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count {
+            let i = self.next;
+            self.next += 1;
+            let started = Instant::now();
+            let frame =
+                json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
+            self.stdin
+                .write_all(format!("{frame}\n").as_bytes())
+                .unwrap();
+            self.line.clear();
+            self.stdout.read_line(&mut self.line).unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&self.line).unwrap();
+            assert_eq!(reply["id"], i.to_string());
             times.push(started.elapsed());
         }
+        times
     }
-    drop(stdin);
-    child.wait().unwrap();
-    times
+
+    fn stop(self) {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        child.wait().unwrap();
+    }
 }
 
 /// Writes `count` extension dirs running the echo script; the one with the
@@ -179,20 +279,97 @@ fn config(home: &Path, explicit: Vec<PathBuf>) -> HostConfig {
     config
 }
 
-async fn host_round_trips(root: &Path, script: &Path) -> Vec<Duration> {
-    let dirs = echo_extensions(&root.join("rt"), script, 1, |_| 0.0);
-    let (host, _rx) = ExtensionHost::start(config(root, dirs)).await;
+/// [`Raw`] on tokio's pipes in a current-thread runtime: the same calls and
+/// JSON work, woken through the runtime's epoll instead of a blocking read.
+/// Not a baseline of the goal (that is [`Raw`]); it shows how much of the
+/// host's time over the raw pipe any async reader of a pipe pays.
+struct RawAsync {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    line: String,
+    next: usize,
+}
+
+impl RawAsync {
+    async fn start(script: &Path) -> Self {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut child = tokio::process::Command::new(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).await.unwrap(); // hello
+        stdin
+            .write_all(b"{\"type\":\"hello_ack\",\"protocol_version\":1}\n")
+            .await
+            .unwrap();
+        loop {
+            line.clear();
+            stdout.read_line(&mut line).await.unwrap();
+            if line.contains("\"ready\"") {
+                break;
+            }
+        }
+        Self {
+            child,
+            stdin,
+            stdout,
+            line,
+            next: 0,
+        }
+    }
+
+    async fn calls(&mut self, count: usize) -> Vec<Duration> {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count {
+            let i = self.next;
+            self.next += 1;
+            let started = Instant::now();
+            let frame =
+                json!({"type":"tool_call","id":i.to_string(),"name":"echo_echo","args":{"n": i}});
+            self.stdin
+                .write_all(format!("{frame}\n").as_bytes())
+                .await
+                .unwrap();
+            self.line.clear();
+            self.stdout.read_line(&mut self.line).await.unwrap();
+            let reply: serde_json::Value = serde_json::from_str(&self.line).unwrap();
+            assert_eq!(reply["id"], i.to_string());
+            times.push(started.elapsed());
+        }
+        times
+    }
+
+    async fn stop(self) {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        child.wait().await.unwrap();
+    }
+}
+
+/// A host running one echo extension from its own folder under `dir`.
+async fn echo_host(dir: &Path, home: &Path, script: &Path) -> ExtensionHost {
+    let dirs = echo_extensions(dir, script, 1, |_| 0.0);
+    let (host, _rx) = ExtensionHost::start(config(home, dirs)).await;
     assert!(host.errors().is_empty(), "{:?}", host.errors());
-    let mut times = Vec::with_capacity(ROUND_TRIPS);
-    for i in 0..WARMUP + ROUND_TRIPS {
+    host
+}
+
+async fn host_calls(host: &ExtensionHost, count: usize) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(count);
+    for i in 0..count {
         let started = Instant::now();
         let reply = host.call_tool("echo_e00", json!({"n": i})).await.unwrap();
         assert!(!reply.is_error);
-        if i >= WARMUP {
-            times.push(started.elapsed());
-        }
+        times.push(started.elapsed());
     }
-    host.shutdown().await;
     times
 }
 

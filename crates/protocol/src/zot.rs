@@ -81,6 +81,39 @@ impl ExtFrame {
             Self::ShutdownAck => "shutdown_ack",
         }
     }
+
+    /// Parses one frame as the derived `Deserialize` does, faster for the
+    /// replies to requests (`tool_result`, `event_intercept_response`,
+    /// `command_response`), which every call reads: the derive of an
+    /// internally tagged enum first copies the whole frame into serde's
+    /// buffered `Content` and then reads that, while a reply whose `type` is
+    /// known is read straight into its struct (the `type` key is one more
+    /// unknown field there). Every other type, and any reply the direct read
+    /// refuses, goes through the derive, so the value or the error is its own.
+    pub fn from_slice(line: &[u8]) -> serde_json::Result<Self> {
+        /// The frame's `type` alone; the other fields are skipped unread.
+        #[derive(Deserialize)]
+        struct Kind<'a> {
+            #[serde(rename = "type", borrow)]
+            kind: std::borrow::Cow<'a, str>,
+        }
+        let direct = match serde_json::from_slice::<Kind>(line).map(|k| k.kind) {
+            Ok(kind) if kind == "tool_result" => {
+                serde_json::from_slice(line).map(Self::ToolResult).ok()
+            }
+            Ok(kind) if kind == "event_intercept_response" => serde_json::from_slice(line)
+                .map(Self::EventInterceptResponse)
+                .ok(),
+            Ok(kind) if kind == "command_response" => {
+                serde_json::from_slice(line).map(Self::CommandResponse).ok()
+            }
+            _ => None,
+        };
+        match direct {
+            Some(frame) => Ok(frame),
+            None => serde_json::from_slice(line),
+        }
+    }
 }
 
 /// A frame sent by the host to an extension.
@@ -938,5 +971,44 @@ mod tests {
     fn to_line_is_one_lf_terminated_line() {
         let line = to_line(&HostFrame::Shutdown).unwrap();
         assert_eq!(line, b"{\"type\":\"shutdown\"}\n");
+    }
+
+    /// `ExtFrame::from_slice` gives what the derive gives: the same frame,
+    /// or the same error, for replies read directly and for every other type.
+    #[test]
+    fn from_slice_matches_the_derive() {
+        let mut parsed = 0;
+        for line in [
+            r#"{"type":"tool_result","id":"7","content":[{"type":"text","text":"hi"},{"type":"image","data":"AA==","mime_type":"image/png"}],"is_error":true,"extra":1}"#,
+            r#"{"id":"7","type":"tool_result"}"#,
+            r#"{"type":"tool_result","id":"8","content":[{"type":"future_block","x":1}],"activate_tools":["a"]}"#,
+            r#"{"type":"tool_\u0072esult","id":"9"}"#,
+            r#"{"type":"event_intercept_response","id":"3","block":true,"reason":"no"}"#,
+            r#"{"type":"command_response","id":"4","action":"display","display":"x"}"#,
+            r#"{"type":"ready"}"#,
+            r#"{"type":"hello","name":"w"}"#,
+            r#"{"type":"clear_notes","x":[1,2]}"#,
+            r#"{"type":"tool_result"}"#,
+            r#"{"type":"tool_result","id":7}"#,
+            r#"{"type":"tool_result","type":"ready","id":"1"}"#,
+            r#"{"type":"command_response","id":"4","action":"fly"}"#,
+            r#"{"type":"no_such_frame"}"#,
+            r#"{"type":3}"#,
+            r#"[1,2]"#,
+            r#"{"type":"tool_result","id":"1""#,
+        ] {
+            let derived = serde_json::from_slice::<ExtFrame>(line.as_bytes());
+            let fast = ExtFrame::from_slice(line.as_bytes());
+            match (derived, fast) {
+                (Ok(want), Ok(got)) => {
+                    assert_eq!(got, want, "{line}");
+                    parsed += 1;
+                }
+                (Err(want), Err(got)) => assert_eq!(got.to_string(), want.to_string(), "{line}"),
+                (want, got) => panic!("{line}: derive gave {want:?}, from_slice {got:?}"),
+            }
+        }
+        // The first nine are frames; the rest are refused by both.
+        assert_eq!(parsed, 9);
     }
 }

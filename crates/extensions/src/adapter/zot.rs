@@ -136,7 +136,7 @@ impl Adapter for Zot {
     }
 
     fn on_frame(&self, peer: &Peer, link: &dyn Link, line: &[u8]) {
-        let frame = match serde_json::from_slice::<ExtFrame>(line) {
+        let frame = match ExtFrame::from_slice(line) {
             Ok(frame) => frame,
             Err(err) => return bad_frame(peer, line, &err),
         };

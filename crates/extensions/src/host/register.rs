@@ -262,6 +262,10 @@ impl Inner {
     /// Activates registered deferred tools by name; unknown names are ignored.
     /// Returns the names that became visible.
     pub(crate) fn activate(&self, names: &[String]) -> Vec<String> {
+        // Most tool results activate nothing: no copy of every tool then.
+        if names.is_empty() {
+            return Vec::new();
+        }
         let mut state = self.state();
         let deferred: HashSet<String> = self
             .live(&state)

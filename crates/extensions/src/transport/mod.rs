@@ -393,7 +393,10 @@ impl Connection {
     /// Hands a reply to the request waiting for `id`. Returns the frame back
     /// when nobody waits (unknown or expired id).
     pub fn resolve(&self, id: &str, reply: Outcome) -> Option<Outcome> {
-        match self.lock().waiting.remove(id) {
+        // The lock is let go before the send: the woken request takes it
+        // at once to forget its id, and would otherwise sleep on it.
+        let waiting = self.lock().waiting.remove(id);
+        match waiting {
             Some(tx) => {
                 let _ = tx.send(reply);
                 None
