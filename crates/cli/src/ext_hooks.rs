@@ -222,7 +222,7 @@ impl Hooks for ExtHooks {
                     .description
                     .unwrap_or_else(|| format!("(from extension {})", t.extension)),
 
-                schema: t.schema,
+                schema: Arc::new(t.schema),
             })
             .collect()
     }

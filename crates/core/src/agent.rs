@@ -216,6 +216,9 @@ pub fn local_session_id() -> String {
     format!("local-{}", std::process::id())
 }
 
+/// A tool's compiled argument validator, with the schema it was compiled from.
+type Compiled = (Arc<Value>, Arc<jsonschema::Validator>);
+
 pub struct Agent {
     provider: Provider,
     config: AgentConfig,
@@ -228,7 +231,7 @@ pub struct Agent {
     /// was compiled from: compiling takes far longer than the call it
     /// checks. An entry is replaced when the tool's schema changes (an
     /// extension reloaded or re-registered it).
-    validators: Mutex<HashMap<String, (Value, Arc<jsonschema::Validator>)>>,
+    validators: Mutex<HashMap<String, Compiled>>,
     confirm: Option<Arc<dyn Confirm>>,
     /// The assembled base prompt; a send (even of the same text) is a reset.
     base_prompt: watch::Sender<String>,
@@ -968,7 +971,7 @@ impl Agent {
         for tool in tools {
             tool.name.hash(&mut hasher);
             tool.description.hash(&mut hasher);
-            tool.schema.to_string().hash(&mut hasher);
+            hash_json(&tool.schema, &mut hasher);
         }
         let prefix = hasher.finish();
         if self.prefix.is_some_and(|old| old != prefix) {
@@ -1436,6 +1439,34 @@ impl Drop for Agent {
                 && let Err(e) = std::fs::remove_dir_all(&dir)
             {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot remove tool outputs");
+            }
+        }
+    }
+}
+
+/// Feeds `value` to `hasher` as its JSON text would (objects in their
+/// order), without writing that text: the prompt prefix's fingerprint is
+/// taken on every turn, over every tool's schema.
+fn hash_json(value: &Value, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match value {
+        Value::Null => 0u8.hash(hasher),
+        Value::Bool(b) => (1u8, b).hash(hasher),
+        Value::Number(n) => {
+            (2u8, n.as_f64().map(f64::to_bits), n.as_i64(), n.as_u64()).hash(hasher)
+        }
+        Value::String(text) => (3u8, text).hash(hasher),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(hasher);
+            for item in items {
+                hash_json(item, hasher);
+            }
+        }
+        Value::Object(fields) => {
+            (5u8, fields.len()).hash(hasher);
+            for (key, field) in fields {
+                key.hash(hasher);
+                hash_json(field, hasher);
             }
         }
     }

@@ -163,7 +163,8 @@ impl Tool for SkillTool {
                 "type": "object",
                 "properties": {"name": {"type": "string", "description": "the skill's name"}},
                 "required": ["name"]
-            }),
+            })
+            .into(),
             read_only: true,
         }
     }

@@ -29,7 +29,7 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments (an object schema).
-    pub schema: Value,
+    pub schema: Arc<Value>,
     /// Only reads (or talks to the user): offered in plan mode too.
     pub read_only: bool,
 }

@@ -80,7 +80,7 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let model = MockModel::start(responses).await;
+    let model = MockModel::start_for_bench(responses).await;
     println!("{}", model.url());
     std::io::stdout().flush().unwrap();
     std::future::pending::<()>().await;

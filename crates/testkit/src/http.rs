@@ -1,6 +1,8 @@
 //! Just enough HTTP/1.1 for the mock: reading one request (headers and a
-//! `Content-Length` body) and writing plain or chunked responses. Every
-//! response closes the connection, so there is no keep-alive to get wrong.
+//! `Content-Length` body) and writing plain or chunked responses. A test's
+//! server closes the connection after every response, so there is no
+//! keep-alive to get wrong; the measuring server keeps it open
+//! ([`MockModel::start_for_bench`](crate::MockModel::start_for_bench)).
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -124,6 +126,7 @@ pub(crate) async fn write_plain(
     code: u16,
     headers: &[(String, String)],
     body: &str,
+    keep_alive: bool,
 ) -> std::io::Result<()> {
     let content_type = if serde_json::from_str::<serde_json::Value>(body).is_ok() {
         "application/json"
@@ -131,9 +134,10 @@ pub(crate) async fn write_plain(
         "text/plain; charset=utf-8"
     };
     let mut head = format!(
-        "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}",
         reason(code),
-        body.len()
+        body.len(),
+        connection(keep_alive)
     );
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -142,15 +146,37 @@ pub(crate) async fn write_plain(
     socket.write_all(head.as_bytes()).await?;
     socket.write_all(body.as_bytes()).await?;
     socket.flush().await?;
-    socket.shutdown().await
+    end(socket, keep_alive).await
+}
+
+/// The `connection` header: `close` unless the connection stays open.
+fn connection(keep_alive: bool) -> &'static str {
+    if keep_alive {
+        ""
+    } else {
+        "connection: close\r\n"
+    }
+}
+
+/// After a response: the write side is shut unless the connection stays open.
+async fn end(socket: &mut (impl AsyncWrite + Unpin), keep_alive: bool) -> std::io::Result<()> {
+    if keep_alive {
+        Ok(())
+    } else {
+        socket.shutdown().await
+    }
 }
 
 /// Starts a chunked `text/event-stream` response, as the real APIs send.
 pub(crate) async fn write_stream_head(
     socket: &mut (impl AsyncWrite + Unpin),
+    keep_alive: bool,
 ) -> std::io::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
-                transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+         transfer-encoding: chunked\r\n{}\r\n",
+        connection(keep_alive)
+    );
     socket.write_all(head.as_bytes()).await?;
     socket.flush().await
 }
@@ -170,10 +196,13 @@ pub(crate) async fn write_chunk(
     socket.flush().await
 }
 
-pub(crate) async fn finish_chunked(socket: &mut (impl AsyncWrite + Unpin)) -> std::io::Result<()> {
+pub(crate) async fn finish_chunked(
+    socket: &mut (impl AsyncWrite + Unpin),
+    keep_alive: bool,
+) -> std::io::Result<()> {
     socket.write_all(b"0\r\n\r\n").await?;
     socket.flush().await?;
-    socket.shutdown().await
+    end(socket, keep_alive).await
 }
 
 /// Waits until the client closes its side (or the connection breaks).

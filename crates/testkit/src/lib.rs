@@ -220,6 +220,9 @@ struct Shared {
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Recorded>>,
     hangups: watch::Sender<usize>,
+    /// Serving as a real API does, for measuring a client: connections kept
+    /// open between requests, and no request recorded.
+    bench: bool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -243,6 +246,19 @@ pub struct MockModel {
 impl MockModel {
     /// Starts serving `responses` on a fresh port. Needs a tokio runtime.
     pub async fn start(responses: impl IntoIterator<Item = Response>) -> Self {
+        Self::serving(responses, false).await
+    }
+
+    /// Starts serving `responses` as a real API does, for measuring a
+    /// client (the `mock_model` example): a connection stays open for the
+    /// next request (HTTP/1.1 keep-alive), and requests are not recorded
+    /// (a long session's would be kept whole, each one larger than the
+    /// last). [`MockModel::requests`] is empty.
+    pub async fn start_for_bench(responses: impl IntoIterator<Item = Response>) -> Self {
+        Self::serving(responses, true).await
+    }
+
+    async fn serving(responses: impl IntoIterator<Item = Response>, bench: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
@@ -253,6 +269,7 @@ impl MockModel {
             responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             hangups: watch::Sender::new(0),
+            bench,
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Self { addr, shared, task }
@@ -321,6 +338,10 @@ impl Drop for MockModel {
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     while let Ok((socket, _)) = listener.accept().await {
+        // Each event is written as it comes, as the APIs stream them: on a
+        // connection kept open, Nagle's algorithm would hold a small write
+        // back until the client's delayed acknowledgement of the last one.
+        let _ = socket.set_nodelay(true);
         tokio::spawn(serve(socket, Arc::clone(&shared)));
     }
 }
@@ -334,15 +355,25 @@ enum Api {
 }
 
 async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
-    let request = match http::read_request(&mut socket).await {
-        Ok(Some(request)) => request,
-        Ok(None) => return,
-        Err(message) => {
-            let body = openai::error_body(&message);
-            let _ = http::write_plain(&mut socket, 400, &[], &body).await;
+    loop {
+        let request = match http::read_request(&mut socket).await {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(message) => {
+                let body = openai::error_body(&message);
+                let _ = http::write_plain(&mut socket, 400, &[], &body, false).await;
+                return;
+            }
+        };
+        if !answer(&mut socket, &shared, request).await || !shared.bench {
             return;
         }
-    };
+    }
+}
+
+/// Answers one request; whether the connection may carry another.
+async fn answer(socket: &mut TcpStream, shared: &Shared, request: http::RawRequest) -> bool {
+    let keep_alive = shared.bench;
     let raw_body = String::from_utf8_lossy(&request.body).into_owned();
     let recorded = Recorded {
         method: request.method,
@@ -351,14 +382,17 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
         raw_body,
     };
-    shared.requests.lock().unwrap().push(recorded.clone());
+    if !shared.bench {
+        shared.requests.lock().unwrap().push(recorded.clone());
+    }
 
     let route = recorded.path.split('?').next().unwrap_or_default();
     if recorded.method == "GET" && (route == "/v1/models" || route == "/api/tags") {
         let ids = shared.models.lock().unwrap().clone();
         let (code, body) = model_list(&recorded, route, &ids);
-        let _ = http::write_plain(&mut socket, code, &[], &body).await;
-        return;
+        return http::write_plain(socket, code, &[], &body, keep_alive)
+            .await
+            .is_ok();
     }
     let api = if route == "/v1/messages" {
         Api::Anthropic
@@ -368,8 +402,9 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         Api::Responses
     } else {
         let body = openai::error_body(&format!("no such endpoint: {route}"));
-        let _ = http::write_plain(&mut socket, 404, &[], &body).await;
-        return;
+        return http::write_plain(socket, 404, &[], &body, keep_alive)
+            .await
+            .is_ok();
     };
     let verdict = if recorded.method != "POST" {
         Err((405, format!("method {} not allowed", recorded.method)))
@@ -385,8 +420,9 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
             Api::Anthropic => anthropic::error_body(code, &message),
             Api::OpenAi | Api::Responses => openai::error_body(&message),
         };
-        let _ = http::write_plain(&mut socket, code, &[], &body).await;
-        return;
+        return http::write_plain(socket, code, &[], &body, keep_alive)
+            .await
+            .is_ok();
     }
 
     let queued = shared.queue.lock().unwrap().pop_front();
@@ -395,17 +431,18 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
         responder.as_mut().map(|respond| respond(&recorded))
     });
     let Some(response) = next else {
-        let _ = http::write_plain(&mut socket, 500, &[], "no scripted response left").await;
-        return;
+        return http::write_plain(socket, 500, &[], "no scripted response left", keep_alive)
+            .await
+            .is_ok();
     };
     match response.kind {
         Kind::Status {
             code,
             headers,
             body,
-        } => {
-            let _ = http::write_plain(&mut socket, code, &headers, &body).await;
-        }
+        } => http::write_plain(socket, code, &headers, &body, keep_alive)
+            .await
+            .is_ok(),
         Kind::Stream {
             events,
             stall,
@@ -418,13 +455,14 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
                     .is_ok_and(|waited| waited.is_ok());
                 if !opened {
                     let body = openai::error_body("the response's gate never opened");
-                    let _ = http::write_plain(&mut socket, 500, &[], &body).await;
-                    return;
+                    return http::write_plain(socket, 500, &[], &body, keep_alive)
+                        .await
+                        .is_ok();
                 }
             }
             let include_usage =
                 recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-            if stream(&mut socket, &events, include_usage, write_size)
+            if stream(socket, &events, include_usage, write_size, keep_alive)
                 .await
                 .is_err()
             {
@@ -433,13 +471,14 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
                 if stall {
                     shared.hangups.send_modify(|n| *n += 1);
                 }
-                return;
+                return false;
             }
             if stall {
-                http::wait_for_close(&mut socket).await;
+                http::wait_for_close(socket).await;
                 shared.hangups.send_modify(|n| *n += 1);
+                false
             } else {
-                let _ = http::finish_chunked(&mut socket).await;
+                http::finish_chunked(socket, keep_alive).await.is_ok()
             }
         }
     }
@@ -495,8 +534,9 @@ async fn stream(
     events: &[SseEvent],
     include_usage: bool,
     write_size: Option<usize>,
+    keep_alive: bool,
 ) -> std::io::Result<()> {
-    http::write_stream_head(socket).await?;
+    http::write_stream_head(socket, keep_alive).await?;
     for event in events {
         if event.needs_include_usage && !include_usage {
             continue;
@@ -586,6 +626,39 @@ mod tests {
         assert_eq!(requests[0].path, "/v1/messages");
         assert_eq!(requests[0].header("Anthropic-Version"), Some("2023-06-01"));
         assert_eq!(requests[0].body["model"], "m");
+    }
+
+    #[tokio::test]
+    async fn the_bench_server_answers_two_requests_on_one_connection() {
+        let mock =
+            MockModel::start_for_bench([anthropic::text("one"), anthropic::text("two")]).await;
+        let request = post(
+            "/v1/messages",
+            "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n",
+            VALID_ANTHROPIC,
+        );
+        let mut socket = TcpStream::connect(mock.url().trim_start_matches("http://"))
+            .await
+            .unwrap();
+        let mut seen = String::new();
+        for answers in 1..=2 {
+            socket.write_all(request.as_bytes()).await.unwrap();
+            // Each answer is a whole chunked stream, ended by its last chunk.
+            let read = async {
+                while seen.matches("\r\n0\r\n\r\n").count() < answers {
+                    let mut buf = [0u8; 4096];
+                    let n = socket.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the connection closed after: {seen}");
+                    seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(10), read)
+                .await
+                .expect("an answer on the open connection");
+        }
+        assert_eq!(seen.matches("HTTP/1.1 200").count(), 2, "{seen}");
+        assert!(!seen.contains("connection: close"), "{seen}");
+        assert!(mock.requests().is_empty());
     }
 
     #[tokio::test]

@@ -527,7 +527,7 @@ async fn serve_http(mut socket: TcpStream, state: Arc<HttpState>, handler: Handl
         }
         ("POST", Some(_), Some(session)) => {
             let Ok(frame) = serde_json::from_slice::<Value>(&request.body) else {
-                let _ = write_plain(&mut socket, 400, &[], "not JSON").await;
+                let _ = write_plain(&mut socket, 400, &[], "not JSON", false).await;
                 return;
             };
             let (tx, rx) = oneshot::channel();
@@ -537,7 +537,7 @@ async fn serve_http(mut socket: TcpStream, state: Arc<HttpState>, handler: Handl
             });
             match rx.await {
                 Ok(frames) if !frames.is_empty() => {
-                    let _ = write_plain(&mut socket, 200, &[], &frames.join("\n")).await;
+                    let _ = write_plain(&mut socket, 200, &[], &frames.join("\n"), false).await;
                 }
                 _ => {
                     let _ = write_status(&mut socket, 202).await;
@@ -545,10 +545,10 @@ async fn serve_http(mut socket: TcpStream, state: Arc<HttpState>, handler: Handl
             }
         }
         (_, Some(_), None) => {
-            let _ = write_plain(&mut socket, 404, &[], "unknown session").await;
+            let _ = write_plain(&mut socket, 404, &[], "unknown session", false).await;
         }
         _ => {
-            let _ = write_plain(&mut socket, 400, &[], "bad request").await;
+            let _ = write_plain(&mut socket, 400, &[], "bad request", false).await;
         }
     }
 }

@@ -50,7 +50,7 @@ pub fn spec() -> ToolSpec {
                 }
             },
             "required": ["description", "prompt"]
-        }),
+        }).into(),
         // Offered in plan mode: its subagent is held to plan mode too.
         read_only: true,
     }

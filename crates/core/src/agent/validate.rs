@@ -18,7 +18,8 @@ impl Agent {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&spec.name)
-            .filter(|(schema, _)| *schema == spec.schema)
+            // The same shared schema, or an equal one re-registered.
+            .filter(|(schema, _)| Arc::ptr_eq(schema, &spec.schema) || *schema == spec.schema)
             .map(|(_, validator)| Arc::clone(validator));
         let validator = match cached {
             Some(validator) => validator,
@@ -32,7 +33,7 @@ impl Agent {
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(
                         spec.name.clone(),
-                        (spec.schema.clone(), Arc::clone(&validator)),
+                        (Arc::clone(&spec.schema), Arc::clone(&validator)),
                     );
                 validator
             }

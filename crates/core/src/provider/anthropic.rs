@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -132,16 +133,22 @@ pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> byte
     };
     let from = cache.resume(Wire::Messages, request);
     let (mut messages, cuts) = wire_messages(request.messages, from, request.drop_thinking_before);
-    let mut tools: Vec<WireTool<'_>> = request
+    // The stable prefix begins with the tools: the last one carries a mark.
+    let marked = request
         .tools
-        .iter()
-        .map(|tool| WireTool {
+        .len()
+        .checked_sub(1)
+        .filter(|_| mark.is_some());
+    let tools = cache.tools(
+        (Wire::Messages, request.cache as u8),
+        request.tools,
+        |i, tool| WireTool {
             name: &tool.name,
             description: &tool.description,
             input_schema: &tool.schema,
-            cache_control: None,
-        })
-        .collect();
+            cache_control: mark.filter(|_| Some(i) == marked),
+        },
+    );
     let system = match (request.system, mark) {
         ("", _) => None,
         (text, None) => Some(System::Text(text)),
@@ -152,11 +159,8 @@ pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> byte
         }])),
     };
     if let Some(mark) = mark {
-        // The stable prefix: tools, then the system prompt (marked above),
-        // then the conversation up to its newest message.
-        if let Some(last) = tools.last_mut() {
-            last.cache_control = Some(mark);
-        }
+        // The stable prefix: tools (marked above), then the system prompt
+        // (marked above), then the conversation up to its newest message.
         mark_messages(&mut messages, mark);
     }
     let head = Head {
@@ -219,9 +223,9 @@ struct Head<'a> {
 
 /// The fields after the conversation.
 #[derive(Serialize)]
-struct Tail<'a> {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+struct Tail {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
     stream: bool,
 }
 
@@ -889,7 +893,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: "A tool.".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             read_only: true,
         }
     }
@@ -1087,7 +1091,7 @@ mod tests {
         let tools = [ToolSpec {
             name: "read".into(),
             description: "Read.".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             read_only: true,
         }];
         let request = Request {

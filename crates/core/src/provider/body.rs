@@ -9,12 +9,16 @@
 //! long scripted sessions on every wire API).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::call::Request;
 use super::config::Wire;
+use crate::tool::ToolSpec;
 
 /// Serialised through a writer type of zot-core's own, so serde_json's
 /// serializer for it (string escaping is most of a turn's CPU once the
@@ -146,6 +150,36 @@ pub(crate) struct BodyCache {
     kept: Range<usize>,
     /// The fields and lead before the items, written for one request.
     front: Vec<u8>,
+    /// The tools' JSON, written once while they stay the same.
+    tools: ToolsJson,
+}
+
+/// A request's tools as their wire JSON array, with what it was written
+/// from. A session's tools rarely change between turns, and their schemas
+/// are most of what the fields around the conversation cost to write.
+#[derive(Debug, Default)]
+struct ToolsJson {
+    /// The wire API and the caller's variant (a cache mark on the last tool).
+    variant: Option<(Wire, u8)>,
+    /// Each tool's name, description and schema.
+    from: Vec<(String, String, Arc<Value>)>,
+    json: Option<Box<RawValue>>,
+}
+
+impl ToolsJson {
+    fn matches(&self, variant: (Wire, u8), tools: &[ToolSpec]) -> bool {
+        self.variant == Some(variant)
+            && self.from.len() == tools.len()
+            && self
+                .from
+                .iter()
+                .zip(tools)
+                .all(|((name, description, schema), tool)| {
+                    *name == tool.name
+                        && *description == tool.description
+                        && (Arc::ptr_eq(schema, &tool.schema) || *schema == tool.schema)
+                })
+    }
 }
 
 /// What the cache holds, for the tests that check it is reused.
@@ -170,6 +204,43 @@ struct Key {
 }
 
 impl BodyCache {
+    /// `tools` as the JSON array `wire_tool` makes of them (given each
+    /// tool's index), `None` when there are none. Written again only when
+    /// the tools, the wire API or `variant` changed since the last call.
+    pub(crate) fn tools<'t, W: Serialize>(
+        &mut self,
+        variant: (Wire, u8),
+        tools: &'t [ToolSpec],
+        wire_tool: impl Fn(usize, &'t ToolSpec) -> W,
+    ) -> Option<Box<RawValue>> {
+        if tools.is_empty() {
+            return None;
+        }
+        if !self.tools.matches(variant, tools) {
+            let items: Vec<W> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, tool)| wire_tool(i, tool))
+                .collect();
+            let mut json = Vec::new();
+            write(&mut json, &items);
+            // serde_json wrote it, so it is JSON; were it refused, nothing
+            // is kept and the next call writes the tools again.
+            let json = String::from_utf8(json)
+                .ok()
+                .and_then(|text| RawValue::from_string(text).ok());
+            self.tools = ToolsJson {
+                variant: json.is_some().then_some(variant),
+                from: tools
+                    .iter()
+                    .map(|t| (t.name.clone(), t.description.clone(), Arc::clone(&t.schema)))
+                    .collect(),
+                json,
+            };
+        }
+        self.tools.json.clone()
+    }
+
     /// The first message of `request` whose wire items must be written:
     /// past the kept ones when it continues the kept history, else 0 (and
     /// what was kept is dropped). A request without a history leaves the

@@ -167,8 +167,19 @@ fn cached_bodies_equal_plain_serialisations_over_a_long_session() {
     let tools = [ToolSpec {
         name: "read".into(),
         description: "Read a file.".into(),
-        schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}).into(),
         read_only: true,
+    }];
+    // The same tool with another schema, then again with the first one's
+    // schema in an allocation of its own: the tools' JSON is kept only
+    // while they stay the same.
+    let changed = [ToolSpec {
+        schema: json!({"type": "object", "properties": {"path": {"type": "integer"}}}).into(),
+        ..tools[0].clone()
+    }];
+    let equal = [ToolSpec {
+        schema: (*tools[0].schema).clone().into(),
+        ..tools[0].clone()
     }];
     let mut script = Script(7);
     let mut caches: [BodyCache; 4] = Default::default();
@@ -200,7 +211,12 @@ fn cached_bodies_equal_plain_serialisations_over_a_long_session() {
                     "You are zot. \"Be brief.\""
                 },
                 messages: &history,
-                tools: if step % 17 == 5 { &[] } else { &tools },
+                tools: match step % 17 {
+                    5 => &[],
+                    9 => &changed,
+                    10 => &equal,
+                    _ => &tools,
+                },
                 max_tokens: 1000,
                 reasoning: (step % 5 != 0).then_some(Reasoning::High),
                 cache,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -149,18 +150,14 @@ pub(crate) fn request_body(
         model: request.model,
     };
     let tail = Tail {
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                function: WireFunctionSpec {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.schema,
-                },
-            })
-            .collect(),
+        tools: cache.tools((Wire::Chat, 0), request.tools, |_, tool| WireTool {
+            kind: "function",
+            function: WireFunctionSpec {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.schema,
+            },
+        }),
         tool_choice: (!request.tools.is_empty()).then_some("auto"),
         stream: true,
         stream_options: StreamOptions {
@@ -192,8 +189,8 @@ struct Head<'a> {
 /// The fields after the conversation.
 #[derive(Serialize)]
 struct Tail<'a> {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     stream: bool,
@@ -866,7 +863,7 @@ mod tests {
         let tools = [crate::tool::ToolSpec {
             name: "read".into(),
             description: "Read.".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             read_only: true,
         }];
         let request = Request {

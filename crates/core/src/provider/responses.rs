@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -106,17 +107,13 @@ pub(crate) fn request_body(
         instructions: request.system,
     };
     let tail = Tail {
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| WireTool {
-                kind: "function",
-                name: &tool.name,
-                description: &tool.description,
-                parameters: &tool.schema,
-                strict: false,
-            })
-            .collect(),
+        tools: cache.tools((Wire::Responses, 0), request.tools, |_, tool| WireTool {
+            kind: "function",
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.schema,
+            strict: false,
+        }),
         tool_choice: (!request.tools.is_empty()).then_some("auto"),
         parallel_tool_calls: (!request.tools.is_empty()).then_some(true),
         store: false,
@@ -151,8 +148,8 @@ struct Head<'a> {
 /// The fields after the conversation.
 #[derive(Serialize)]
 struct Tail<'a> {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]

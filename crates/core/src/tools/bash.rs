@@ -77,7 +77,7 @@ impl Tool for BashTool {
                     "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": format!("Seconds before the command is killed, at most {MAX_TIMEOUT_SECS}; the user's default (10 minutes unless set) when absent.")}
                 },
                 "required": ["command"]
-            }),
+            }).into(),
             read_only: false,
         }
     }

@@ -56,7 +56,7 @@ impl Tool for EditTool {
                     }
                 },
                 "required": ["path", "edits"]
-            }),
+            }).into(),
             read_only: false,
         }
     }

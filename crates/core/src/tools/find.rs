@@ -44,7 +44,7 @@ impl Tool for FindTool {
                     "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_FIND_RESULTS, "description": "Most paths to return."}
                 },
                 "required": ["pattern"]
-            }),
+            }).into(),
             read_only: true,
         }
     }

@@ -60,7 +60,7 @@ impl Tool for GrepTool {
                     "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_GREP_RESULTS, "description": "Most matching lines to return."}
                 },
                 "required": ["pattern"]
-            }),
+            }).into(),
             read_only: true,
         }
     }

@@ -36,7 +36,7 @@ impl Tool for LsTool {
                     "path": {"type": "string", "description": "Directory to list (default: the project directory)."},
                     "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_LS_ENTRIES, "description": "Most entries to list."}
                 }
-            }),
+            }).into(),
             read_only: true,
         }
     }

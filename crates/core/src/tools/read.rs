@@ -47,7 +47,7 @@ impl Tool for ReadTool {
                     "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return."}
                 },
                 "required": ["path"]
-            }),
+            }).into(),
             read_only: true,
         }
     }

@@ -65,7 +65,7 @@ impl Tool for TodoWriteTool {
                     }
                 },
                 "required": ["items"]
-            }),
+            }).into(),
             // It changes only the plan the user sees, never a file.
             read_only: true,
         }

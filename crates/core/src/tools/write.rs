@@ -39,7 +39,8 @@ impl Tool for WriteTool {
                     "content": {"type": "string", "description": "The file's full new content."}
                 },
                 "required": ["path", "content"]
-            }),
+            })
+            .into(),
             read_only: false,
         }
     }

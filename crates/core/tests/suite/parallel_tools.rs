@@ -36,7 +36,7 @@ impl Tool for Slow {
         ToolSpec {
             name: self.name.into(),
             description: "Waits.".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             read_only: self.read_only,
         }
     }

@@ -111,7 +111,8 @@ fn read_tool() -> ToolSpec {
             "type": "object",
             "properties": {"path": {"type": "string"}},
             "required": ["path"],
-        }),
+        })
+        .into(),
         read_only: true,
     }
 }

@@ -28,7 +28,7 @@ impl Hooks for BigTool {
         vec![ToolSpec {
             name: "big".into(),
             description: "returns a lot".into(),
-            schema: json!({"type": "object"}),
+            schema: json!({"type": "object"}).into(),
             read_only: true,
         }]
     }

@@ -35,7 +35,7 @@ impl Hooks for Pick {
         vec![ToolSpec {
             name: "pick".into(),
             description: "Picks.".into(),
-            schema: self.schema.lock().unwrap().clone(),
+            schema: self.schema.lock().unwrap().clone().into(),
             read_only: true,
         }]
     }
@@ -121,7 +121,7 @@ impl Tool for Counter {
         ToolSpec {
             name: self.name.into(),
             description: "Counts.".into(),
-            schema: requiring("n"),
+            schema: requiring("n").into(),
             read_only: true,
         }
     }

@@ -69,7 +69,7 @@ impl Tool for WebFetchTool {
                     "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_DOWNLOAD_BYTES, "description": "Most bytes of the page to return."}
                 },
                 "required": ["url"]
-            }),
+            }).into(),
             // It changes nothing locally: offered in plan mode, runs in parallel.
             read_only: true,
         }
