@@ -2,10 +2,11 @@
 //! and its server-sent events back into stream events and an assistant
 //! message.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use futures_util::{Stream, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -530,6 +531,13 @@ impl StreamState {
         data: &str,
         events: &mpsc::UnboundedSender<StreamEvent>,
     ) -> Result<bool, ProviderError> {
+        if name == "content_block_delta"
+            && let Ok(event) = serde_json::from_str::<DeltaEvent<'_>>(data)
+            && event.kind.as_deref().is_none_or(|kind| kind == name)
+        {
+            self.delta(event.index, &event.delta, events);
+            return Ok(false);
+        }
         let data: Value = serde_json::from_str(data).map_err(|err| {
             // The name comes off the wire: only its start is worth showing.
             let shown: String = name.chars().take(MAX_NAME_SHOWN).collect();
@@ -565,38 +573,14 @@ impl StreamState {
             }
             "content_block_delta" => {
                 let delta = data.get("delta").unwrap_or(&Value::Null);
-                let delta_kind = delta
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                match (self.blocks.get_mut(&index), delta_kind) {
-                    (Some(Partial::Text(text)), "text_delta") => {
-                        let piece = str_field(delta, "text");
-                        text.push_str(piece);
-                        emit(StreamEvent::TextDelta(piece.to_owned()));
-                    }
-                    (Some(Partial::Thinking { thinking, .. }), "thinking_delta") => {
-                        let piece = str_field(delta, "thinking");
-                        thinking.push_str(piece);
-                        emit(StreamEvent::ThinkingDelta(piece.to_owned()));
-                    }
-                    (Some(Partial::Thinking { signature, .. }), "signature_delta") => {
-                        signature.push_str(str_field(delta, "signature"));
-                    }
-                    (Some(Partial::ToolUse { id, json, .. }), "input_json_delta") => {
-                        let piece = str_field(delta, "partial_json");
-                        // The API opens every tool block with an empty fragment.
-                        if !piece.is_empty() {
-                            json.push_str(piece);
-                            emit(StreamEvent::ToolUseArgs {
-                                id: id.clone(),
-                                delta: piece.to_owned(),
-                            });
-                        }
-                    }
-                    // Citations and deltas of blocks we do not keep.
-                    _ => {}
-                }
+                let delta = Delta {
+                    kind: str_field(delta, "type").into(),
+                    text: str_field(delta, "text").into(),
+                    thinking: str_field(delta, "thinking").into(),
+                    signature: str_field(delta, "signature").into(),
+                    partial_json: str_field(delta, "partial_json").into(),
+                };
+                self.delta(index, &delta, events);
             }
             "content_block_stop" => {
                 if let Some(Partial::ToolUse { id, .. }) = self.blocks.get(&index) {
@@ -637,6 +621,46 @@ impl StreamState {
             _ => {}
         }
         Ok(false)
+    }
+
+    /// A piece of the block at `index`: text, thinking, its signature or a
+    /// tool call's arguments. Deltas of blocks not kept (citations) and of
+    /// another kind than their block's are passed over.
+    fn delta(
+        &mut self,
+        index: u64,
+        delta: &Delta<'_>,
+        events: &mpsc::UnboundedSender<StreamEvent>,
+    ) {
+        // A closed receiver only means nobody watches the stream.
+        let emit = |event| {
+            let _ = events.send(event);
+        };
+        match (self.blocks.get_mut(&index), &*delta.kind) {
+            (Some(Partial::Text(text)), "text_delta") => {
+                text.push_str(&delta.text);
+                emit(StreamEvent::TextDelta(delta.text.to_string()));
+            }
+            (Some(Partial::Thinking { thinking, .. }), "thinking_delta") => {
+                thinking.push_str(&delta.thinking);
+                emit(StreamEvent::ThinkingDelta(delta.thinking.to_string()));
+            }
+            (Some(Partial::Thinking { signature, .. }), "signature_delta") => {
+                signature.push_str(&delta.signature);
+            }
+            (Some(Partial::ToolUse { id, json, .. }), "input_json_delta") => {
+                let piece = &delta.partial_json;
+                // The API opens every tool block with an empty fragment.
+                if !piece.is_empty() {
+                    json.push_str(piece);
+                    emit(StreamEvent::ToolUseArgs {
+                        id: id.clone(),
+                        delta: piece.to_string(),
+                    });
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Usage arrives in `message_start` and, cumulatively, in `message_delta`:
@@ -781,6 +805,35 @@ fn stop_details(details: &Value) -> Option<String> {
         (None, Some(c)) => Some(format!("category {c}")),
         (None, None) => None,
     }
+}
+
+/// A `content_block_delta` event read straight into its fields: the
+/// stream's most frequent event (every piece of text), which a `Value` would
+/// first copy into maps. Anything this does not read (a field of another
+/// type, a duplicate) is read through a `Value` as every other event is.
+#[derive(Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    index: u64,
+    #[serde(borrow)]
+    delta: Delta<'a>,
+}
+
+/// A delta's kind and its piece (missing ones empty).
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Cow<'a, str>,
+    #[serde(borrow, default)]
+    thinking: Cow<'a, str>,
+    #[serde(borrow, default)]
+    signature: Cow<'a, str>,
+    #[serde(borrow, default)]
+    partial_json: Cow<'a, str>,
 }
 
 fn str_field<'a>(value: &'a Value, name: &str) -> &'a str {

@@ -352,3 +352,42 @@ fn a_broken_connection_is_reported_with_its_cause() {
     assert_eq!(provider, "openai");
     assert_eq!(message, "stream broken: connection reset by peer");
 }
+
+/// Text deltas are read straight into their fields, and any the direct read
+/// refuses (a piece of another type, a duplicate field) the way every other
+/// event is: both give the text the API sent, escapes undone.
+#[test]
+fn text_deltas_read_either_way_give_the_text_sent() {
+    let events = [
+        r#"{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"x","usage":{"input_tokens":1,"output_tokens":0}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"say \"hi\"\n\u00e9 "}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+        r#"{"type":"content_block_delta","index":0,"extra":[1],"delta":{"type":"text_delta","text":"!","text":"?"}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lost"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let body: String = events
+        .iter()
+        .map(|data| {
+            let name = serde_json::from_str::<serde_json::Value>(data).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            format!("event: {name}\ndata: {data}\n\n")
+        })
+        .collect();
+    let (result, seen) = read_chunks(ProviderKind::Anthropic, vec![body.into_bytes()]);
+    let completion = result.expect("a completion");
+    assert_eq!(completion.message.text(), "say \"hi\"\né ?");
+    let deltas: Vec<&str> = seen
+        .iter()
+        .filter_map(|event| match event {
+            StreamEvent::TextDelta(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["say \"hi\"\né ", "", "?"]);
+}
