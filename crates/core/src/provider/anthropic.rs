@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -171,17 +170,22 @@ pub(crate) fn request_body(request: &Request<'_>, cache: &mut BodyCache) -> byte
         max_tokens,
         system,
     };
-    let tail = Tail {
-        tools,
-        stream: true,
-    };
+    let tail = Tail { stream: true };
     let list = List {
         lead: &[],
         items: &messages,
         cuts: &cuts,
         open: MARKED_TURNS,
     };
-    body::request(cache, request, &head, "messages", list, &tail)
+    body::request(
+        cache,
+        request,
+        &head,
+        "messages",
+        list,
+        tools.as_deref(),
+        &tail,
+    )
 }
 
 /// The newest turns, which may carry cache marks that move with the next
@@ -222,11 +226,10 @@ struct Head<'a> {
     system: Option<System<'a>>,
 }
 
-/// The fields after the conversation.
+/// The fields after the conversation and its tools (`body::request` writes
+/// those, kept as JSON by `BodyCache::tools`).
 #[derive(Serialize)]
 struct Tail {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Box<RawValue>>,
     stream: bool,
 }
 

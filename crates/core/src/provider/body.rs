@@ -14,7 +14,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::call::Request;
 use super::config::Wire;
@@ -53,8 +52,9 @@ fn write(out: &mut Vec<u8>, value: &impl Serialize) {
 }
 
 /// A request body: `head`'s fields, then `field` holding the list's items
-/// (its lead, then the conversation's), then `tail`'s fields; in the order
-/// of the structs' fields, as the API documents them. A request that names
+/// (its lead, then the conversation's), then `"tools"` holding `tools` (the
+/// JSON array [`BodyCache::tools`] wrote) when there are any, then `tail`'s
+/// fields; in the order the API documents them. A request that names
 /// its history takes the settled items from `cache` and leaves the new
 /// ones there; any other is serialised plainly.
 pub(crate) fn request<T: Serialize>(
@@ -63,15 +63,16 @@ pub(crate) fn request<T: Serialize>(
     head: &impl Serialize,
     field: &str,
     list: List<'_, T>,
+    tools: Option<&[u8]>,
     tail: &impl Serialize,
 ) -> Bytes {
     if request.history.is_some() {
-        return cache.body(head, field, list, tail);
+        return cache.body(head, field, list, tools, tail);
     }
     let mut out = Vec::with_capacity(4096);
     begin(&mut out, head, field, list.lead);
     write_items(&mut out, list.items);
-    end(&mut out, tail);
+    end(&mut out, tools, tail);
     Bytes::from(out)
 }
 
@@ -99,12 +100,16 @@ fn write_items<T: Serialize>(out: &mut Vec<u8>, items: &[T]) {
 }
 
 /// Ends the list [`begin`] began (taking back the last item's comma), then
-/// appends `tail`'s fields and the body's `}`.
-fn end(out: &mut Vec<u8>, tail: &impl Serialize) {
+/// appends the `tools` field, `tail`'s fields and the body's `}`.
+fn end(out: &mut Vec<u8>, tools: Option<&[u8]>, tail: &impl Serialize) {
     if out.last() == Some(&b',') {
         out.pop();
     }
     out.push(b']');
+    if let Some(tools) = tools {
+        out.extend_from_slice(b",\"tools\":");
+        out.extend_from_slice(tools);
+    }
     let start = out.len();
     write(out, tail);
     // `{"b":2}` goes on the body as `,"b":2}`; an empty tail is just `}`.
@@ -163,7 +168,7 @@ struct ToolsJson {
     variant: Option<(Wire, u8)>,
     /// Each tool's name, description and schema.
     from: Vec<(String, String, Arc<Value>)>,
-    json: Option<Box<RawValue>>,
+    json: Option<Bytes>,
 }
 
 impl ToolsJson {
@@ -212,7 +217,7 @@ impl BodyCache {
         variant: (Wire, u8),
         tools: &'t [ToolSpec],
         wire_tool: impl Fn(usize, &'t ToolSpec) -> W,
-    ) -> Option<Box<RawValue>> {
+    ) -> Option<Bytes> {
         if tools.is_empty() {
             return None;
         }
@@ -224,18 +229,13 @@ impl BodyCache {
                 .collect();
             let mut json = Vec::new();
             write(&mut json, &items);
-            // serde_json wrote it, so it is JSON; were it refused, nothing
-            // is kept and the next call writes the tools again.
-            let json = String::from_utf8(json)
-                .ok()
-                .and_then(|text| RawValue::from_string(text).ok());
             self.tools = ToolsJson {
-                variant: json.is_some().then_some(variant),
+                variant: Some(variant),
                 from: tools
                     .iter()
                     .map(|t| (t.name.clone(), t.description.clone(), Arc::clone(&t.schema)))
                     .collect(),
-                json,
+                json: Some(Bytes::from(json)),
             };
         }
         self.tools.json.clone()
@@ -271,6 +271,7 @@ impl BodyCache {
         head: &impl Serialize,
         field: &str,
         list: List<'_, T>,
+        tools: Option<&[u8]>,
         tail: &impl Serialize,
     ) -> Bytes {
         let List {
@@ -311,7 +312,7 @@ impl BodyCache {
             self.sources = cut.source;
         }
         write_items(&mut out, &items[keep..]);
-        end(&mut out, tail);
+        end(&mut out, tools, tail);
         self.last = Bytes::from(out);
         self.last.clone()
     }

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -149,15 +148,15 @@ pub(crate) fn request_body(
     let head = Head {
         model: request.model,
     };
+    let tools = cache.tools((Wire::Chat, 0), request.tools, |_, tool| WireTool {
+        kind: "function",
+        function: WireFunctionSpec {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.schema,
+        },
+    });
     let tail = Tail {
-        tools: cache.tools((Wire::Chat, 0), request.tools, |_, tool| WireTool {
-            kind: "function",
-            function: WireFunctionSpec {
-                name: &tool.name,
-                description: &tool.description,
-                parameters: &tool.schema,
-            },
-        }),
         tool_choice: (!request.tools.is_empty()).then_some("auto"),
         stream: true,
         stream_options: StreamOptions {
@@ -176,7 +175,15 @@ pub(crate) fn request_body(
         cuts: &cuts,
         open: 0,
     };
-    body::request(cache, request, &head, "messages", list, &tail)
+    body::request(
+        cache,
+        request,
+        &head,
+        "messages",
+        list,
+        tools.as_deref(),
+        &tail,
+    )
 }
 
 /// The fields of the request body before the conversation, in the API's
@@ -186,11 +193,10 @@ struct Head<'a> {
     model: &'a str,
 }
 
-/// The fields after the conversation.
+/// The fields after the conversation and its tools (`body::request` writes
+/// those, kept as JSON by `BodyCache::tools`).
 #[derive(Serialize)]
 struct Tail<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     stream: bool,

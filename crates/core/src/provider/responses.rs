@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::body::{self, BodyCache, Cut, List};
@@ -106,14 +105,14 @@ pub(crate) fn request_body(
         model: request.model,
         instructions: request.system,
     };
+    let tools = cache.tools((Wire::Responses, 0), request.tools, |_, tool| WireTool {
+        kind: "function",
+        name: &tool.name,
+        description: &tool.description,
+        parameters: &tool.schema,
+        strict: false,
+    });
     let tail = Tail {
-        tools: cache.tools((Wire::Responses, 0), request.tools, |_, tool| WireTool {
-            kind: "function",
-            name: &tool.name,
-            description: &tool.description,
-            parameters: &tool.schema,
-            strict: false,
-        }),
         tool_choice: (!request.tools.is_empty()).then_some("auto"),
         parallel_tool_calls: (!request.tools.is_empty()).then_some(true),
         store: false,
@@ -133,7 +132,15 @@ pub(crate) fn request_body(
         cuts: &cuts,
         open: 0,
     };
-    body::request(cache, request, &head, "input", list, &tail)
+    body::request(
+        cache,
+        request,
+        &head,
+        "input",
+        list,
+        tools.as_deref(),
+        &tail,
+    )
 }
 
 /// The fields of the request body before the conversation, in the API's
@@ -145,11 +152,10 @@ struct Head<'a> {
     instructions: &'a str,
 }
 
-/// The fields after the conversation.
+/// The fields after the conversation and its tools (`body::request` writes
+/// those, kept as JSON by `BodyCache::tools`).
 #[derive(Serialize)]
 struct Tail<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Box<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
