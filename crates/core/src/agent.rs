@@ -32,6 +32,7 @@ use crate::tools::output;
 mod switch;
 
 mod compact;
+mod prefix;
 mod side_question;
 mod subagent;
 mod subagents;
@@ -959,39 +960,6 @@ impl Agent {
         (result, shown)
     }
 
-    /// Notes the prefix (system prompt and tools) of the coming request.
-    /// When it changed (plan mode, an extension reload, an MCP server
-    /// joining), the provider's cache starts again from there, and earlier
-    /// thinking, bound to the old prefix, is left out from now on; only the
-    /// running tool loop's own thinking stays, as the API needs it.
-    fn note_prefix(&mut self, tools: &[ToolSpec]) {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.prepared.hash(&mut hasher);
-        for tool in tools {
-            tool.name.hash(&mut hasher);
-            tool.description.hash(&mut hasher);
-            hash_json(&tool.schema, &mut hasher);
-        }
-        let prefix = hasher.finish();
-        if self.prefix.is_some_and(|old| old != prefix) {
-            let loop_start = match self.messages.last() {
-                Some(last) if last.role == Role::Tool => self
-                    .messages
-                    .iter()
-                    .rposition(|m| m.role == Role::Assistant)
-                    .unwrap_or(self.messages.len()),
-                _ => self.messages.len(),
-            };
-            self.stale_thinking_before = self.stale_thinking_before.max(loop_start);
-            tracing::debug!(
-                stale_thinking_before = self.stale_thinking_before,
-                "system prompt or tools changed: the prompt cache starts again"
-            );
-        }
-        self.prefix = Some(prefix);
-    }
-
     /// The assistant_message intercept and event. The transcript keeps the
     /// original message; only what the user sees changes.
     async fn show_assistant(&self, message: &Message, events: &mpsc::UnboundedSender<AgentEvent>) {
@@ -1439,34 +1407,6 @@ impl Drop for Agent {
                 && let Err(e) = std::fs::remove_dir_all(&dir)
             {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot remove tool outputs");
-            }
-        }
-    }
-}
-
-/// Feeds `value` to `hasher` as its JSON text would (objects in their
-/// order), without writing that text: the prompt prefix's fingerprint is
-/// taken on every turn, over every tool's schema.
-fn hash_json(value: &Value, hasher: &mut impl std::hash::Hasher) {
-    use std::hash::Hash;
-    match value {
-        Value::Null => 0u8.hash(hasher),
-        Value::Bool(b) => (1u8, b).hash(hasher),
-        Value::Number(n) => {
-            (2u8, n.as_f64().map(f64::to_bits), n.as_i64(), n.as_u64()).hash(hasher)
-        }
-        Value::String(text) => (3u8, text).hash(hasher),
-        Value::Array(items) => {
-            (4u8, items.len()).hash(hasher);
-            for item in items {
-                hash_json(item, hasher);
-            }
-        }
-        Value::Object(fields) => {
-            (5u8, fields.len()).hash(hasher);
-            for (key, field) in fields {
-                key.hash(hasher);
-                hash_json(field, hasher);
             }
         }
     }
