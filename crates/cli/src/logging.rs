@@ -3,13 +3,16 @@
 //! [`MAX_LOG_BYTES`] with one old file kept), never to the terminal, which
 //! belongs to the TUI and the JSON/RPC streams. `ZOT_LOG` sets the level
 //! (`info` by default; `debug` shows every model request, tool call and
-//! extension frame, truncated), in `tracing`'s filter syntax.
+//! extension frame, truncated), in `tracing`'s filter syntax. A release
+//! build compiles `trace` events out (the workspace's `tracing` features),
+//! so a `trace` asked for is read as `debug`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
 use tracing_subscriber::EnvFilter;
 
 /// The environment variable holding the log filter.
@@ -32,6 +35,9 @@ pub fn log_path(zot_home: &Path) -> PathBuf {
 /// never a reason to fail.
 pub fn init(zot_home: &Path) {
     let filter = std::env::var(LOG_ENV).unwrap_or_else(|_| DEFAULT_LEVEL.to_owned());
+    // Above the level compiled in, tracing-subscriber would print a warning
+    // to the terminal, which is the TUI's or the JSON streams'.
+    let filter = capped(&filter, STATIC_MAX_LEVEL);
     let Ok(filter) = EnvFilter::try_new(&filter) else {
         return;
     };
@@ -44,6 +50,31 @@ pub fn init(zot_home: &Path) {
         .with_ansi(false)
         .with_writer(move || Writer(Arc::clone(&file)))
         .try_init();
+}
+
+/// `filter` with every directive's level above `max` lowered to `max`:
+/// `trace` and `zot_core=trace` become `debug` and `zot_core=debug` when
+/// `max` is `debug`. Directives without a level, or whose level does not
+/// parse, are left for `EnvFilter` to judge.
+fn capped(filter: &str, max: LevelFilter) -> String {
+    let directives: Vec<String> = filter
+        .split(',')
+        .map(|directive| {
+            // The level follows the last `=` outside a span's `[...]`.
+            let (target, level) = match directive.rsplit_once('=') {
+                Some((target, level)) if !level.contains([']', '}']) => (Some(target), level),
+                _ => (None, directive),
+            };
+            match level.trim().parse::<LevelFilter>() {
+                Ok(level) if level > max => match target {
+                    Some(target) => format!("{target}={max}"),
+                    None => max.to_string(),
+                },
+                _ => directive.to_owned(),
+            }
+        })
+        .collect();
+    directives.join(",")
 }
 
 /// A log file that moves itself aside once it reaches its size limit.
@@ -131,6 +162,28 @@ fn open_private(path: &Path) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_above_the_compiled_in_maximum_are_lowered_to_it() {
+        let debug = LevelFilter::DEBUG;
+        assert_eq!(capped("trace", debug), "debug");
+        assert_eq!(capped("TRACE", debug), "debug");
+        assert_eq!(capped("info,zot_core=trace", debug), "info,zot_core=debug");
+        assert_eq!(
+            capped("hyper_util[conn{peer=x}]=trace", debug),
+            "hyper_util[conn{peer=x}]=debug"
+        );
+        // At or below the maximum, without a level, or unreadable: unchanged.
+        assert_eq!(
+            capped("warn,zot_extensions=debug", debug),
+            "warn,zot_extensions=debug"
+        );
+        assert_eq!(capped("zot_core", debug), "zot_core");
+        assert_eq!(capped("zot_core=loud", debug), "zot_core=loud");
+        assert_eq!(capped("trace", LevelFilter::TRACE), "trace");
+        // What comes out parses, so the log still starts.
+        assert!(EnvFilter::try_new(capped("info,zot_core=trace", debug)).is_ok());
+    }
 
     #[test]
     fn the_log_rotates_at_its_limit_and_keeps_one_old_file() {
