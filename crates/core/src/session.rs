@@ -319,7 +319,9 @@ impl Session {
         Ok(session)
     }
 
-    /// The newest session of `cwd`, by modification time.
+    /// The newest session of `cwd`, by modification time; of two written
+    /// within one tick of the file system's clock (a `/clear` and the
+    /// prompt after it can be), the one created later.
     pub fn latest(zot_home: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
         let dir = sessions_dir(zot_home, cwd);
         let entries =
@@ -327,9 +329,12 @@ impl Session {
         entries
             .filter_map(Result::ok)
             .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                Some((meta.modified().ok()?, meta.created().ok(), e.path()))
+            })
             .max()
-            .map(|(_, path)| path)
+            .map(|(_, _, path)| path)
             .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
     }
 

@@ -2,6 +2,7 @@ mod hooks;
 mod parallel_tools;
 mod prefix;
 mod providers;
+mod sessions;
 mod sse_props;
 mod switch;
 mod tool_output;
