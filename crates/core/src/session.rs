@@ -14,6 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -319,9 +320,7 @@ impl Session {
         Ok(session)
     }
 
-    /// The newest session of `cwd`, by modification time; of two written
-    /// within one tick of the file system's clock (a `/clear` and the
-    /// prompt after it can be), the one created later.
+    /// The newest session of `cwd` ([`recency`]).
     pub fn latest(zot_home: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
         let dir = sessions_dir(zot_home, cwd);
         let entries =
@@ -329,12 +328,9 @@ impl Session {
         entries
             .filter_map(Result::ok)
             .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                Some((meta.modified().ok()?, meta.created().ok(), e.path()))
-            })
+            .filter_map(|e| Some((recency(&e.metadata().ok()?)?, e.path())))
             .max()
-            .map(|(_, _, path)| path)
+            .map(|(_, path)| path)
             .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
     }
 
@@ -604,6 +600,16 @@ impl Record {
             line,
         }
     }
+}
+
+/// How recent a session file is, the greater the newer: its modification
+/// time, then its creation time, for two modified within one tick of the
+/// file system's clock (a `/clear` writes the old session's last entries,
+/// and the prompt after it the new one's). `None` without a modification
+/// time. `-c` ([`Session::latest`]) and every list of sessions
+/// ([`index::list`]) order by it, so they agree on which is the newest.
+pub(crate) fn recency(metadata: &std::fs::Metadata) -> Option<(SystemTime, Option<SystemTime>)> {
+    Some((metadata.modified().ok()?, metadata.created().ok()))
 }
 
 /// Eight random hex digits: an entry id, unique within its session.

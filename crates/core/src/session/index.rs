@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use zot_protocol::sessions::SessionSummary;
 
 use super::tree::Tree;
-use super::{EntryKind, SessionError, io_err, load, private_dir, sessions_dir, title_of};
+use super::{EntryKind, SessionError, io_err, load, private_dir, recency, sessions_dir, title_of};
 
 /// The index's file name under `$ZOT_HOME/sessions/`.
 pub const INDEX_FILE: &str = "index.json";
@@ -98,7 +98,7 @@ pub fn list(zot_home: &Path, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, 
             // A session nobody has said anything in yet (a running zot's
             // new one) is not one to find.
             if !indexed.summary.title.is_empty() || indexed.summary.message_count > 0 {
-                found.push(indexed);
+                found.push((recency(&metadata), indexed.summary));
             }
         }
     }
@@ -111,8 +111,8 @@ pub fn list(zot_home: &Path, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, 
     if changed {
         write_index(&root, &index_path, &mut index);
     }
-    found.sort_by_key(|i| std::cmp::Reverse(i.modified_ns));
-    Ok(found.into_iter().map(|i| i.summary).collect())
+    found.sort_by_key(|(recency, _)| std::cmp::Reverse(*recency));
+    Ok(found.into_iter().map(|(_, summary)| summary).collect())
 }
 
 /// The session whose id is `query` or starts with it, in any directory.

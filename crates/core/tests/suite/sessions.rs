@@ -1,19 +1,24 @@
-//! Which session `-c` continues when two were written at the same moment.
+//! Which session is the newest (`-c` continues it, lists show it first)
+//! when two were written at the same moment.
 
 use std::time::{Duration, SystemTime};
 
-use zot_core::session::Session;
+use zot_core::message::Message;
+use zot_core::session::{Session, index};
 
 /// A `/clear` writes the old session's last entries and the prompt after
 /// it writes the new one; on a fast machine both land within one tick of
-/// the file system's clock, and the new session must still be the latest.
+/// the file system's clock, and the new session must still be the latest,
+/// for `-c` and at the top of the list alike.
 #[test]
 fn of_two_sessions_last_written_in_one_tick_the_later_created_is_the_latest() {
     let tmp = tempfile::tempdir().unwrap();
-    let first = Session::create(tmp.path(), tmp.path(), "anthropic", "m").unwrap();
+    let mut first = Session::create(tmp.path(), tmp.path(), "anthropic", "m").unwrap();
+    first.append(&Message::user("before the clear"));
     // Creation times a few clock ticks apart.
     std::thread::sleep(Duration::from_millis(30));
-    let second = first.successor("anthropic", "m").unwrap();
+    let mut second = first.successor("anthropic", "m").unwrap();
+    second.append(&Message::user("after the clear"));
     let created = |session: &Session| std::fs::metadata(session.path()).unwrap().created();
     let (Ok(older), Ok(newer)) = (created(&first), created(&second)) else {
         eprintln!("skipped: this file system keeps no creation times");
@@ -38,4 +43,11 @@ fn of_two_sessions_last_written_in_one_tick_the_later_created_is_the_latest() {
         Session::latest(tmp.path(), tmp.path()).unwrap(),
         second.path()
     );
+    let listed: Vec<String> = index::list(tmp.path(), Some(tmp.path()))
+        .unwrap()
+        .into_iter()
+        .map(|summary| summary.path)
+        .collect();
+    let paths = [second.path(), renamed.as_path()].map(|p| p.display().to_string());
+    assert_eq!(listed, paths);
 }
