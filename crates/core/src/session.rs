@@ -605,11 +605,13 @@ impl Record {
 /// How recent a session file is, the greater the newer: its modification
 /// time, then its creation time, for two modified within one tick of the
 /// file system's clock (a `/clear` writes the old session's last entries,
-/// and the prompt after it the new one's). `None` without a modification
-/// time. `-c` ([`Session::latest`]) and every list of sessions
-/// ([`index::list`]) order by it, so they agree on which is the newest.
-pub(crate) fn recency(metadata: &std::fs::Metadata) -> Option<(SystemTime, Option<SystemTime>)> {
-    Some((metadata.modified().ok()?, metadata.created().ok()))
+/// and the prompt after it the new one's; a file system without creation
+/// times orders by the first alone). `None` without a modification time.
+/// `-c` ([`Session::latest`]) and every list of sessions ([`index::list`])
+/// order by it, so they agree on which is the newest.
+pub(crate) fn recency(metadata: &std::fs::Metadata) -> Option<(SystemTime, SystemTime)> {
+    let created = metadata.created().unwrap_or(SystemTime::UNIX_EPOCH);
+    Some((metadata.modified().ok()?, created))
 }
 
 /// Eight random hex digits: an entry id, unique within its session.
