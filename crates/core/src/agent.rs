@@ -247,9 +247,9 @@ pub struct Agent {
     session_started: bool,
     /// Set until the next prompt: why that prompt starts a session.
     session_source: Option<SessionSource>,
-    /// A fingerprint of the last request's system prompt and tools: the
-    /// prefix a provider caches, and binds thinking blocks to.
-    prefix: Option<u64>,
+    /// The last request's system prompt and tools: the prefix a provider
+    /// caches, and binds thinking blocks to.
+    prefix: Option<prefix::Prefix>,
     /// Thinking in messages before this index was made under an earlier
     /// prefix and is left out of requests.
     stale_thinking_before: usize,
@@ -1064,7 +1064,11 @@ impl Agent {
                     let Some((index, ((id, name, _), gated))) = waiting.next() else {
                         break;
                     };
-                    running.push(self.finish_tool(index, id, name, gated, events, cancel));
+                    // Boxed: the call's future is large, and the set would otherwise
+                    // copy it into each task it makes.
+                    running.push(Box::pin(
+                        self.finish_tool(index, id, name, gated, events, cancel),
+                    ));
                 }
                 let Some((index, output)) = running.next().await else {
                     break;

@@ -23,6 +23,56 @@ pub const BASH_DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Each tool's name, description and schema as a request offered them,
+/// for telling whether a later request offers the same (its prompt prefix,
+/// its tools' JSON). The schemas are the tools' own, shared, so an
+/// unchanged one compares by its pointer.
+#[derive(Debug, Default)]
+pub(crate) struct ToolsSeen(Vec<(String, String, Arc<Value>)>);
+
+impl ToolsSeen {
+    pub(crate) fn of(tools: &[ToolSpec]) -> Self {
+        Self(
+            tools
+                .iter()
+                .map(|t| (t.name.clone(), t.description.clone(), Arc::clone(&t.schema)))
+                .collect(),
+        )
+    }
+
+    /// Whether `tools` would be written as the same JSON text.
+    pub(crate) fn matches(&self, tools: &[ToolSpec]) -> bool {
+        self.0.len() == tools.len()
+            && self
+                .0
+                .iter()
+                .zip(tools)
+                .all(|((name, description, schema), tool)| {
+                    *name == tool.name
+                        && *description == tool.description
+                        && (Arc::ptr_eq(schema, &tool.schema) || same_json(schema, &tool.schema))
+                })
+    }
+}
+
+/// Whether two values are the same JSON text: equal with their objects'
+/// keys in the same order (`Value`'s own `==` ignores the order, which a
+/// request's bytes do not).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b))
+        }
+        _ => a == b,
+    }
+}
+
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {

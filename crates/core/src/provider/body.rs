@@ -9,15 +9,13 @@
 //! long scripted sessions on every wire API).
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::call::Request;
 use super::config::Wire;
-use crate::tool::ToolSpec;
+use crate::tool::{ToolSpec, ToolsSeen};
 
 /// Serialised through a writer type of zot-core's own, so serde_json's
 /// serializer for it (string escaping is most of a turn's CPU once the
@@ -166,24 +164,13 @@ pub(crate) struct BodyCache {
 struct ToolsJson {
     /// The wire API and the caller's variant (a cache mark on the last tool).
     variant: Option<(Wire, u8)>,
-    /// Each tool's name, description and schema.
-    from: Vec<(String, String, Arc<Value>)>,
+    from: ToolsSeen,
     json: Option<Bytes>,
 }
 
 impl ToolsJson {
     fn matches(&self, variant: (Wire, u8), tools: &[ToolSpec]) -> bool {
-        self.variant == Some(variant)
-            && self.from.len() == tools.len()
-            && self
-                .from
-                .iter()
-                .zip(tools)
-                .all(|((name, description, schema), tool)| {
-                    *name == tool.name
-                        && *description == tool.description
-                        && (Arc::ptr_eq(schema, &tool.schema) || *schema == tool.schema)
-                })
+        self.variant == Some(variant) && self.from.matches(tools)
     }
 }
 
@@ -231,10 +218,7 @@ impl BodyCache {
             write(&mut json, &items);
             self.tools = ToolsJson {
                 variant: Some(variant),
-                from: tools
-                    .iter()
-                    .map(|t| (t.name.clone(), t.description.clone(), Arc::clone(&t.schema)))
-                    .collect(),
+                from: ToolsSeen::of(tools),
                 json: Some(Bytes::from(json)),
             };
         }
@@ -303,8 +287,13 @@ impl BodyCache {
         }
         self.front.clear();
         begin(&mut self.front, head, field, lead);
-        // In front of the kept items, the fields written for this request.
-        out.splice(..self.kept.start, self.front.iter().copied());
+        // In front of the kept items, the fields written for this request:
+        // nearly always as long as the last request's, so copied over them.
+        if self.front.len() == self.kept.start {
+            out[..self.kept.start].copy_from_slice(&self.front);
+        } else {
+            out.splice(..self.kept.start, self.front.iter().copied());
+        }
         self.kept.start = self.front.len();
         write_items(&mut out, &items[..keep]);
         self.kept.end = out.len();

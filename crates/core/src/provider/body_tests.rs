@@ -181,6 +181,13 @@ fn cached_bodies_equal_plain_serialisations_over_a_long_session() {
         schema: (*tools[0].schema).clone().into(),
         ..tools[0].clone()
     }];
+    // Equal as a value (`Value`'s `==` ignores the order of keys), but
+    // another text: the tools' JSON is written again.
+    let reordered = [ToolSpec {
+        schema: json!({"properties": {"path": {"type": "string"}}, "type": "object"}).into(),
+        ..tools[0].clone()
+    }];
+    assert_eq!(reordered[0].schema, tools[0].schema);
     let mut script = Script(7);
     let mut caches: [BodyCache; 4] = Default::default();
     let mut history = Conversation::new();
@@ -215,6 +222,7 @@ fn cached_bodies_equal_plain_serialisations_over_a_long_session() {
                     5 => &[],
                     9 => &changed,
                     10 => &equal,
+                    11 => &reordered,
                     _ => &tools,
                 },
                 max_tokens: 1000,
