@@ -353,3 +353,35 @@ pub trait Tool: Send + Sync {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn spec(description: &str, schema: Arc<Value>) -> ToolSpec {
+        ToolSpec {
+            name: "read".into(),
+            description: description.into(),
+            schema,
+            read_only: true,
+        }
+    }
+
+    /// What the prompt prefix and the tools' JSON both rely on: the same
+    /// tools match whether their schema is shared or an equal copy, and a
+    /// schema whose keys come in another order does not (its text differs).
+    #[test]
+    fn tools_match_by_their_text_not_by_value_equality() {
+        let schema: Arc<Value> = json!({"type": "object", "properties": {"path": {}}}).into();
+        let seen = ToolsSeen::of(&[spec("Read.", Arc::clone(&schema))]);
+        assert!(seen.matches(&[spec("Read.", Arc::clone(&schema))]));
+        assert!(seen.matches(&[spec("Read.", Arc::new((*schema).clone()))]));
+        let reordered: Arc<Value> = json!({"properties": {"path": {}}, "type": "object"}).into();
+        assert_eq!(reordered, schema);
+        assert!(!seen.matches(&[spec("Read.", reordered)]));
+        assert!(!seen.matches(&[spec("Read a file.", Arc::clone(&schema))]));
+        assert!(!seen.matches(&[]));
+    }
+}

@@ -55,6 +55,6 @@ impl Agent {
             }
             None => {}
         }
-        self.prefix = Some(Prefix::of(self.prepared.as_deref(), tools));
+        self.prefix = Some(Prefix::of(system, tools));
     }
 }
