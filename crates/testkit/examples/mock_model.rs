@@ -16,15 +16,33 @@
 //! `turns N NAME [ARGS_JSON]`: N answers of one call of tool NAME each (one
 //! model turn per call), then "done".
 //! `text TEXT`: the answer is TEXT.
+//!
+//! `--latency-ms N` before the script: each answer waits N ms first, as a
+//! model takes time to its first token (0 unless given). Either way the
+//! server's own work per answer does not grow with the conversation (see
+//! `MockModel::start_for_bench`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
+use std::time::Duration;
 
 use zot_testkit::{MockModel, anthropic};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut latency = Duration::ZERO;
+    if args.first().map(String::as_str) == Some("--latency-ms") {
+        let ms = args
+            .get(1)
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| {
+                eprintln!("--latency-ms takes a whole number of milliseconds");
+                std::process::exit(2);
+            });
+        latency = Duration::from_millis(ms);
+        args.drain(..2);
+    }
     let responses = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["bash", command] => {
             let args = serde_json::json!({ "command": command }).to_string();
@@ -74,13 +92,13 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: mock_model bash CMD | tool NAME [ARGS_JSON] | tools N NAME \
+                "usage: mock_model [--latency-ms N] bash CMD | tool NAME [ARGS_JSON] | tools N NAME \
                  | turns N NAME [ARGS_JSON] | text TEXT | text-mb N"
             );
             std::process::exit(2);
         }
     };
-    let model = MockModel::start_for_bench(responses).await;
+    let model = MockModel::start_for_bench(responses, latency).await;
     println!("{}", model.url());
     std::io::stdout().flush().unwrap();
     std::future::pending::<()>().await;

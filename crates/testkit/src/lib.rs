@@ -21,7 +21,9 @@ pub mod web;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
@@ -221,8 +223,18 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     hangups: watch::Sender<usize>,
     /// Serving as a real API does, for measuring a client: connections kept
-    /// open between requests, and no request recorded.
-    bench: bool,
+    /// open between requests, no request recorded, and a pace that does not
+    /// depend on the client's conversation (see [`MockModel::start_for_bench`]).
+    bench: Option<Pace>,
+    /// Requests answered so far.
+    served: AtomicUsize,
+}
+
+/// How a bench server answers (see [`MockModel::start_for_bench`]).
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// The wait before each answer: a model's time to the first token.
+    latency: Duration,
 }
 
 impl std::fmt::Debug for Shared {
@@ -246,7 +258,7 @@ pub struct MockModel {
 impl MockModel {
     /// Starts serving `responses` on a fresh port. Needs a tokio runtime.
     pub async fn start(responses: impl IntoIterator<Item = Response>) -> Self {
-        Self::serving(responses, false).await
+        Self::serving(responses, None).await
     }
 
     /// Starts serving `responses` as a real API does, for measuring a
@@ -254,11 +266,23 @@ impl MockModel {
     /// next request (HTTP/1.1 keep-alive), and requests are not recorded
     /// (a long session's would be kept whole, each one larger than the
     /// last). [`MockModel::requests`] is empty.
-    pub async fn start_for_bench(responses: impl IntoIterator<Item = Response>) -> Self {
-        Self::serving(responses, true).await
+    ///
+    /// Each answer waits `latency`, then comes at a pace that does not grow
+    /// with the conversation, as a remote API's does: only the first request
+    /// and the one the last scripted answer goes to (the whole session's) are
+    /// parsed and checked in full. Checking every request would cost the
+    /// server a parse of the whole conversation per turn, on the measured
+    /// client's cores, and make the client wait longer each turn; a client
+    /// that waited longer pays more to wake, so its own CPU would then grow
+    /// with the server's work (issue 37, `BENCHMARKS.md`).
+    pub async fn start_for_bench(
+        responses: impl IntoIterator<Item = Response>,
+        latency: Duration,
+    ) -> Self {
+        Self::serving(responses, Some(Pace { latency })).await
     }
 
-    async fn serving(responses: impl IntoIterator<Item = Response>, bench: bool) -> Self {
+    async fn serving(responses: impl IntoIterator<Item = Response>, bench: Option<Pace>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
@@ -270,6 +294,7 @@ impl MockModel {
             requests: Mutex::new(Vec::new()),
             hangups: watch::Sender::new(0),
             bench,
+            served: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         Self { addr, shared, task }
@@ -365,7 +390,7 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
                 return;
             }
         };
-        if !answer(&mut socket, &shared, request).await || !shared.bench {
+        if !answer(&mut socket, &shared, request).await || shared.bench.is_none() {
             return;
         }
     }
@@ -373,16 +398,23 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) {
 
 /// Answers one request; whether the connection may carry another.
 async fn answer(socket: &mut TcpStream, shared: &Shared, request: http::RawRequest) -> bool {
-    let keep_alive = shared.bench;
-    let raw_body = String::from_utf8_lossy(&request.body).into_owned();
+    let keep_alive = shared.bench.is_some();
+    let first = shared.served.fetch_add(1, Ordering::Relaxed) == 0;
+    let thorough = shared.bench.is_none() || first || shared.queue.lock().unwrap().len() <= 1;
+    let raw_body = String::from_utf8(request.body)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
     let recorded = Recorded {
         method: request.method,
         path: request.path,
         headers: request.headers,
-        body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
+        body: if thorough {
+            serde_json::from_str(&raw_body).unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        },
         raw_body,
     };
-    if !shared.bench {
+    if shared.bench.is_none() {
         shared.requests.lock().unwrap().push(recorded.clone());
     }
 
@@ -408,6 +440,8 @@ async fn answer(socket: &mut TcpStream, shared: &Shared, request: http::RawReque
     };
     let verdict = if recorded.method != "POST" {
         Err((405, format!("method {} not allowed", recorded.method)))
+    } else if !thorough {
+        Ok(())
     } else {
         match api {
             Api::Anthropic => anthropic::validate(&recorded),
@@ -425,6 +459,9 @@ async fn answer(socket: &mut TcpStream, shared: &Shared, request: http::RawReque
             .is_ok();
     }
 
+    if let Some(pace) = shared.bench.filter(|pace| !pace.latency.is_zero()) {
+        tokio::time::sleep(pace.latency).await;
+    }
     let queued = shared.queue.lock().unwrap().pop_front();
     let next = queued.or_else(|| {
         let mut responder = shared.responder.lock().unwrap();
@@ -460,8 +497,11 @@ async fn answer(socket: &mut TcpStream, shared: &Shared, request: http::RawReque
                         .is_ok();
                 }
             }
-            let include_usage =
-                recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+            let include_usage = if thorough {
+                recorded.body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true))
+            } else {
+                recorded.raw_body.contains(r#""include_usage":true"#)
+            };
             if stream(socket, &events, include_usage, write_size, keep_alive)
                 .await
                 .is_err()
@@ -628,37 +668,94 @@ mod tests {
         assert_eq!(requests[0].body["model"], "m");
     }
 
-    #[tokio::test]
-    async fn the_bench_server_answers_two_requests_on_one_connection() {
-        let mock =
-            MockModel::start_for_bench([anthropic::text("one"), anthropic::text("two")]).await;
-        let request = post(
-            "/v1/messages",
-            "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n",
-            VALID_ANTHROPIC,
-        );
-        let mut socket = TcpStream::connect(mock.url().trim_start_matches("http://"))
+    /// A kept-alive connection to `mock`, and a request to it with a body.
+    async fn bench_client(mock: &MockModel) -> (TcpStream, impl Fn(&str) -> String) {
+        let socket = TcpStream::connect(mock.url().trim_start_matches("http://"))
             .await
             .unwrap();
-        let mut seen = String::new();
-        for answers in 1..=2 {
-            socket.write_all(request.as_bytes()).await.unwrap();
-            // Each answer is a whole chunked stream, ended by its last chunk.
-            let read = async {
-                while seen.matches("\r\n0\r\n\r\n").count() < answers {
-                    let mut buf = [0u8; 4096];
-                    let n = socket.read(&mut buf).await.unwrap();
-                    assert!(n > 0, "the connection closed after: {seen}");
-                    seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
+        let request = |body: &str| {
+            let headers = "x-api-key: k\r\nanthropic-version: 2023-06-01\r\n";
+            post("/v1/messages", headers, body)
+        };
+        (socket, request)
+    }
+
+    /// Reads one whole answer from a kept-alive connection; its head.
+    async fn next_answer(socket: &mut TcpStream) -> String {
+        let mut seen = Vec::new();
+        let complete = |seen: &[u8]| {
+            let text = String::from_utf8_lossy(seen);
+            let (head, body) = text.split_once("\r\n\r\n")?;
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .map(|n| n.parse::<usize>().unwrap());
+            // A stream is chunked, ended by its last chunk.
+            let done = match length {
+                Some(length) => body.len() >= length,
+                None => body.ends_with("\r\n0\r\n\r\n"),
             };
-            tokio::time::timeout(std::time::Duration::from_secs(10), read)
+            done.then(|| head.to_owned())
+        };
+        let read = async {
+            loop {
+                if let Some(head) = complete(&seen) {
+                    return head;
+                }
+                let mut buf = [0u8; 4096];
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the connection closed after: {seen:?}");
+                seen.extend_from_slice(&buf[..n]);
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .expect("an answer on the open connection")
+    }
+
+    #[tokio::test]
+    async fn the_bench_server_answers_on_one_connection_after_its_latency() {
+        let answers = ["one", "two"].map(anthropic::text);
+        let mock = MockModel::start_for_bench(answers, Duration::from_millis(150)).await;
+        let (mut socket, request) = bench_client(&mock).await;
+        let start = std::time::Instant::now();
+        for _ in 0..2 {
+            socket
+                .write_all(request(VALID_ANTHROPIC).as_bytes())
                 .await
-                .expect("an answer on the open connection");
+                .unwrap();
+            let head = next_answer(&mut socket).await;
+            assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+            assert!(!head.contains("connection: close"), "{head}");
         }
-        assert_eq!(seen.matches("HTTP/1.1 200").count(), 2, "{seen}");
-        assert!(!seen.contains("connection: close"), "{seen}");
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
         assert!(mock.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_bench_server_checks_the_first_and_the_last_request_in_full() {
+        let answers = ["one", "two", "three"].map(anthropic::text);
+        let mock = MockModel::start_for_bench(answers, Duration::ZERO).await;
+        let (mut socket, request) = bench_client(&mock).await;
+        let invalid = r#"{"model":"m","messages":[]}"#;
+        let mut status = async |body: &str| {
+            socket.write_all(request(body).as_bytes()).await.unwrap();
+            let head = next_answer(&mut socket).await;
+            head.lines().next().unwrap_or_default().to_owned()
+        };
+        // The first request is checked; one between is answered unread, so
+        // the server's time per answer does not grow with a conversation.
+        assert_eq!(status(invalid).await, "HTTP/1.1 400 Bad Request");
+        assert_eq!(status(invalid).await, "HTTP/1.1 200 OK");
+        assert_eq!(status(invalid).await, "HTTP/1.1 200 OK");
+        // The one the last scripted answer goes to is checked again.
+        assert_eq!(status(invalid).await, "HTTP/1.1 400 Bad Request");
+        assert_eq!(status(VALID_ANTHROPIC).await, "HTTP/1.1 200 OK");
+        assert_eq!(
+            status(VALID_ANTHROPIC).await,
+            "HTTP/1.1 500 Internal Server Error"
+        );
     }
 
     #[tokio::test]
