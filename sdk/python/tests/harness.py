@@ -184,6 +184,18 @@ class Env:
         path = self.home / "logs" / f"ext-{name}.log"
         return path.read_text() if path.exists() else ""
 
+    def log_when(self, name: str, ready: Callable[[str], bool], timeout: float = SHORT_TIMEOUT) -> str:
+        """The extension's log once ``ready`` holds for it, or as it is at the
+        deadline: zot writes what an extension prints on stderr as it reads
+        it, apart from its frames, so a line may land after the frame that
+        followed it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log(name)
+            if ready(text) or time.monotonic() > deadline:
+                return text
+            time.sleep(0.01)
+
     def close(self) -> None:
         for zot in self.processes:
             zot.close()

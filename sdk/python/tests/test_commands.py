@@ -145,7 +145,7 @@ def test_exception_answers_an_error_and_the_extension_keeps_running(env: Env, zo
     assert err["message"] == "/boom: ValueError: kaboom"
     (shown,) = of_type(zot.prompt("/show still alive"), "ext_display")
     assert shown["text"] == "shown: still alive"
-    log = env.log("cmds")
+    log = env.log_when("cmds", lambda log: "ValueError: kaboom" in log)
     assert "command /boom raised" in log and "Traceback" in log and "ValueError: kaboom" in log
 
 
