@@ -226,7 +226,7 @@ struct Shared {
     /// open between requests, no request recorded, and a pace that does not
     /// depend on the client's conversation (see [`MockModel::start_for_bench`]).
     bench: Option<Pace>,
-    /// Requests answered so far.
+    /// Requests received so far (the first is checked in full).
     served: AtomicUsize,
 }
 
@@ -680,7 +680,7 @@ mod tests {
         (socket, request)
     }
 
-    /// Reads one whole answer from a kept-alive connection; its head.
+    /// Reads one whole answer from a kept-alive connection: its head and body.
     async fn next_answer(socket: &mut TcpStream) -> String {
         let mut seen = Vec::new();
         let complete = |seen: &[u8]| {
@@ -695,12 +695,12 @@ mod tests {
                 Some(length) => body.len() >= length,
                 None => body.ends_with("\r\n0\r\n\r\n"),
             };
-            done.then(|| head.to_owned())
+            done.then(|| text.to_string())
         };
         let read = async {
             loop {
-                if let Some(head) = complete(&seen) {
-                    return head;
+                if let Some(answer) = complete(&seen) {
+                    return answer;
                 }
                 let mut buf = [0u8; 4096];
                 let n = socket.read(&mut buf).await.unwrap();
@@ -724,9 +724,9 @@ mod tests {
                 .write_all(request(VALID_ANTHROPIC).as_bytes())
                 .await
                 .unwrap();
-            let head = next_answer(&mut socket).await;
-            assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-            assert!(!head.contains("connection: close"), "{head}");
+            let answer = next_answer(&mut socket).await;
+            assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+            assert!(!answer.contains("connection: close"), "{answer}");
         }
         let waited = start.elapsed();
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
@@ -741,8 +741,8 @@ mod tests {
         let invalid = r#"{"model":"m","messages":[]}"#;
         let mut status = async |body: &str| {
             socket.write_all(request(body).as_bytes()).await.unwrap();
-            let head = next_answer(&mut socket).await;
-            head.lines().next().unwrap_or_default().to_owned()
+            let answer = next_answer(&mut socket).await;
+            answer.lines().next().unwrap_or_default().to_owned()
         };
         // The first request is checked; one between is answered unread, so
         // the server's time per answer does not grow with a conversation.
@@ -821,6 +821,27 @@ mod tests {
         assert!(with.contains(r#""prompt_tokens""#), "{with}");
         assert!(!without.contains(r#""prompt_tokens""#), "{without}");
         assert!(without.contains("data: [DONE]"), "{without}");
+    }
+
+    /// A request the bench server answers unread still gets the usage
+    /// chunk it asked for (found in its text, the body not being parsed).
+    #[tokio::test]
+    async fn the_bench_server_streams_usage_when_an_unread_request_asks() {
+        let with = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#;
+        let without = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+        let answers = ["1", "2", "3", "4"].map(openai::text);
+        let mock = MockModel::start_for_bench(answers, Duration::ZERO).await;
+        let (mut socket, _) = bench_client(&mock).await;
+        let mut usage = Vec::new();
+        // The first and the last are read and checked; the two between are not.
+        for body in [without, with, without, with] {
+            let request = post("/v1/chat/completions", "", body);
+            socket.write_all(request.as_bytes()).await.unwrap();
+            let answer = next_answer(&mut socket).await;
+            assert!(answer.contains("data: [DONE]"), "{answer}");
+            usage.push(answer.contains(r#""prompt_tokens""#));
+        }
+        assert_eq!(usage, [false, true, false, true]);
     }
 
     #[tokio::test]
