@@ -81,13 +81,31 @@ const STRING: [&str; 9] = [
     "format",
 ];
 
-/// `Ok` when `schema` is a JSON Schema object whose keywords all have the
-/// shape JSON Schema gives them; `Err` says what is wrong and where.
-pub fn check(schema: &Value) -> Result<(), String> {
-    match schema {
-        Value::Object(map) => object(map, "", 0),
-        other => Err(format!("the schema is {}, not a JSON object", kind(other))),
+/// `schema` as providers take it, when it is a JSON Schema object whose
+/// keywords all have the shape JSON Schema gives them and whose top level
+/// describes an object (a tool's arguments are one): a schema without a
+/// `type` gets `"type": "object"`, which the Messages API requires. `Err`
+/// says what is wrong and where.
+pub fn checked(mut schema: Value) -> Result<Value, String> {
+    let Value::Object(map) = &mut schema else {
+        return Err(format!(
+            "the schema is {}, not a JSON object",
+            kind(&schema)
+        ));
+    };
+    object(map, "", 0)?;
+    match map.get("type") {
+        None => {
+            map.insert("type".to_owned(), "object".into());
+        }
+        Some(Value::String(name)) if name == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "/type: must be \"object\" (a tool's arguments are a JSON object), not {other}"
+            ));
+        }
     }
+    Ok(schema)
 }
 
 fn subschema(value: &Value, at: &str, depth: usize) -> Result<(), String> {
@@ -247,7 +265,7 @@ mod tests {
                 "patternProperties": {"^x-": {}},
             }),
         ] {
-            assert_eq!(check(&schema), Ok(()), "{schema}");
+            assert_eq!(checked(schema.clone()), Ok(schema.clone()), "{schema}");
         }
     }
 
@@ -280,8 +298,28 @@ mod tests {
                 "is not a regular expression",
             ),
         ] {
-            let error = check(&schema).unwrap_err();
+            let error = checked(schema.clone()).unwrap_err();
             assert!(error.contains(says), "{schema}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_top_level_describes_an_object() {
+        assert_eq!(checked(json!({})), Ok(json!({"type": "object"})));
+        assert_eq!(
+            checked(json!({"properties": {"x": {"type": "string"}}})),
+            Ok(json!({"properties": {"x": {"type": "string"}}, "type": "object"}))
+        );
+        for schema in [
+            json!({"type": "array"}),
+            json!({"type": "string"}),
+            json!({"type": ["object", "null"]}),
+        ] {
+            let error = checked(schema.clone()).unwrap_err();
+            assert!(
+                error.starts_with("/type: must be \"object\""),
+                "{schema}: {error}"
+            );
         }
     }
 
@@ -291,6 +329,6 @@ mod tests {
         for _ in 0..=MAX_SCHEMA_DEPTH {
             schema = json!({"items": schema});
         }
-        assert!(check(&schema).unwrap_err().contains("nested deeper"));
+        assert!(checked(schema).unwrap_err().contains("nested deeper"));
     }
 }

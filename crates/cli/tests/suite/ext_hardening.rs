@@ -122,9 +122,19 @@ async fn tools_whose_schema_is_not_json_schema_are_refused_and_the_others_offere
             r#"{"type":"register_tool","name":"type_seven","schema":{"type":7}}"#,
             r#"{"type":"register_tool","name":"bad_pattern","schema":{"type":"object","properties":{"x":{"type":"string","pattern":"(unclosed"}}}}"#,
             r#"{"type":"register_tool","name":"bad_required","schema":{"type":"object","required":"x"}}"#,
+            r#"{"type":"register_tool","name":"an_array","schema":{"type":"array"}}"#,
+            r#"{"type":"register_tool","name":"a_string","schema":"nope"}"#,
+            r#"{"type":"register_tool","name":"untyped","schema":{"properties":{"x":{"type":"string"}}}}"#,
             r#"{"type":"register_tool","name":"good","schema":{"type":"object","properties":{"x":{"type":"string","pattern":"^[a-z]+$"}},"required":["x"]}}"#,
         ],
     );
+    let refused = [
+        ("type_seven", "/type: 7 is not a type"),
+        ("bad_pattern", "is not a regular expression"),
+        ("bad_required", "/required: must be an array of strings"),
+        ("an_array", "/type: must be \"object\""),
+        ("a_string", "the schema is a string, not a JSON object"),
+    ];
     let model = MockModel::start([anthropic::text("fine")]).await;
     let run: Run = w
         .against(
@@ -137,19 +147,30 @@ async fn tools_whose_schema_is_not_json_schema_are_refused_and_the_others_offere
         .into();
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.stdout, "fine\n");
-    for name in ["type_seven", "bad_pattern", "bad_required"] {
-        assert!(
-            run.stderr.contains(&format!(
-                "zot: warning: extension schemas: tool \"{name}\" rejected: invalid input schema"
-            )),
-            "{name}: {run:?}"
+    for (name, why) in refused {
+        let warning = format!(
+            "zot: warning: extension schemas: tool \"{name}\" rejected: invalid input schema: "
         );
+        let line = run.stderr.lines().find(|l| l.starts_with(&warning));
+        assert!(line.is_some_and(|l| l.contains(why)), "{name}: {run:?}");
     }
-    let names = tool_names(&model.requests()[0].body);
+    // The request the model server accepted (it holds every tool's schema to
+    // the Messages API's rules): the refused tools left out, the untyped
+    // schema given its `"type": "object"`.
+    let body = &model.requests()[0].body;
+    let names = tool_names(body);
     assert!(names.contains(&"good".to_owned()), "{names:?}");
-    for name in ["type_seven", "bad_pattern", "bad_required"] {
+    for (name, _) in refused {
         assert!(!names.contains(&name.to_owned()), "{names:?}");
     }
+    let untyped = body["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "untyped"))
+        .expect("the untyped tool is offered");
+    assert_eq!(
+        untyped["input_schema"],
+        serde_json::json!({"properties": {"x": {"type": "string"}}, "type": "object"})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

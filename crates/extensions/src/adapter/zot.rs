@@ -507,14 +507,8 @@ fn register_tool(peer: &Peer, link: &dyn Link, tool: RegisterTool) {
     if !check_tool_name(link, &tool.name) {
         return;
     }
-    if !tool.schema.is_object() {
-        peer.log.line(format_args!(
-            "tool \"{}\" rejected: schema must be a JSON object (got {})",
-            tool.name,
-            json_kind(&tool.schema)
-        ));
-        return;
-    }
+    // The host checks the schema (a non-object one is refused there, with
+    // a warning the user sees).
     link.register(Registration::Tool(ToolInfo {
         name: tool.name,
         description: tool.description,

@@ -98,9 +98,9 @@ impl Inner {
     /// `tool`, unless its input schema is not valid JSON Schema: then it is
     /// left out with a warning (a provider would refuse every request that
     /// offered it) and the extension's other tools stay.
-    pub(super) fn valid_schema(&self, ext: &Extension, tool: ToolInfo) -> Option<ToolInfo> {
-        match crate::tool_schema::check(&tool.schema) {
-            Ok(()) => Some(tool),
+    pub(super) fn valid_schema(&self, ext: &Extension, mut tool: ToolInfo) -> Option<ToolInfo> {
+        match crate::tool_schema::checked(std::mem::take(&mut tool.schema)) {
+            Ok(schema) => Some(ToolInfo { schema, ..tool }),
             Err(why) => {
                 self.warn(
                     ext,

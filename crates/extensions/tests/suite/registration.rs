@@ -246,7 +246,7 @@ for msg in frames():
 }
 
 #[tokio::test]
-async fn non_object_schemas_are_rejected_with_a_log_line() {
+async fn non_object_schemas_are_rejected_with_a_warning() {
     let env = Env::new();
     let dir = env.ext(
         "schemas",
@@ -258,18 +258,19 @@ async fn non_object_schemas_are_rejected_with_a_log_line() {
 ]"#,
         ),
     );
-    let (host, _rx) = env.start(&[&dir]).await;
+    let (host, mut rx) = env.start(&[&dir]).await;
     let tools: Vec<_> = host.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(tools, ["good"]);
-    let log = env.log("schemas");
-    assert!(
-        log.contains("tool \"stringy\" rejected: schema must be a JSON object (got a string)"),
-        "{log}"
-    );
-    assert!(
-        log.contains("tool \"missing\" rejected: schema must be a JSON object (got null)"),
-        "{log}"
-    );
+    for (name, kind) in [("stringy", "a string"), ("missing", "null")] {
+        let said = format!(
+            "tool \"{name}\" rejected: invalid input schema: the schema is {kind}, not a JSON object"
+        );
+        event_matching(&mut rx, SECS5, |e| {
+            matches!(e, HostEvent::Warning { extension, message } if extension == "schemas" && *message == said)
+        })
+        .await;
+        assert!(env.log("schemas").contains(&said));
+    }
     host.shutdown().await;
 }
 
