@@ -73,19 +73,24 @@ impl Context {
         Ok(())
     }
 
-    /// Prints the one warning about project extensions skipped for lack of trust.
+    /// Prints the one warning about project extensions (of every protocol,
+    /// MCP servers included) skipped for lack of trust, naming them.
     pub fn warn_untrusted(&self, found: &[zot_extensions::Found]) {
-        let skipped = found
+        let skipped: Vec<&str> = found
             .iter()
-            .filter(|f| matches!(f.status, FoundStatus::Untrusted(_)))
-            .count();
-        if skipped == 0 {
+            .filter_map(|f| match &f.status {
+                FoundStatus::Untrusted(manifest) => Some(manifest.name.as_str()),
+                _ => None,
+            })
+            .collect();
+        if skipped.is_empty() {
             return;
         }
         let why = &self.trust_reason;
         errln!(
-            "zot: warning: {skipped} project extension(s) in {} not loaded: {why}; run `zot trust` to trust it, or pass --trust for one run",
-            display(&self.config.project_root())
+            "zot: warning: {} project extension(s) not loaded ({}): {why}; run `zot trust` to trust it, or pass --trust for one run",
+            skipped.len(),
+            skipped.join(", ")
         );
     }
 }

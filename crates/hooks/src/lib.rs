@@ -286,7 +286,7 @@ pub fn load_warnings(loaded: &Loaded) -> Vec<(String, String)> {
         warn(
             "hooks".into(),
             format!(
-                "{untrusted} project hook(s) not run: this project is not trusted; run `zot trust` to trust it, or pass --trust for one run"
+                "{untrusted} project hook(s) not run: this project is not trusted, or its files changed since it was (`zot trust --list` says which); run `zot trust` to trust it, or pass --trust for one run"
             ),
         );
     }

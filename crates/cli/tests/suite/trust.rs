@@ -54,6 +54,40 @@ fn untrusted_project_extensions_are_skipped_with_one_warning() {
 }
 
 #[test]
+fn the_untrusted_warning_names_every_protocols_skipped_extensions() {
+    let w = World::new();
+    w.ext(&w.project_root(), "local", &[]);
+    let nimlet = w.project.join(".agents/extensions/nim");
+    std::fs::create_dir_all(&nimlet).unwrap();
+    std::fs::write(
+        nimlet.join("extension.json"),
+        r#"{"name":"nim","command":["sh","-c","touch ran"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        w.project.join(".mcp.json"),
+        r#"{"mcpServers":{"srv":{"command":"sh","args":["-c","touch ran"]}}}"#,
+    )
+    .unwrap();
+
+    let run = w.zot(&["ext", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("zot trust"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{run:?}");
+    assert!(
+        warnings[0].starts_with(
+            "zot: warning: 3 project extension(s) not loaded (local, nim, mcp:srv): this project is not trusted;"
+        ),
+        "{run:?}"
+    );
+    assert!(!w.project.join("ran").exists() && !nimlet.join("ran").exists());
+}
+
+#[test]
 fn trust_persists_and_content_changes_revoke_it() {
     let w = World::new();
     let dir = w.ext(&w.project_root(), "local", &[]);
