@@ -16,7 +16,10 @@ fn main() -> ExitCode {
     let code = match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("zot: {}", zot_cli::term::for_stderr(&format!("{err:#}")));
+            zot_cli::term::write(
+                false,
+                &format!("zot: {}\n", zot_cli::term::for_stderr(&format!("{err:#}"))),
+            );
             ExitCode::FAILURE
         }
     };

@@ -373,7 +373,7 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     };
     let info = models::of(&provider, &model);
     if args.reasoning.is_some() && info.known() && !info.reasoning() {
-        eprintln!("zot: warning: {model} does not reason; --reasoning is ignored");
+        errln!("zot: warning: {model} does not reason; --reasoning is ignored");
     }
     let id = session_id(session.as_ref());
     let loaded = load(args, ctx, &provider.name, &model, &id, mode).await;

@@ -43,23 +43,46 @@ pub fn for_stderr(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// `println!`, without control sequences when stdout is a terminal.
+/// Writes `text` to stdout or stderr. A reader that stops early (`zot -p …
+/// | head`) is not an error: what it did not take is dropped quietly, where
+/// `println!` would panic. Any other failure to write stdout is said once on
+/// stderr.
+pub fn write(to_stdout: bool, text: &str) {
+    use std::io::Write as _;
+    let written = if to_stdout {
+        std::io::stdout().lock().write_all(text.as_bytes())
+    } else {
+        std::io::stderr().lock().write_all(text.as_bytes())
+    };
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Err(e) = written
+        && to_stdout
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        write(false, &format!("zot: cannot write to stdout: {e}\n"));
+    }
+}
+
+/// `println!`, without control sequences when stdout is a terminal, and
+/// without a panic when its reader has gone ([`write`]).
 macro_rules! outln {
     () => {
-        println!()
+        $crate::term::write(true, "\n")
     };
     ($($arg:tt)*) => {
-        println!("{}", $crate::term::for_stdout(&format!($($arg)*)))
+        $crate::term::write(true, &format!("{}\n", $crate::term::for_stdout(&format!($($arg)*))))
     };
 }
 
-/// `eprintln!`, without control sequences when stderr is a terminal.
+/// `eprintln!`, without control sequences when stderr is a terminal, and
+/// without a panic when its reader has gone.
 macro_rules! errln {
     () => {
-        eprintln!()
+        $crate::term::write(false, "\n")
     };
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::term::for_stderr(&format!($($arg)*)))
+        $crate::term::write(false, &format!("{}\n", $crate::term::for_stderr(&format!($($arg)*))))
     };
 }
 
@@ -67,6 +90,6 @@ macro_rules! errln {
 /// sequences when stderr is a terminal.
 macro_rules! err {
     ($($arg:tt)*) => {
-        eprint!("{}", $crate::term::for_stderr(&format!($($arg)*)))
+        $crate::term::write(false, &$crate::term::for_stderr(&format!($($arg)*)))
     };
 }

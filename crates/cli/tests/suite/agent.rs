@@ -40,6 +40,31 @@ fn tool_names(body: &Value, provider: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `zot -p … | head`: a reader that stops early ends zot quietly (the
+/// answer was for it, and it has what it wanted), with no panic.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_that_stops_early_ends_the_print_mode_quietly() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let w = World::new();
+    let long = "a line of the answer\n".repeat(20_000);
+    let model = MockModel::start([anthropic::text(&long)]).await;
+    let mut child = w
+        .against(&model, "anthropic", &["-p", "--no-session", "go"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0; 10];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"a line of ");
+    drop(stdout);
+    let run: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr, "", "{run:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn print_mode_answers_and_sends_a_proper_request() {
     let w = World::new();
