@@ -165,6 +165,11 @@ impl AgentArgs {
 }
 
 impl AgentArgs {
+    /// Whether a flag asks for a prompt to be run (-p, --json, --mode).
+    pub fn runs_a_prompt(&self) -> bool {
+        self.print || self.json || self.mode.is_some()
+    }
+
     pub fn mode(&self) -> Mode {
         match (self.print, self.json, self.mode) {
             (true, _, _) => Mode::Print,

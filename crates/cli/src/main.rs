@@ -3,16 +3,33 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use zot_cli::args::Cli;
 
 fn main() -> ExitCode {
     // Before anything else: no process zot starts may read its memory or
     // environment (API keys, the RPC token).
     zot_sandbox::make_undumpable();
-    let cli = Cli::parse_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
+    let matches = Cli::command().get_matches_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
         std::env::args_os().collect(),
     )));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `zot -p trust`: a prompt that begins with a command's name would run
+    // the command (here: trust the project), not ask the model.
+    if let Some(name) = matches.subcommand_name()
+        && cli.agent.runs_a_prompt()
+    {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "`{name}` is a zot command, and -p, --json and --mode run a prompt: \
+                     put `--` before a prompt that starts with a command's name \
+                     (zot -p -- {name} ...), or leave the flag out to run the command"
+                ),
+            )
+            .exit();
+    }
     let code = match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {

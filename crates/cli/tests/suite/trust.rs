@@ -87,6 +87,30 @@ fn the_untrusted_warning_names_every_protocols_skipped_extensions() {
     assert!(!w.project.join("ran").exists() && !nimlet.join("ran").exists());
 }
 
+/// `zot -p trust` is a prompt the user meant, not `zot trust`: refused with
+/// how to send it, and the project stays untrusted.
+#[test]
+fn a_prompt_that_is_a_commands_name_does_not_run_the_command() {
+    let w = World::new();
+    w.ext(&w.project_root(), "local", &[]);
+    for flag in ["-p", "--json", "--mode=print"] {
+        let run = w.zot(&[flag, "trust"]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert!(
+            run.stderr
+                .contains("`trust` is a zot command, and -p, --json and --mode run a prompt"),
+            "{run:?}"
+        );
+        assert!(run.stderr.contains("(zot -p -- trust ...)"), "{run:?}");
+        assert!(!w.home.join("trust.json").exists(), "{flag}: trusted");
+    }
+    // After `--` it is the prompt (here refused for want of an API key).
+    let run = w.zot(&["-p", "--", "trust"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no API key"), "{run:?}");
+    assert!(!w.home.join("trust.json").exists());
+}
+
 #[test]
 fn trust_persists_and_content_changes_revoke_it() {
     let w = World::new();
