@@ -33,10 +33,7 @@ fn main() -> ExitCode {
     let code = match zot_cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            zot_cli::term::write(
-                false,
-                &format!("zot: {}\n", zot_cli::term::for_stderr(&format!("{err:#}"))),
-            );
+            zot_cli::term::write(false, format_args!("zot: {err:#}"), true);
             ExitCode::FAILURE
         }
     };

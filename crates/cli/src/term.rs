@@ -43,16 +43,24 @@ pub fn for_stderr(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Writes `text` to stdout or stderr. A reader that stops early (`zot -p …
-/// | head`) is not an error: what it did not take is dropped quietly, where
-/// `println!` would panic. Any other failure to write stdout is said once on
-/// stderr.
-pub fn write(to_stdout: bool, text: &str) {
+/// Writes `text` (and a newline after it when `newline`) to stdout or
+/// stderr, without control sequences when that is a terminal. A reader that
+/// stops early (`zot -p … | head`) is not an error: what it did not take is
+/// dropped quietly, where `println!` would panic. Any other failure to write
+/// stdout is said once on stderr. One function behind [`outln!`],
+/// [`errln!`] and [`err!`], so each of their many uses is only a call.
+pub fn write(to_stdout: bool, text: std::fmt::Arguments<'_>, newline: bool) {
     use std::io::Write as _;
+    let text = std::fmt::format(text);
+    let end: &[u8] = if newline { b"\n" } else { b"" };
     let written = if to_stdout {
-        std::io::stdout().lock().write_all(text.as_bytes())
+        let mut out = std::io::stdout().lock();
+        out.write_all(for_stdout(&text).as_bytes())
+            .and_then(|()| out.write_all(end))
     } else {
-        std::io::stderr().lock().write_all(text.as_bytes())
+        let mut out = std::io::stderr().lock();
+        out.write_all(for_stderr(&text).as_bytes())
+            .and_then(|()| out.write_all(end))
     };
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Err(e) = written
@@ -60,7 +68,11 @@ pub fn write(to_stdout: bool, text: &str) {
         && e.kind() != std::io::ErrorKind::BrokenPipe
         && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
-        write(false, &format!("zot: cannot write to stdout: {e}\n"));
+        write(
+            false,
+            format_args!("zot: cannot write to stdout: {e}"),
+            true,
+        );
     }
 }
 
@@ -68,10 +80,10 @@ pub fn write(to_stdout: bool, text: &str) {
 /// without a panic when its reader has gone ([`write`]).
 macro_rules! outln {
     () => {
-        $crate::term::write(true, "\n")
+        $crate::term::write(true, format_args!(""), true)
     };
     ($($arg:tt)*) => {
-        $crate::term::write(true, &format!("{}\n", $crate::term::for_stdout(&format!($($arg)*))))
+        $crate::term::write(true, format_args!($($arg)*), true)
     };
 }
 
@@ -79,10 +91,10 @@ macro_rules! outln {
 /// without a panic when its reader has gone.
 macro_rules! errln {
     () => {
-        $crate::term::write(false, "\n")
+        $crate::term::write(false, format_args!(""), true)
     };
     ($($arg:tt)*) => {
-        $crate::term::write(false, &format!("{}\n", $crate::term::for_stderr(&format!($($arg)*))))
+        $crate::term::write(false, format_args!($($arg)*), true)
     };
 }
 
@@ -90,6 +102,6 @@ macro_rules! errln {
 /// sequences when stderr is a terminal.
 macro_rules! err {
     ($($arg:tt)*) => {
-        $crate::term::write(false, &$crate::term::for_stderr(&format!($($arg)*)))
+        $crate::term::write(false, format_args!($($arg)*), false)
     };
 }
