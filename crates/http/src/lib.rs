@@ -3,6 +3,7 @@
 //! one way to set up a client, one reader of server-sent event streams.
 
 use std::error::Error;
+use std::time::Duration;
 
 pub mod sse;
 
@@ -59,4 +60,43 @@ pub fn error_chain(err: &dyn Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// How long a model's server may send nothing (no answer, or no byte of
+/// its stream) before the call fails: a stalled server or connection would
+/// otherwise hold the prompt for good. Providers send keep-alive events well
+/// within it.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// [`IDLE_TIMEOUT`], or `ZOT_IDLE_TIMEOUT` (seconds) for a server slower to
+/// start answering (a local model loading from a slow disk).
+pub fn idle_timeout() -> Result<Duration, String> {
+    let Ok(value) = std::env::var("ZOT_IDLE_TIMEOUT") else {
+        return Ok(IDLE_TIMEOUT);
+    };
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!("ZOT_IDLE_TIMEOUT must be a number of seconds above 0, not {value:?}")
+        })
+}
+
+/// Whether `err` is a request's read timeout ([`idle_timeout`]): the server
+/// sent nothing for that long.
+pub fn timed_out(err: &(dyn Error + 'static)) -> bool {
+    err.downcast_ref::<reqwest::Error>()
+        .is_some_and(reqwest::Error::is_timeout)
+}
+
+/// What a read timeout means, for the user.
+pub fn idle_message() -> String {
+    let waited = idle_timeout().unwrap_or(IDLE_TIMEOUT);
+    format!(
+        "the server sent nothing for {} s and was given up on (ZOT_IDLE_TIMEOUT sets how long to wait)",
+        waited.as_secs_f64()
+    )
 }

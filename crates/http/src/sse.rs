@@ -247,7 +247,12 @@ where
                     this.split();
                 }
                 Poll::Ready(Some(Err(err))) => {
-                    return this.fail(SseError::Transport(error_chain(&err)));
+                    let message = if crate::timed_out(&err) {
+                        crate::idle_message()
+                    } else {
+                        error_chain(&err)
+                    };
+                    return this.fail(SseError::Transport(message));
                 }
                 Poll::Ready(None) => {
                     this.done = true;

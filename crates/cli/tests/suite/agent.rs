@@ -40,6 +40,72 @@ fn tool_names(body: &Value, provider: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A model that goes silent mid-answer (a stalled server or connection)
+/// ends the prompt with an error once `ZOT_IDLE_TIMEOUT` has passed, rather
+/// than holding it for good; the connection is given up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_goes_silent_is_given_up_after_the_idle_timeout() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::Script::new()
+        .text("half an ans")
+        .build_partial()
+        .stall()])
+    .await;
+    // `zot -p go` against `url` with `ZOT_IDLE_TIMEOUT=timeout`: it fails.
+    let run = |url: &str, timeout: &str| -> Run {
+        let run: Run = w
+            .cmd(&["-p", "--no-session", "--provider", "anthropic"])
+            .args(["--api-key", "k", "--base-url", url, "go"])
+            .env("ZOT_IDLE_TIMEOUT", timeout)
+            .output()
+            .unwrap()
+            .into();
+        assert_eq!(run.code, 1, "{run:?}");
+        run
+    };
+    let said = run(&model.url(), "0.5");
+    assert!(
+        said.stderr.contains(
+            "anthropic: stream broken: the server sent nothing for 0.5 s and was given up on (ZOT_IDLE_TIMEOUT sets how long to wait)"
+        ),
+        "{said:?}"
+    );
+    model.wait_hangups(1).await;
+
+    // A server that takes the request and never answers: given up at once
+    // after the timeout, not asked again (it would only sit as long again).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        let (socket, _) = silent.accept().unwrap();
+        let mut buf = [0; 1];
+        // Holds the connection until zot lets go of it.
+        while std::io::Read::read(&mut &socket, &mut buf).is_ok_and(|n| n > 0) {}
+        silent
+    });
+    let said = run(&url, "0.5");
+    assert!(
+        said.stderr.contains(&format!(
+            "anthropic: no answer from {url}/v1/messages: the server sent nothing for 0.5 s"
+        )),
+        "{said:?}"
+    );
+    // zot has exited: a second request would be waiting to be accepted.
+    let silent = held.join().unwrap();
+    silent.set_nonblocking(true).unwrap();
+    assert!(
+        silent.accept().is_err(),
+        "zot asked the silent server again"
+    );
+
+    let said = run(&model.url(), "soon");
+    assert!(
+        said.stderr
+            .contains("ZOT_IDLE_TIMEOUT must be a number of seconds above 0, not \"soon\""),
+        "{said:?}"
+    );
+}
+
 /// `zot -p … | head`: a reader that stops early ends zot quietly (the
 /// answer was for it, and it has what it wanted), with no panic.
 #[tokio::test(flavor = "multi_thread")]

@@ -79,6 +79,7 @@ impl Provider {
         };
         let client = http_client(&self.config.base_url)
             .default_headers(header_map(&self.config.headers).map_err(connect_error)?)
+            .read_timeout(zot_http::idle_timeout().map_err(connect_error)?)
             .build()
             .map_err(|e| connect_error(error_chain(&e)))?;
         Ok(self.http.get_or_init(|| client))

@@ -46,6 +46,14 @@ pub(crate) async fn send(
                     None => return Err(status_error(provider, response).await),
                 }
             }
+            // The server took the request and sat on it: asking again
+            // would only wait as long once more.
+            Err(err) if err.is_timeout() => {
+                return Err(ProviderError::Stream {
+                    provider,
+                    message: format!("no answer from {url}: {}", zot_http::idle_message()),
+                });
+            }
             Err(err) => match BACKOFF.get(retries) {
                 // A builder error (a malformed URL, say) fails the same way every time.
                 Some(wait) if !err.is_builder() => *wait,
