@@ -62,8 +62,12 @@ struct Server {
     /// Releases the work a request just spawned, once its response is written,
     /// so the response always comes before the work's events.
     gate: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
-    /// Tasks still running (prompts, compactions), awaited before exit.
-    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The agent's work, run one job at a time in the order it came:
+    /// prompts, compactions, and the requests that need the agent while
+    /// work holds it. `None` once stdin has ended.
+    jobs: std::sync::Mutex<Option<mpsc::UnboundedSender<Job>>>,
+    /// Jobs sent and not yet done.
+    pending: Arc<std::sync::atomic::AtomicUsize>,
     /// The agent's state as of its last change, for `get_state` while
     /// running work holds the agent.
     last: std::sync::Mutex<Snapshot>,
@@ -76,6 +80,9 @@ struct Server {
     /// what a prompt to it answers when it had no key.
     start: (zot_core::provider::ProviderConfig, Option<String>),
 }
+
+/// One piece of the agent's work (see [`Server::jobs`]).
+type Job = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// A prompt or compaction waiting its turn (or running, first in line).
 struct Waiting {
@@ -157,6 +164,12 @@ pub async fn serve(
         running.agent.provider().config().clone(),
         running.missing_credentials.clone(),
     );
+    let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
+    let worker = tokio::spawn(async move {
+        while let Some(job) = queue.recv().await {
+            job.await;
+        }
+    });
     let server = Arc::new(Server {
         last,
         missing_credentials: std::sync::Mutex::new(running.missing_credentials),
@@ -170,19 +183,18 @@ pub async fn serve(
         next_work: std::sync::atomic::AtomicU64::new(0),
         busy: Arc::default(),
         cwd: project.display().to_string(),
-        tasks: std::sync::Mutex::new(Vec::new()),
+        jobs: std::sync::Mutex::new(Some(jobs)),
+        pending: Arc::default(),
         gate: std::sync::Mutex::new(None),
     });
     let code = serve_lines(&server, token, input).await;
-    let tasks = std::mem::take(
-        &mut *server
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    for task in tasks {
-        let _ = task.await;
-    }
+    // Stdin ended: the work sent so far still runs, then the worker ends.
+    server
+        .jobs
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let _ = worker.await;
     server.host.session_ended().await;
     server.host.shutdown().await;
     drop(server);
@@ -247,6 +259,17 @@ async fn serve_lines(
             continue;
         }
         let result = match request {
+            // Work holds the agent, or waits for it: this request's turn
+            // comes after that work, and the reading goes on meanwhile (an
+            // `abort` must get through).
+            Ok(request) if needs_agent(&request) && server.has_work() => {
+                let for_job = Arc::clone(server);
+                server.queue(Box::pin(async move {
+                    let result = Arc::clone(&for_job).handle(request).await;
+                    for_job.respond(&command, id, result);
+                }));
+                continue;
+            }
             Ok(request) => Arc::clone(server).handle(request).await,
             Err(problem) => Err(problem),
         };
@@ -379,7 +402,7 @@ impl Server {
 
     /// Runs `work` in the background with a fresh cancellation token, once
     /// it holds the agent; work items run one after another in the order
-    /// they came (see [`Server::line`]). `prompt` is a prompt's text.
+    /// they came (see [`Server::jobs`], [`Server::line`]). `prompt` is a prompt's text.
     /// `finish` (e.g. `done`) is written once the work has let go of the
     /// agent and is no longer counted as busy, so a client that reacts to it
     /// with `get_state` sees an idle agent.
@@ -407,7 +430,7 @@ impl Server {
             .gate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(go);
-        let handle = tokio::spawn(async move {
+        self.queue(Box::pin(async move {
             let _ = ready.await;
             let agent = Arc::clone(&server.agent).lock_owned().await;
             // Taken out of the line by `abort {"queue": true}`: it never runs.
@@ -422,11 +445,29 @@ impl Server {
             if let Some(finish) = finish.filter(|_| !dropped) {
                 let _ = server.out.send(finish.into());
             }
+        }));
+    }
+
+    /// Sends `job` to the worker, behind every job sent before it.
+    fn queue(&self, job: Job) {
+        let pending = Arc::clone(&self.pending);
+        pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let job = Box::pin(async move {
+            job.await;
+            pending.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         });
-        self.tasks
+        if let Some(jobs) = &*self
+            .jobs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(handle);
+        {
+            let _ = jobs.send(job);
+        }
+    }
+
+    /// Whether the worker has jobs (running or waiting).
+    fn has_work(&self) -> bool {
+        self.pending.load(std::sync::atomic::Ordering::SeqCst) > 0
     }
 
     async fn handle(self: Arc<Self>, request: Request) -> Result<Option<Data>, String> {
@@ -770,6 +811,21 @@ fn prompt_content(message: String, images: Vec<Image>) -> Result<Vec<Block>, Str
         return Err("prompt needs a non-empty \"message\" or images".into());
     }
     Ok(content)
+}
+
+/// Whether `request` reads or changes the agent, so waits its turn behind
+/// the agent's work; the others are answered at once, whatever runs.
+fn needs_agent(request: &Request) -> bool {
+    !matches!(
+        request,
+        Request::Ping
+            | Request::Prompt { .. }
+            | Request::Abort { .. }
+            | Request::Compact
+            | Request::GetState
+            | Request::ListSessions { .. }
+            | Request::GetCommands
+    )
 }
 
 #[cfg(test)]

@@ -319,6 +319,53 @@ async fn commands_events_and_malformed_lines() {
     assert_eq!(rpc.close(), 0);
 }
 
+/// Prompts queued together run first come, first served (each used to race
+/// for the agent); a request that needs the agent while a prompt holds it
+/// waits its turn behind the queue, and the requests after it are answered
+/// meanwhile (it used to stop the reading: a `ping`, and the `abort` that
+/// ends the running prompt, waited for the prompt to end by itself).
+#[tokio::test(flavor = "multi_thread")]
+async fn queued_work_runs_in_order_and_agent_requests_wait_their_turn() {
+    let w = World::new();
+    let stalled: Response = anthropic::Script::new()
+        .text("partial")
+        .build_partial()
+        .stall();
+    let answers = (1..=5).map(|i| anthropic::text(&format!("a{i}")));
+    let model = MockModel::start(std::iter::once(stalled).chain(answers)).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"p0"}"#);
+    rpc.until_event(|e| matches!(e, Event::TextDelta { .. }));
+    for i in 1..=5 {
+        rpc.send(&format!(r#"{{"type":"prompt","message":"p{i}"}}"#));
+    }
+    rpc.send(r#"{"id":"m","type":"get_messages"}"#);
+    rpc.send(r#"{"id":"p","type":"ping"}"#);
+    rpc.response("ping");
+    rpc.send(r#"{"type":"abort"}"#);
+    assert_eq!(
+        rpc.next_stop_within(Duration::from_secs(10)),
+        StopReason::Aborted
+    );
+    let mut prompts = Vec::new();
+    let messages = rpc.until(|v| match typed(v) {
+        Event::UserMessage { content, .. } => {
+            prompts.push(text(&content[0]).to_owned());
+            false
+        }
+        Event::Response(r) => r.command == "get_messages",
+        _ => false,
+    });
+    assert_eq!(prompts, ["p1", "p2", "p3", "p4", "p5"]);
+    assert_eq!(messages["id"], "m");
+    // Asked after the five prompts, answered after them: p0 (aborted,
+    // with its partial answer) and five prompts with their answers.
+    let messages = messages["data"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 12, "{messages:?}");
+    assert_eq!(messages[11]["content"][0]["text"], "a5");
+    assert_eq!(rpc.close(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn abort_mid_stream_ends_the_turn() {
     let w = World::new();
