@@ -803,10 +803,11 @@ fn prompt_content(message: String, images: Vec<Image>) -> Result<Vec<Block>, Str
     if !message.trim().is_empty() {
         content.push(Block::Text { text: message });
     }
-    content.extend(images.into_iter().map(|image| Block::Image {
-        mime_type: image.mime_type,
-        data: image.data,
-    }));
+    for (i, image) in images.into_iter().enumerate() {
+        let block = zot_core::image::from_base64(&image.data)
+            .map_err(|why| format!("images[{i}] ({}): {why}", image.mime_type))?;
+        content.push(block);
+    }
     if content.is_empty() {
         return Err("prompt needs a non-empty \"message\" or images".into());
     }

@@ -16,10 +16,12 @@ pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Why a file could not be attached; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("image {}: {source}", path.display())]
+    // Not `source`: the message says it already, and a chain of causes
+    // (`{err:#}`) would say it twice.
+    #[error("image {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("image {}: not a regular file", path.display())]
     NotAFile { path: PathBuf },
@@ -59,9 +61,9 @@ pub fn has_image_extension(path: &Path) -> bool {
 /// Reads the image at `path` as an image block, refusing other types and
 /// files over [`MAX_IMAGE_BYTES`].
 pub fn load(path: &Path) -> Result<Block, ImageError> {
-    let read = |source| ImageError::Read {
+    let read = |error| ImageError::Read {
         path: path.to_owned(),
-        source,
+        error,
     };
     let file = std::fs::File::open(path).map_err(read)?;
     let metadata = file.metadata().map_err(read)?;
@@ -91,6 +93,33 @@ pub fn load(path: &Path) -> Result<Block, ImageError> {
     Ok(Block::Image {
         mime_type: mime_type.to_owned(),
         data: base64::engine::general_purpose::STANDARD.encode(bytes),
+    })
+}
+
+/// An image sent as base64 (an RPC prompt's), checked as [`load`] checks a
+/// file: an image a provider refuses would be kept in the session and make
+/// every later request of it fail. Its type is read from its bytes.
+pub fn from_base64(data: &str) -> Result<Block, String> {
+    // Four base64 characters hold three bytes: larger cannot be under the cap.
+    if data.len() as u64 > MAX_IMAGE_BYTES.div_ceil(3) * 4 + 4 {
+        return Err(format!(
+            "over the {MAX_IMAGE_BYTES}-byte (5 MiB) cap for images"
+        ));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("not base64 ({e})"))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "{} bytes is over the {MAX_IMAGE_BYTES}-byte (5 MiB) cap for images",
+            bytes.len()
+        ));
+    }
+    let mime_type =
+        sniff(&bytes).ok_or("not a png, jpeg, gif or webp image (the types the models take)")?;
+    Ok(Block::Image {
+        mime_type: mime_type.to_owned(),
+        data: data.trim().to_owned(),
     })
 }
 

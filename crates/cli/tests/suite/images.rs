@@ -114,11 +114,60 @@ async fn bad_images_are_refused_naming_the_file_before_any_request() {
             .into();
         assert_eq!(run.code, 1, "{file}: {run:?}");
         assert!(
-            run.stderr.contains(&format!("image {file}: ")) && run.stderr.contains(says),
+            run.stderr.contains(&format!("image {file}: "))
+                && run.stderr.matches(says).count() == 1,
             "{file}: {run:?}"
         );
     }
     assert!(model.requests().is_empty());
+}
+
+/// An RPC prompt's images are checked as `-i` checks files: one a provider
+/// would refuse is refused at once, naming it (kept in the session, it made
+/// every later request fail); a good one is sent as the type its bytes say.
+#[tokio::test(flavor = "multi_thread")]
+async fn rpc_prompt_images_are_checked_before_they_join_the_conversation() {
+    let w = World::new();
+    let model = MockModel::start([anthropic::text("a red dot")]).await;
+    let mut rpc = super::rpc::Rpc::start(&w, &model, "anthropic", &[], None);
+    let svg = b64(b"<svg/>");
+    let big = b64(&vec![0; 5 * 1024 * 1024 + 1]);
+    for (mime, data, says) in [
+        (
+            "image/svg+xml",
+            svg.as_str(),
+            "images[0] (image/svg+xml): not a png, jpeg, gif or webp image",
+        ),
+        (
+            "image/png",
+            "not base64!",
+            "images[0] (image/png): not base64",
+        ),
+        (
+            "image/png",
+            big.as_str(),
+            "images[0] (image/png): 5242881 bytes is over the 5242880-byte (5 MiB) cap",
+        ),
+    ] {
+        let prompt = serde_json::json!({"type": "prompt", "message": "see",
+            "images": [{"mime_type": mime, "data": data}]});
+        rpc.send(&prompt.to_string());
+        let response = rpc.response("prompt");
+        assert_eq!(response["success"], false, "{response}");
+        let error = response["error"].as_str().unwrap();
+        assert!(error.starts_with(says), "{error}");
+    }
+    let prompt = serde_json::json!({"type": "prompt", "message": "see",
+        "images": [{"mime_type": "image/jpeg", "data": b64(PNG)}]});
+    rpc.send(&prompt.to_string());
+    assert_eq!(rpc.response("prompt")["success"], true);
+    rpc.done();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let content = &requests[0].body["messages"][0]["content"];
+    assert_eq!(content[1]["source"]["media_type"], "image/png", "{content}");
+    assert_eq!(content[1]["source"]["data"], b64(PNG));
+    assert_eq!(rpc.close(), 0);
 }
 
 /// Puts `text` in tmux's buffer and pastes it as a terminal does a dropped
