@@ -224,6 +224,10 @@ async fn run_prompt(
         () = cancel.cancelled() => Err("aborted".to_owned()),
     };
     let text = match resolved {
+        Err(e) if cancel.is_cancelled() => {
+            let _ = fail(out, &e).map_err(|e| errln!("zot: {e}"));
+            return Ok(interrupted());
+        }
         Err(e) => return fail(out, &e),
         Ok(Resolved::Unchanged) => prompt.text.to_owned(),
         Ok(Resolved::Prompt(p)) => p,
@@ -332,7 +336,11 @@ async fn run_prompt(
             if let Some(failure) = failure {
                 errln!("zot: {failure}");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(if cancel.is_cancelled() {
+                interrupted()
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Err(e) if mode == Mode::Json => {
             let _ = e;
@@ -340,6 +348,12 @@ async fn run_prompt(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The status of a run Ctrl+C stopped, as shells give it (128 + SIGINT):
+/// `zot -p … && git commit` must not go on.
+fn interrupted() -> ExitCode {
+    ExitCode::from(130)
 }
 
 fn fail(out: &Out, message: &str) -> anyhow::Result<ExitCode> {

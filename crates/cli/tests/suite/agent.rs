@@ -106,6 +106,41 @@ async fn a_model_that_goes_silent_is_given_up_after_the_idle_timeout() {
     );
 }
 
+/// Ctrl+C while the model answers: the turn is aborted, and the exit status
+/// says so as shells do (130), so `zot -p … && git commit` stops there.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_ends_the_print_mode_with_the_interrupted_status() {
+    use std::time::Duration;
+    use zot_testkit::wait::eventually;
+    let w = World::new();
+    let stalled = anthropic::Script::new()
+        .text("partial")
+        .build_partial()
+        .stall();
+    let model = MockModel::start([stalled.clone(), stalled]).await;
+    for mode in ["-p", "--json"] {
+        let asked = model.requests().len() + 1;
+        let child = w
+            .against(&model, "anthropic", &[mode, "--no-session", "go"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(eventually(Duration::from_secs(10), || model.requests().len() == asked).await);
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let run: Run = child.wait_with_output().unwrap().into();
+        assert_eq!(run.code, 130, "{mode}: {run:?}");
+        match mode {
+            "-p" => assert!(run.stderr.contains("zot: aborted"), "{run:?}"),
+            _ => assert!(run.stdout.contains(r#""stop":"aborted""#), "{run:?}"),
+        }
+    }
+}
+
 /// `zot -p … | head`: a reader that stops early ends zot quietly (the
 /// answer was for it, and it has what it wanted), with no panic.
 #[tokio::test(flavor = "multi_thread")]
