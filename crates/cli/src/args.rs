@@ -127,7 +127,8 @@ pub struct AgentArgs {
     /// No tools at all.
     #[arg(long, conflicts_with = "tools")]
     pub no_tools: bool,
-    /// Stop after this many model calls per prompt.
+    /// Stop after this many model calls per prompt (reaching it before the
+    /// model has finished fails the prompt, saying so).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_steps: Option<u32>,
     /// Ask before each tool call (interactive mode only).

@@ -210,6 +210,9 @@ pub enum AgentError {
     /// after compacting it.
     #[error("{0}")]
     ContextFull(String),
+    /// `max_steps` model calls were made and the model had not finished.
+    #[error("stopped at the limit of {0} model calls (max_steps) before the model had finished")]
+    MaxSteps(u32),
 }
 
 /// The session id of a run without a session file (`--no-session`, RPC).
@@ -621,7 +624,12 @@ impl Agent {
         let mut compacted_for_overflow = false;
         loop {
             step += 1;
-            if self.config.max_steps.is_some_and(|max| step > max) {
+            if let Some(max) = self.config.max_steps.filter(|max| step > *max) {
+                let stopped = AgentError::MaxSteps(max);
+                emit(AgentEvent::Error {
+                    message: stopped.to_string(),
+                });
+                failure = Some(stopped);
                 break;
             }
             emit(AgentEvent::TurnStart { step });

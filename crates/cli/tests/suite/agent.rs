@@ -874,15 +874,31 @@ async fn max_steps_stops_the_loop_and_list_models_lists() {
         anthropic::tool_call("b", "bash", r#"{"command":"true"}"#),
     ])
     .await;
+    // The limit reached before the model finished: said, and a failure.
+    let stopped = "stopped at the limit of 1 model calls (max_steps) before the model had finished";
     let run = zot(
         &w,
         &model,
         "anthropic",
         &["--json", "--no-session", "--max-steps", "1", "loop"],
     );
-    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(model.requests().len(), 1);
-    assert_eq!(typed_events(&run).last(), Some(&Event::Done));
+    assert_eq!(
+        typed_events(&run).last(),
+        Some(&Event::Error {
+            message: stopped.to_owned()
+        })
+    );
+    let run = zot(
+        &w,
+        &model,
+        "anthropic",
+        &["-p", "--no-session", "--max-steps", "1", "loop"],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stderr, format!("zot: {stopped}\n"));
+    assert_eq!(model.requests().len(), 2);
     let run = w.zot(&["--list-models", "--provider", "openai"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("gpt-4.1"), "{run:?}");

@@ -199,10 +199,7 @@ impl Agent {
             }
             Ok(()) => match final_answer(child.messages()) {
                 Some(answer) => ToolOutput::text(answer),
-                None => ToolOutput::error(format!(
-                    "the subagent stopped without an answer (it may have reached its limit of \
-                     {SUBAGENT_MAX_STEPS} model calls)"
-                )),
+                None => ToolOutput::error("the subagent stopped without an answer"),
             },
         }
     }
