@@ -609,11 +609,11 @@ mod tests {
             zot.on_frame(&h.peer, &h.link, frame.to_string().as_bytes());
         }
         let regs = h.link.registrations.lock().unwrap().clone();
-        let tool = |name: &str, read_only| {
+        let tool = |name: &str, schema, read_only| {
             Registration::Tool(ToolInfo {
                 name: name.into(),
                 description: None,
-                schema: json!({"type":"object"}),
+                schema,
                 deferred: false,
                 extension: "guard".into(),
                 read_only,
@@ -622,8 +622,10 @@ mod tests {
         assert_eq!(
             regs,
             [
-                tool("peek", true),
-                tool("poke", false),
+                tool("peek", json!({"type":"object"}), true),
+                tool("poke", json!({"type":"object"}), false),
+                // The host checks schemas (and refuses this one, with a warning).
+                tool("bad", json!([]), false),
                 Registration::Command(CommandInfo {
                     name: "greet".into(),
                     description: Some("hi".into()),
@@ -635,7 +637,7 @@ mod tests {
                 Registration::Subscribe(HookPoint::ToolCall, Mode::Intercept),
                 Registration::Ready,
             ],
-            "a non-object schema, an unknown event and a turn_end intercept are refused"
+            "an unknown event and a turn_end intercept are refused"
         );
     }
 
