@@ -332,7 +332,8 @@ pub enum ConfigCommand {
     Set {
         key: String,
         value: String,
-        /// In the project's .zot/config.json (model, reasoning, max_steps, auto_compact only).
+        /// In the project's .zot/config.json (model, subagent_model, reasoning, max_steps,
+        /// auto_compact only).
         #[arg(long)]
         project: bool,
     },
