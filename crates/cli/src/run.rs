@@ -316,6 +316,19 @@ pub fn agent(
     if !loaded.skills.is_empty() {
         agent.add_tool(SkillTool::new(loaded.skills.clone()));
     }
+    // An MCP server's tools may come after start-up: not said to be unknown.
+    let (unknown, known) = agent.unknown_tools();
+    let unknown: Vec<String> = unknown
+        .into_iter()
+        .filter(|name| !name.starts_with("mcp__"))
+        .collect();
+    if !unknown.is_empty() {
+        errln!(
+            "zot: warning: --tools names no tool called {} (the tools: {})",
+            unknown.join(", "),
+            known.join(", ")
+        );
+    }
     if let Some(session) = session {
         agent.set_session(session);
     }

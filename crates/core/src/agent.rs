@@ -535,6 +535,27 @@ impl Agent {
         usage
     }
 
+    /// With `--tools`: the names it gives that no tool has now (built-in,
+    /// the subagents' `task`, an extension's), and the names of every tool.
+    pub fn unknown_tools(&self) -> (Vec<String>, Vec<String>) {
+        let ToolFilter::Only(wanted) = &self.config.tools else {
+            return (Vec::new(), Vec::new());
+        };
+        let known: Vec<String> = self
+            .builtin_specs
+            .iter()
+            .chain(self.subagents.spec())
+            .map(|s| s.name.clone())
+            .chain(self.hooks.tools().into_iter().map(|s| s.name))
+            .collect();
+        let unknown = wanted
+            .iter()
+            .filter(|name| !known.contains(name))
+            .cloned()
+            .collect();
+        (unknown, known)
+    }
+
     /// The tools the model sees now: allowed built-ins, then allowed
     /// extension tools whose names no built-in takes.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {

@@ -836,7 +836,7 @@ async fn system_prompt_parts_skills_and_tool_filters() {
                 "-p",
                 "--no-session",
                 "--tools",
-                "read,weather",
+                "read,weather,reed,mcp__later__tool",
                 "--system-prompt",
                 "ONLY THIS",
                 "x",
@@ -847,6 +847,18 @@ async fn system_prompt_parts_skills_and_tool_filters() {
     assert_eq!(run.code, 0, "{run:?}");
     let third = &model.requests()[2].body;
     assert_eq!(tool_names(third, "anthropic"), ["read", "weather"]);
+    // A name no tool has is said (an MCP server's tools may come later).
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("zot: warning: --tools"))
+        .unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "zot: warning: --tools names no tool called reed (the tools: read, write,"
+        ) && warning.contains(", weather"),
+        "{run:?}"
+    );
     assert!(third["system"].to_string().contains("ONLY THIS"));
     assert!(!third["system"].to_string().contains("CUSTOM BASE PROMPT"));
     let run = zot(
