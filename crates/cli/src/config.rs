@@ -380,9 +380,12 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
             crate::providers::is_builtin(name) || crate::providers::valid_name(name)
         }),
         "providers" => return crate::providers::parse(value).map(|_| ()),
-        "model" | "base_url" | "theme" | "subagent_model" => {
+        "model" | "theme" | "subagent_model" => {
             value.as_str().is_some_and(|s| !s.trim().is_empty())
         }
+        "base_url" => value.as_str().is_some_and(|s| {
+            reqwest::Url::parse(s).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        }),
         "reasoning" => matches!(value.as_str(), Some("low" | "medium" | "high")),
         "api" => matches!(value.as_str(), Some("responses" | "chat")),
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => value.is_boolean(),
@@ -412,7 +415,8 @@ pub fn check(key: &str, value: &Value) -> Result<(), String> {
     }
     let wanted = match key {
         "provider" => "anthropic, openai, ollama or a named provider",
-        "model" | "base_url" | "theme" | "subagent_model" => "a non-empty string",
+        "model" | "theme" | "subagent_model" => "a non-empty string",
+        "base_url" => "an http or https URL",
         "reasoning" => "low, medium or high",
         "api" => "responses or chat",
         "yolo" | "sandbox_net" | "hooks" | "web_fetch.allow_private" => "true or false",

@@ -121,7 +121,9 @@ pub fn run(
     let images = zot_core::image::load_all(&args.images)?;
     let mut prompt = prompt_words.join(" ");
     if prompt.trim().is_empty() {
-        std::io::stdin().read_to_string(&mut prompt)?;
+        std::io::stdin()
+            .read_to_string(&mut prompt)
+            .map_err(|e| anyhow::anyhow!("cannot read the prompt from stdin: {e}"))?;
     }
     if prompt.trim().is_empty() && images.is_empty() {
         anyhow::bail!("no prompt: pass one as arguments or on stdin");

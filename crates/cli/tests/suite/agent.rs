@@ -231,6 +231,23 @@ async fn prompt_from_stdin_and_no_credentials_error() {
         model.requests()[0].body["messages"][1]["content"],
         "question on stdin"
     );
+    // Bytes that are not text: said to be stdin's.
+    let mut child = w
+        .against(&model, "openai", &["-p", "--no-session"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(b"\xff\xfe binary");
+    let run: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.starts_with(
+            "zot: cannot read the prompt from stdin: stream did not contain valid UTF-8"
+        ),
+        "{run:?}"
+    );
+    assert_eq!(model.requests().len(), 1);
 
     let run = w.zot(&["-p", "hi"]);
     assert_eq!(run.code, 1, "{run:?}");

@@ -218,6 +218,11 @@ fn config_verbs() {
         ),
         ("colour", "red", "unknown key"),
         ("auto_compact", "101", "percentage"),
+        (
+            "base_url",
+            "localhost:11434",
+            "\"base_url\" must be an http or https URL, not \"localhost:11434\"",
+        ),
     ] {
         let run = w.zot(&["config", "set", key, value]);
         assert_eq!(run.code, 1, "{key}: {run:?}");
