@@ -1,7 +1,7 @@
 //! Loading one extension: its data directory, log, launch (spawn or
 //! connect), handshake, and joining the live set; a batch's outcomes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::future::join_all;
@@ -293,7 +293,7 @@ impl Inner {
         )
         .map_err(|e| LoadErrorKind::Spawn {
             program: launch.program.display().to_string(),
-            error: e.to_string(),
+            error: spawn_error(&launch.program, &e),
         })?;
         Ok((Box::new(spawned.process), spawned.conn, spawned.reader))
     }
@@ -456,4 +456,31 @@ pub(super) fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
         .mode(0o700)
         .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Why `program` did not start, as the user can act on it: the kernel's "No
+/// such file" is also its answer for a script whose `#!` interpreter is
+/// missing, and for a bare name that is not on `PATH`.
+fn spawn_error(program: &Path, error: &std::io::Error) -> String {
+    if error.kind() != std::io::ErrorKind::NotFound {
+        return error.to_string();
+    }
+    if program.components().count() == 1 {
+        return "not found on PATH".to_owned();
+    }
+    let mut first = [0; 256];
+    let read =
+        std::fs::File::open(program).and_then(|mut f| std::io::Read::read(&mut f, &mut first));
+    match read {
+        Ok(n) if first[..n].starts_with(b"#!") => {
+            let line = first[2..n]
+                .split(|b| *b == b'\n')
+                .next()
+                .unwrap_or_default();
+            let interpreter = String::from_utf8_lossy(line);
+            let interpreter = interpreter.split_whitespace().next().unwrap_or_default();
+            format!("its interpreter {interpreter} (the script's #! line) was not found")
+        }
+        _ => error.to_string(),
+    }
 }

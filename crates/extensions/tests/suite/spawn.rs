@@ -150,6 +150,35 @@ async fn missing_executable_is_a_clear_load_error() {
     assert!(env.log("ghost").contains("spawn"), "{}", env.log("ghost"));
 }
 
+/// The kernel's "No such file" for a script that exists says its `#!`
+/// interpreter is missing; for a bare name, that it is not on `PATH`.
+#[tokio::test]
+async fn a_missing_interpreter_or_command_is_named() {
+    let env = Env::new();
+    let dir = env.manifest(Root::Global, "old", r#"{"name":"old","exec":"./run"}"#);
+    zot_testkit::write_exec(&dir.join("run"), "#!/nonexistent/python9 -u\nprint(1)\n");
+    env.manifest(
+        Root::Global,
+        "gone",
+        r#"{"name":"gone","exec":"no-such-command-zot-test"}"#,
+    );
+    let (host, _rx) = env.start(&[]).await;
+    let shown: Vec<String> = host.errors().iter().map(ToString::to_string).collect();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(
+        shown.iter().any(|e| e.contains(
+            "run: its interpreter /nonexistent/python9 (the script's #! line) was not found"
+        )),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|e| e.contains("spawn no-such-command-zot-test: not found on PATH")),
+        "{shown:?}"
+    );
+}
+
 /// Each extension waits at a barrier until all three have started before it
 /// says hello: a host that started them one at a time would never see a hello.
 #[tokio::test]
