@@ -406,6 +406,19 @@ pub async fn start(args: &AgentArgs, ctx: &Context, mode: Mode) -> anyhow::Resul
     })
 }
 
+/// `-c`: the newest session of this directory that opens. One that does not
+/// (an empty file a crash left behind, one that is not a session) is said
+/// and passed over, as `zot sessions list` passes over it.
+fn newest_session(ctx: &Context) -> Option<Session> {
+    Session::newest_first(&ctx.zot_home, &ctx.project)
+        .into_iter()
+        .find_map(|path| {
+            Session::open(&path)
+                .map_err(|e| errln!("zot: warning: {e}; passed over for an older session"))
+                .ok()
+        })
+}
+
 /// The session the arguments ask for. RPC clients own their conversation;
 /// they get a session file only when they ask for one.
 pub fn open_session(
@@ -438,9 +451,9 @@ pub fn open_session(
         let found = zot_core::session::index::find(&ctx.zot_home, id)?;
         Session::open(std::path::Path::new(&found.path))?
     } else if args.continue_session
-        && let Ok(latest) = Session::latest(&ctx.zot_home, &ctx.project)
+        && let Some(newest) = newest_session(ctx)
     {
-        Session::open(&latest)?
+        newest
     } else {
         // `-c` with nothing to continue starts the conversation it asked for.
         Session::create(&ctx.zot_home, &ctx.project, provider, model)

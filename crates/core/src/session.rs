@@ -186,15 +186,16 @@ pub struct Session {
     messages: Vec<Message>,
     /// The name the user gave the session.
     title: Option<String>,
-    /// Lines were skipped for their size: their results are checked again
-    /// whenever the conversation is replayed.
+    /// Lines were skipped (for their size, or damaged): their results are
+    /// checked again whenever the conversation is replayed.
     skipped: bool,
     /// Every call's usage added up.
     usage: UsageReport,
     /// Set when a write failed; later writes are skipped rather than
     /// interleaving a partial line.
     failed: Option<String>,
-    /// What loading the file had to say (lines skipped for their size).
+    /// What loading the file had to say (lines skipped for their size, or
+    /// damaged).
     warnings: Vec<String>,
     /// Checkpoint records in file order, each with the number of tree
     /// entries written before it (what it came after).
@@ -322,16 +323,24 @@ impl Session {
 
     /// The newest session of `cwd` ([`recency`]).
     pub fn latest(zot_home: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
-        let dir = sessions_dir(zot_home, cwd);
-        let entries =
-            std::fs::read_dir(&dir).map_err(|_| SessionError::NoneForCwd(cwd.to_path_buf()))?;
-        entries
+        Self::newest_first(zot_home, cwd)
+            .into_iter()
+            .next()
+            .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
+    }
+
+    /// The session files of `cwd`, the most recently used first.
+    pub fn newest_first(zot_home: &Path, cwd: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(sessions_dir(zot_home, cwd)) else {
+            return Vec::new();
+        };
+        let mut found: Vec<_> = entries
             .filter_map(Result::ok)
             .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
             .filter_map(|e| Some((recency(&e.metadata().ok()?)?, e.path())))
-            .max()
-            .map(|(_, path)| path)
-            .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
+            .collect();
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found.into_iter().map(|(_, path)| path).collect()
     }
 
     pub fn id(&self) -> &str {
@@ -357,7 +366,8 @@ impl Session {
         self.tree.history()
     }
 
-    /// What loading the file had to say: each line skipped for its size.
+    /// What loading the file had to say: each line skipped for its size or
+    /// damaged.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
@@ -662,7 +672,7 @@ struct Loaded {
     title: Option<String>,
     usage: UsageReport,
     warnings: Vec<String>,
-    /// Lines were skipped for their size.
+    /// Lines were skipped for their size, or damaged.
     skipped: bool,
     /// The last line has no newline (a crash mid-write).
     torn: bool,
@@ -710,7 +720,18 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
             }
             continue;
         }
+        // A complete line that is not JSON was damaged (cut, overwritten):
+        // said, where a torn last line (a crash mid-write) is not.
+        let damaged = |warnings: &mut Vec<String>| {
+            if ended {
+                warnings.push(format!(
+                    "{}: line {number} is damaged (not JSON) and was not loaded",
+                    path.display()
+                ));
+            }
+        };
         let Ok(text) = std::str::from_utf8(&line) else {
+            damaged(&mut warnings);
             continue;
         };
         if text.trim().is_empty() {
@@ -718,6 +739,9 @@ fn load(path: &Path, file: &File) -> Result<Loaded, SessionError> {
         }
         // Lines of a newer zot are skipped, like a torn last line.
         let Ok(record) = serde_json::from_str::<Record>(text) else {
+            if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                damaged(&mut warnings);
+            }
             continue;
         };
         let kind = match record.line {

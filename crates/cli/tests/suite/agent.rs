@@ -895,6 +895,65 @@ async fn system_prompt_parts_skills_and_tool_filters() {
     );
 }
 
+/// `-c` passes over a session file that does not open (an empty one, as a
+/// crash between creating and writing it leaves) for the newest one that
+/// does, saying so; a damaged line inside a session is said, not dropped in
+/// silence, and the conversation goes on without it.
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_passes_over_broken_files_and_says_damaged_lines() {
+    let w = World::new();
+    let model = MockModel::start([
+        anthropic::text("one"),
+        anthropic::text("two"),
+        anthropic::text("three"),
+    ])
+    .await;
+    let run = zot(&w, &model, "anthropic", &["-p", "first question"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let sessions = super::conversation::session_files(&w);
+    assert_eq!(sessions.len(), 1);
+    let session = &sessions[0];
+    let empty = session.with_file_name("99999999-999999-ffffffff.jsonl");
+    std::fs::write(&empty, "").unwrap();
+
+    let run = zot(&w, &model, "anthropic", &["-p", "-c", "second question"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "zot: warning: {}: not a zot session (no meta line); passed over for an older session",
+            empty.display()
+        )),
+        "{run:?}"
+    );
+    let asked = model.requests()[1].body["messages"].to_string();
+    assert!(asked.contains("first question"), "{asked}");
+
+    // The first answer's line cut short in place, as a bad copy leaves it.
+    let text = std::fs::read_to_string(session).unwrap();
+    let number = text.lines().position(|l| l.contains(r#""one""#)).unwrap() + 1;
+    let damaged: Vec<&str> = text
+        .lines()
+        .map(|l| if l.contains(r#""one""#) { &l[..20] } else { l })
+        .collect();
+    std::fs::write(session, damaged.join("\n") + "\n").unwrap();
+    std::fs::remove_file(&empty).unwrap();
+    let run = zot(&w, &model, "anthropic", &["-p", "-c", "third question"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "zot: warning: {}: line {number} is damaged (not JSON) and was not loaded",
+            session.display()
+        )),
+        "{run:?}"
+    );
+    let asked = model.requests()[2].body["messages"].to_string();
+    assert!(
+        asked.contains("first question") && asked.contains("second question"),
+        "{asked}"
+    );
+    assert!(!asked.contains(r#""one""#), "{asked}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn max_steps_stops_the_loop_and_list_models_lists() {
     let w = World::new();
