@@ -59,7 +59,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     zot_mcp::install();
     zot_hooks::ecosystem::install();
     let Some(command) = &cli.command else {
-        return agent_mode(&cli, cli.agent.mode());
+        let mode = cli.agent.mode();
+        let result = agent_mode(&cli, mode);
+        // Why a JSON run could not start is a stream line too (what fails
+        // once the stream runs is one already).
+        if mode == Mode::Json
+            && let Err(e) = &result
+        {
+            oneshot::json_error(&format!("{e:#}"));
+        }
+        return result;
     };
     match command {
         Command::Ext { command } => {

@@ -35,6 +35,16 @@ pub fn manifest_error_event(error: &str) -> Event {
     }
 }
 
+/// Writes one `error` stream line to stdout, before any stream writer runs.
+pub fn json_error(message: &str) {
+    let line = EventLine::from(Event::Error {
+        message: message.to_owned(),
+    });
+    if let Ok(line) = serde_json::to_string(&line) {
+        crate::term::write(true, format_args!("{line}"), true);
+    }
+}
+
 /// Writes stream lines to stdout, one JSON object per line, flushed each.
 pub fn spawn_writer() -> (
     mpsc::UnboundedSender<EventLine>,

@@ -106,7 +106,11 @@ pub fn split_model(
         && other != name
         && ProviderKind::parse(other).map(ProviderKind::name) != Some(name)
     {
-        bail!("--model {name}:{id} is a {name} model, but the provider is {other}");
+        // Either may come from its flag, its variable or the config.
+        bail!(
+            "the model {name}:{id} is {name}'s, but the provider is {other} \
+             (--model or ZOT_MODEL or the config's model; --provider or ZOT_PROVIDER or the config's provider)"
+        );
     }
     let (name, id) = (name.to_owned(), id.to_owned());
     args.provider = Some(name);

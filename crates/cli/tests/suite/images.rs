@@ -6,7 +6,7 @@
 use base64::Engine as _;
 use zot_testkit::{MockModel, anthropic, openai};
 
-use super::support::{Run, World};
+use super::support::{Event, Run, World, typed_events};
 use super::tui::Tmux;
 
 /// A 1×1 PNG's bytes (signature, IHDR, IDAT, IEND).
@@ -119,6 +119,18 @@ async fn bad_images_are_refused_naming_the_file_before_any_request() {
             "{file}: {run:?}"
         );
     }
+    // In JSON mode the reason is the stream's line too.
+    let run: Run = w
+        .against(&model, "anthropic", &["--json", "-i", "gone.png", "look"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        matches!(typed_events(&run).as_slice(),
+            [Event::Error { message }] if message.starts_with("image gone.png: No such file")),
+        "{run:?}"
+    );
     assert!(model.requests().is_empty());
 }
 

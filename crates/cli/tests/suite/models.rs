@@ -158,7 +158,7 @@ async fn a_model_given_as_provider_colon_id_chooses_both() {
     assert_ne!(run.code, 0, "{run:?}");
     assert!(
         run.stderr
-            .contains("--model openai:gpt-4.1 is a openai model, but the provider is anthropic"),
+            .contains("the model openai:gpt-4.1 is openai's, but the provider is anthropic (--model or ZOT_MODEL"),
         "{run:?}"
     );
     // A project may not pick the provider through its model.
