@@ -320,6 +320,9 @@ impl Server {
         provider: Option<String>,
         save: bool,
     ) -> Result<Data, String> {
+        if model.trim().is_empty() {
+            return Err("set_model needs a model id, not an empty \"model\"".into());
+        }
         let mut agent = self.agent.lock().await;
         let current = agent.provider().config().clone();
         let (config, missing) = match &provider {
@@ -898,7 +901,7 @@ mod tests {
             (
                 "set_model".into(),
                 false,
-                Some("set_model needs \"model\"".into())
+                Some("set_model needs \"model\" (a string), and takes \"provider\" (a string) and \"save\" (true or false): missing field `model`".into())
             )
         );
         assert_eq!(answers[4].0, "prompt");

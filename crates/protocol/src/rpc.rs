@@ -192,7 +192,9 @@ fn valid_images(images: &Value) -> bool {
 /// A bad request's fields, in the words the protocol documents.
 fn problem(command: &str, images_bad: bool, serde: &str) -> String {
     match command {
-        "set_model" => "set_model needs \"model\"".to_owned(),
+        "set_model" => format!(
+            "set_model needs \"model\" (a string), and takes \"provider\" (a string) and \"save\" (true or false): {serde}"
+        ),
         "prompt" if images_bad => "each image needs \"mime_type\" and \"data\" (base64)".to_owned(),
         "prompt" => "prompt needs a non-empty \"message\" or images".to_owned(),
         _ => format!("malformed {command}: {serde}"),
@@ -261,7 +263,14 @@ mod tests {
         );
         assert_eq!(
             parse(r#"{"type":"set_model"}"#).request,
-            Err("set_model needs \"model\"".into())
+            Err("set_model needs \"model\" (a string), and takes \"provider\" (a string) and \"save\" (true or false): missing field `model`".into())
+        );
+        let wrong = parse(r#"{"type":"set_model","model":"m","save":"yes"}"#).request;
+        assert!(
+            wrong
+                .as_ref()
+                .is_err_and(|e| e.ends_with("invalid type: string \"yes\", expected a boolean")),
+            "{wrong:?}"
         );
         assert_eq!(
             parse(r#"{"type":"prompt","images":[{"mime_type":"image/png"}]}"#).request,

@@ -303,6 +303,12 @@ async fn commands_events_and_malformed_lines() {
     assert!(note.contains("not in zot's openai model table"), "{note}");
     rpc.send(r#"{"type":"get_state"}"#);
     assert_eq!(rpc.response("get_state")["data"]["model"], "served-model-x");
+    rpc.send(r#"{"type":"set_model","model":" "}"#);
+    let refused = rpc.response("set_model");
+    assert_eq!(
+        refused["error"], "set_model needs a model id, not an empty \"model\"",
+        "{refused}"
+    );
     rpc.send(r#"{"type":"set_model","model":"gpt-4.1-mini"}"#);
     let set = rpc.response("set_model");
     assert_eq!(
