@@ -66,7 +66,8 @@ struct Server {
     /// prompts, compactions, and the requests that need the agent while
     /// work holds it. `None` once stdin has ended.
     jobs: std::sync::Mutex<Option<mpsc::UnboundedSender<Job>>>,
-    /// Jobs sent and not yet done.
+    /// Jobs sent and not yet done (at most twice [`MAX_QUEUED_PROMPTS`]:
+    /// the prompts, and as many requests waiting for the agent).
     pending: Arc<std::sync::atomic::AtomicUsize>,
     /// The agent's state as of its last change, for `get_state` while
     /// running work holds the agent.
@@ -165,9 +166,14 @@ pub async fn serve(
         running.missing_credentials.clone(),
     );
     let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
+    let pending: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+    let done = Arc::clone(&pending);
     let worker = tokio::spawn(async move {
         while let Some(job) = queue.recv().await {
-            job.await;
+            // A task of its own: a job that panics ends alone, and the
+            // jobs behind it still run.
+            let _ = tokio::spawn(job).await;
+            done.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
     let server = Arc::new(Server {
@@ -184,7 +190,7 @@ pub async fn serve(
         busy: Arc::default(),
         cwd: project.display().to_string(),
         jobs: std::sync::Mutex::new(Some(jobs)),
-        pending: Arc::default(),
+        pending,
         gate: std::sync::Mutex::new(None),
     });
     let code = serve_lines(&server, token, input).await;
@@ -262,7 +268,15 @@ async fn serve_lines(
             // Work holds the agent, or waits for it: this request's turn
             // comes after that work, and the reading goes on meanwhile (an
             // `abort` must get through).
-            Ok(request) if needs_agent(&request) && server.has_work() => {
+            Ok(request) if needs_agent(&request) && server.jobs() > 0 => {
+                if server.jobs() > MAX_QUEUED_PROMPTS * 2 {
+                    let busy = format!(
+                        "{} requests are waiting for the agent; send more once some are answered (or abort)",
+                        server.jobs()
+                    );
+                    server.respond(&command, id, Err(busy));
+                    continue;
+                }
                 let for_job = Arc::clone(server);
                 server.queue(Box::pin(async move {
                     let result = Arc::clone(&for_job).handle(request).await;
@@ -453,12 +467,8 @@ impl Server {
 
     /// Sends `job` to the worker, behind every job sent before it.
     fn queue(&self, job: Job) {
-        let pending = Arc::clone(&self.pending);
-        pending.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let job = Box::pin(async move {
-            job.await;
-            pending.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        });
+        self.pending
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(jobs) = &*self
             .jobs
             .lock()
@@ -468,9 +478,9 @@ impl Server {
         }
     }
 
-    /// Whether the worker has jobs (running or waiting).
-    fn has_work(&self) -> bool {
-        self.pending.load(std::sync::atomic::Ordering::SeqCst) > 0
+    /// How many jobs the worker has (running or waiting).
+    fn jobs(&self) -> usize {
+        self.pending.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     async fn handle(self: Arc<Self>, request: Request) -> Result<Option<Data>, String> {

@@ -325,6 +325,15 @@ async fn commands_events_and_malformed_lines() {
     assert_eq!(rpc.close(), 0);
 }
 
+/// An answer that sends "partial" and then neither ends nor closes: the
+/// prompt it answers holds the agent until aborted.
+fn stalled_answer() -> Response {
+    anthropic::Script::new()
+        .text("partial")
+        .build_partial()
+        .stall()
+}
+
 /// Prompts queued together run first come, first served (each used to race
 /// for the agent); a request that needs the agent while a prompt holds it
 /// waits its turn behind the queue, and the requests after it are answered
@@ -333,10 +342,7 @@ async fn commands_events_and_malformed_lines() {
 #[tokio::test(flavor = "multi_thread")]
 async fn queued_work_runs_in_order_and_agent_requests_wait_their_turn() {
     let w = World::new();
-    let stalled: Response = anthropic::Script::new()
-        .text("partial")
-        .build_partial()
-        .stall();
+    let stalled = stalled_answer();
     let answers = (1..=5).map(|i| anthropic::text(&format!("a{i}")));
     let model = MockModel::start(std::iter::once(stalled).chain(answers)).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
@@ -372,13 +378,40 @@ async fn queued_work_runs_in_order_and_agent_requests_wait_their_turn() {
     assert_eq!(rpc.close(), 0);
 }
 
+/// Requests waiting for the agent are bounded as prompts are: past twice
+/// the prompts' cap, each further one is refused at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_waiting_for_the_agent_are_bounded() {
+    let w = World::new();
+    let stalled = stalled_answer();
+    let model = MockModel::start([stalled]).await;
+    let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
+    rpc.send(r#"{"type":"prompt","message":"p0"}"#);
+    rpc.until_event(|e| matches!(e, Event::TextDelta { .. }));
+    for _ in 0..=2000 {
+        rpc.send_raw(r#"{"type":"get_messages"}"#);
+    }
+    let refused = rpc.response("get_messages");
+    assert_eq!(
+        refused["error"],
+        "2001 requests are waiting for the agent; send more once some are answered (or abort)",
+        "{refused}"
+    );
+    rpc.send(r#"{"type":"abort"}"#);
+    let mut answered = 0;
+    rpc.until_within(Duration::from_secs(30), |v| {
+        if matches!(typed(v), Event::Response(r) if r.command == "get_messages" && r.success) {
+            answered += 1;
+        }
+        answered == 2000
+    });
+    assert_eq!(rpc.close(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn abort_mid_stream_ends_the_turn() {
     let w = World::new();
-    let stalled: Response = anthropic::Script::new()
-        .text("partial")
-        .build_partial()
-        .stall();
+    let stalled = stalled_answer();
     let model = MockModel::start([stalled, anthropic::text("after abort")]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"long answer please"}"#);
@@ -911,10 +944,7 @@ async fn command_hooks_block_prompts_and_hear_compaction_and_the_session_end() {
 #[tokio::test(flavor = "multi_thread")]
 async fn at_most_1000_prompts_wait_and_each_further_one_gets_an_error() {
     let w = World::new();
-    let stalled: Response = anthropic::Script::new()
-        .text("partial")
-        .build_partial()
-        .stall();
+    let stalled = stalled_answer();
     let model = MockModel::start([stalled]).await;
     let mut rpc = Rpc::start(&w, &model, "anthropic", &[], None);
     rpc.send(r#"{"type":"prompt","message":"the running one","id":"run"}"#);
