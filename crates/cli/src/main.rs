@@ -10,13 +10,15 @@ fn main() -> ExitCode {
     // Before anything else: no process zot starts may read its memory or
     // environment (API keys, the RPC token).
     zot_sandbox::make_undumpable();
-    let matches = Cli::command().get_matches_from(zot_cli::rewrite_mcp_env(zot_cli::rewrite_rpc(
-        std::env::args_os().collect(),
-    )));
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let mut matches = Cli::command().get_matches_from(zot_cli::rewrite_mcp_env(
+        zot_cli::rewrite_rpc(std::env::args_os().collect()),
+    ));
+    // Read before the arguments take the matches apart.
+    let command = matches.subcommand_name().map(str::to_owned);
+    let cli = Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit());
     // `zot -p trust`: a prompt that begins with a command's name would run
     // the command (here: trust the project), not ask the model.
-    if let Some(name) = matches.subcommand_name()
+    if let Some(name) = command
         && cli.agent.runs_a_prompt()
     {
         Cli::command()

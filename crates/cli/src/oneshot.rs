@@ -236,8 +236,11 @@ async fn run_prompt(
         () = cancel.cancelled() => Err("aborted".to_owned()),
     };
     let text = match resolved {
+        // Said as any failure is, with the status of an interrupted run.
         Err(e) if cancel.is_cancelled() => {
-            let _ = fail(out, &e).map_err(|e| errln!("zot: {e}"));
+            if let Err(said) = fail(out, &e) {
+                errln!("zot: {said}");
+            }
             return Ok(interrupted());
         }
         Err(e) => return fail(out, &e),

@@ -324,7 +324,7 @@ pub fn agent(
     let (unknown, known) = agent.unknown_tools();
     let unknown: Vec<String> = unknown
         .into_iter()
-        .filter(|name| !name.starts_with("mcp__"))
+        .filter(|name| !name.starts_with(zot_mcp::TOOL_PREFIX))
         .collect();
     if !unknown.is_empty() {
         errln!(

@@ -100,6 +100,7 @@ pub fn load(path: &Path) -> Result<Block, ImageError> {
 /// file: an image a provider refuses would be kept in the session and make
 /// every later request of it fail. Its type is read from its bytes.
 pub fn from_base64(data: &str) -> Result<Block, String> {
+    let data = data.trim();
     // Four base64 characters hold three bytes: larger cannot be under the cap.
     if data.len() as u64 > MAX_IMAGE_BYTES.div_ceil(3) * 4 + 4 {
         return Err(format!(
@@ -107,7 +108,7 @@ pub fn from_base64(data: &str) -> Result<Block, String> {
         ));
     }
     let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data.trim())
+        .decode(data)
         .map_err(|e| format!("not base64 ({e})"))?;
     if bytes.len() as u64 > MAX_IMAGE_BYTES {
         return Err(format!(
@@ -119,7 +120,7 @@ pub fn from_base64(data: &str) -> Result<Block, String> {
         sniff(&bytes).ok_or("not a png, jpeg, gif or webp image (the types the models take)")?;
     Ok(Block::Image {
         mime_type: mime_type.to_owned(),
-        data: data.trim().to_owned(),
+        data: data.to_owned(),
     })
 }
 
@@ -141,6 +142,20 @@ mod tests {
         assert_eq!(sniff(b"RIFF\0\0\0\0WAVEfmt "), None);
         assert_eq!(sniff(b"BM6\0\0\0"), None);
         assert_eq!(sniff(b""), None);
+    }
+
+    #[test]
+    fn base64_images_are_checked_as_sent() {
+        let gif = base64::engine::general_purpose::STANDARD.encode(b"GIF89a..");
+        let block = from_base64(&format!(" {gif}\n")).unwrap();
+        assert_eq!(
+            block,
+            Block::Image {
+                mime_type: "image/gif".into(),
+                data: gif
+            }
+        );
+        assert!(from_base64("R0lG!").unwrap_err().starts_with("not base64"));
     }
 
     #[test]

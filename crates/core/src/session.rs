@@ -153,8 +153,6 @@ pub enum SessionError {
     Io { path: PathBuf, error: io::Error },
     #[error("{}: not a zot session (no meta line)", .0.display())]
     NoMeta(PathBuf),
-    #[error("no session for {} yet", .0.display())]
-    NoneForCwd(PathBuf),
     #[error("this run keeps no session file")]
     NoFile,
     #[error("no entry {0} in this session")]
@@ -322,13 +320,6 @@ impl Session {
     }
 
     /// The newest session of `cwd` ([`recency`]).
-    pub fn latest(zot_home: &Path, cwd: &Path) -> Result<PathBuf, SessionError> {
-        Self::newest_first(zot_home, cwd)
-            .into_iter()
-            .next()
-            .ok_or_else(|| SessionError::NoneForCwd(cwd.to_path_buf()))
-    }
-
     /// The session files of `cwd`, the most recently used first.
     pub fn newest_first(zot_home: &Path, cwd: &Path) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(sessions_dir(zot_home, cwd)) else {
@@ -617,7 +608,7 @@ impl Record {
 /// file system's clock (a `/clear` writes the old session's last entries,
 /// and the prompt after it the new one's; a file system without creation
 /// times orders by the first alone). `None` without a modification time.
-/// `-c` ([`Session::latest`]) and every list of sessions ([`index::list`])
+/// `-c` ([`Session::newest_first`]) and every list of sessions ([`index::list`])
 /// order by it, so they agree on which is the newest.
 pub(crate) fn recency(metadata: &std::fs::Metadata) -> Option<(SystemTime, SystemTime)> {
     let created = metadata.created().unwrap_or(SystemTime::UNIX_EPOCH);

@@ -51,7 +51,8 @@ impl Ecosystem for McpServers {
     /// Without `mcp__<server>__`.
     fn tool_label<'a>(&self, name: &str, tool: &'a str) -> &'a str {
         let own = server_name(name).unwrap_or(name);
-        tool.strip_prefix(&format!("mcp__{own}__")).unwrap_or(tool)
+        tool.strip_prefix(&format!("{}{own}__", crate::names::PREFIX))
+            .unwrap_or(tool)
     }
 
     /// The MCP servers of both config files, as discovery entries: project

@@ -20,4 +20,4 @@ mod shared;
 pub use adapter::SUPPORTED_VERSIONS;
 pub use client::PROTOCOL_VERSION;
 pub use ecosystem::{KIND, MCP, McpServers, install};
-pub use names::{LIST_RESOURCES, READ_RESOURCE, qualified_name};
+pub use names::{LIST_RESOURCES, PREFIX as TOOL_PREFIX, READ_RESOURCE, qualified_name};

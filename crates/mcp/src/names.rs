@@ -14,12 +14,15 @@ const KEPT_PREFIX: usize = 55;
 /// among names that already share their first 55 characters).
 const HASH_DIGITS: usize = 8;
 
+/// What every MCP tool's name starts with.
+pub const PREFIX: &str = "mcp__";
+
 /// `mcp__<server>__<item>` made valid for every provider: characters
 /// outside `[A-Za-z0-9_-]` become `_`; a name over 64 characters keeps its
 /// first 55, then `_` and 8 hex digits of the SHA-256 of the full name.
 pub fn qualified_name(server: &str, item: &str) -> String {
     use sha2::{Digest, Sha256};
-    let full = format!("mcp__{server}__{item}");
+    let full = format!("{PREFIX}{server}__{item}");
     let clean: String = full
         .chars()
         .map(|c| {

@@ -40,7 +40,7 @@ fn of_two_sessions_last_written_in_one_tick_the_later_created_is_the_latest() {
         .with_file_name("99999999-999999-ffffffff.jsonl");
     std::fs::rename(first.path(), &renamed).unwrap();
     assert_eq!(
-        Session::latest(tmp.path(), tmp.path()).unwrap(),
+        Session::newest_first(tmp.path(), tmp.path())[0],
         second.path()
     );
     let listed: Vec<String> = index::list(tmp.path(), Some(tmp.path()))
